@@ -1,0 +1,452 @@
+//! The gateway's configuration: one typed struct, layered, validated before anything binds.
+//!
+//! Layers, later ones winning: built-in defaults (or dev-mode defaults), the TOML file given
+//! with `--config`, `ENTROPY_<KEY>` environment variables, then `--<key>` flags. A bad value in
+//! any layer is reported with the key that holds it; `main` exits 64 (EX_USAGE) on it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Largest GetRandom request, and so the least pool capacity that can serve every request.
+pub const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
+
+/// Every setting of the gateway. Field names are the config keys; see README "Configuration".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Public gRPC address: EntropyService, health and reflection.
+    pub listen_addr: SocketAddr,
+    /// Internal gRPC address for IngestService (collectors). Keep it off the public network.
+    pub ingest_listen_addr: SocketAddr,
+    /// TOML file of client API keys (name + SHA-256 of the secret). Required outside dev mode.
+    pub api_keys_file: Option<PathBuf>,
+    /// Directory of `<key_id>.key` files holding chunk MAC keys as hex. Required outside dev
+    /// mode.
+    pub ingest_keys_dir: Option<PathBuf>,
+    /// Most bytes the pool holds.
+    pub pool_capacity_bytes: usize,
+    /// Below this many pool bytes, grpc.health.v1 reports NOT_SERVING.
+    pub pool_low_watermark_bytes: usize,
+    /// Longest a unary call waits for entropy before UNAVAILABLE (a shorter client deadline
+    /// wins).
+    pub max_wait_ms: u64,
+    /// How far a chunk's timestamp may be from the gateway's clock, either way.
+    pub freshness_window_ms: u64,
+    /// Largest chunk accepted by Publish.
+    pub max_chunk_bytes: usize,
+    /// Most (collector, epoch) pairs tracked for replay protection at once.
+    pub replay_max_streams: usize,
+    /// On SIGTERM/SIGINT, how long in-flight calls get to finish before the process exits.
+    pub shutdown_grace_ms: u64,
+    /// Log line format: "text" or "json".
+    pub log_format: LogFormat,
+    /// Log filter in `tracing` EnvFilter syntax (e.g. "info", "entropy_gateway=debug").
+    pub log_filter: String,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Every config key, for environment variable lookup (`ENTROPY_` + upper case).
+pub const KEYS: &[&str] = &[
+    "listen_addr",
+    "ingest_listen_addr",
+    "api_keys_file",
+    "ingest_keys_dir",
+    "pool_capacity_bytes",
+    "pool_low_watermark_bytes",
+    "max_wait_ms",
+    "freshness_window_ms",
+    "max_chunk_bytes",
+    "replay_max_streams",
+    "shutdown_grace_ms",
+    "log_format",
+    "log_filter",
+];
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen_addr: SocketAddr::from(([0, 0, 0, 0], 50051)),
+            ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 50052)),
+            api_keys_file: None,
+            ingest_keys_dir: None,
+            pool_capacity_bytes: 16 << 20,
+            pool_low_watermark_bytes: 64 << 10,
+            max_wait_ms: 2_000,
+            freshness_window_ms: 60_000,
+            max_chunk_bytes: 1 << 20,
+            replay_max_streams: 4_096,
+            shutdown_grace_ms: 10_000,
+            log_format: LogFormat::Text,
+            log_filter: "info".into(),
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// Defaults for `--dev`: public port on loopback only, ingest on an ephemeral loopback
+    /// port that only the in-process publisher uses.
+    pub fn dev_defaults() -> Self {
+        Self {
+            listen_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..Self::default()
+        }
+    }
+
+    /// Longest unary wait for entropy.
+    pub fn max_wait(&self) -> Duration {
+        Duration::from_millis(self.max_wait_ms)
+    }
+
+    /// Freshness window for chunk timestamps.
+    pub fn freshness_window(&self) -> Duration {
+        Duration::from_millis(self.freshness_window_ms)
+    }
+
+    /// Grace period on shutdown.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+
+    /// Checks relations between keys that types alone cannot express.
+    pub fn validate(&self, dev: bool) -> Result<(), ConfigError> {
+        let bad = |key: &'static str, problem: String| {
+            Err(ConfigError {
+                key: key.into(),
+                problem,
+            })
+        };
+        if self.pool_capacity_bytes < MAX_GET_RANDOM_BYTES {
+            return bad(
+                "pool_capacity_bytes",
+                format!(
+                    "{} is below {MAX_GET_RANDOM_BYTES}, the largest GetRandom request",
+                    self.pool_capacity_bytes
+                ),
+            );
+        }
+        if self.pool_capacity_bytes > 1 << 34 {
+            return bad(
+                "pool_capacity_bytes",
+                "must be at most 17179869184 (16 GiB)".into(),
+            );
+        }
+        if self.max_chunk_bytes == 0 || self.max_chunk_bytes > self.pool_capacity_bytes {
+            return bad(
+                "max_chunk_bytes",
+                format!("{} must be 1..=pool_capacity_bytes", self.max_chunk_bytes),
+            );
+        }
+        if self.max_chunk_bytes > 16 << 20 {
+            return bad(
+                "max_chunk_bytes",
+                "must be at most 16777216 (16 MiB)".into(),
+            );
+        }
+        if self.pool_low_watermark_bytes > self.pool_capacity_bytes {
+            return bad(
+                "pool_low_watermark_bytes",
+                format!(
+                    "{} exceeds pool_capacity_bytes",
+                    self.pool_low_watermark_bytes
+                ),
+            );
+        }
+        if !(1..=600_000).contains(&self.max_wait_ms) {
+            return bad(
+                "max_wait_ms",
+                format!("{} must be 1..=600000", self.max_wait_ms),
+            );
+        }
+        if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
+            return bad(
+                "freshness_window_ms",
+                format!("{} must be 1000..=3600000", self.freshness_window_ms),
+            );
+        }
+        if !(1..=1_000_000).contains(&self.replay_max_streams) {
+            return bad(
+                "replay_max_streams",
+                format!("{} must be 1..=1000000", self.replay_max_streams),
+            );
+        }
+        if self.shutdown_grace_ms > 600_000 {
+            return bad("shutdown_grace_ms", "must be at most 600000".into());
+        }
+        if self.listen_addr == self.ingest_listen_addr && self.listen_addr.port() != 0 {
+            return bad("ingest_listen_addr", "must differ from listen_addr".into());
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log_filter).is_err() {
+            return bad(
+                "log_filter",
+                format!("{:?} is not a valid filter", self.log_filter),
+            );
+        }
+        if !dev {
+            if self.api_keys_file.is_none() {
+                return bad("api_keys_file", "required (or run with --dev)".into());
+            }
+            if self.ingest_keys_dir.is_none() {
+                return bad("ingest_keys_dir", "required (or run with --dev)".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A config value that is missing, malformed, or inconsistent with another.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid config key {key}: {problem}")]
+pub struct ConfigError {
+    /// The config key at fault.
+    pub key: String,
+    /// What is wrong, with the bound.
+    pub problem: String,
+}
+
+/// `--<key>` flags, one per config key; only those given override the other layers.
+#[derive(Debug, Default, Clone, Args, Serialize)]
+pub struct ConfigFlags {
+    /// Public gRPC address [default: 0.0.0.0:50051; dev: 127.0.0.1:50051]
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_addr: Option<SocketAddr>,
+    /// Internal ingest gRPC address [default: 127.0.0.1:50052]
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_listen_addr: Option<SocketAddr>,
+    /// Client API keys file (TOML)
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_keys_file: Option<PathBuf>,
+    /// Directory of <key_id>.key chunk MAC keys
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_keys_dir: Option<PathBuf>,
+    /// Pool capacity in bytes [default: 16777216]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_capacity_bytes: Option<usize>,
+    /// NOT_SERVING below this many pool bytes [default: 65536]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_low_watermark_bytes: Option<usize>,
+    /// Longest unary wait for entropy, ms [default: 2000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u64>,
+    /// Chunk timestamp tolerance either way, ms [default: 60000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freshness_window_ms: Option<u64>,
+    /// Largest chunk accepted, bytes [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_chunk_bytes: Option<usize>,
+    /// Most collector epochs tracked for replay protection [default: 4096]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_max_streams: Option<usize>,
+    /// Shutdown grace period, ms [default: 10000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_ms: Option<u64>,
+    /// Log format [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
+    /// Log filter (tracing EnvFilter syntax) [default: info]
+    #[arg(long, value_name = "FILTER")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_filter: Option<String>,
+}
+
+/// Builds the effective config from the layers and validates it.
+pub fn load(
+    file: Option<&std::path::Path>,
+    dev: bool,
+    flags: &ConfigFlags,
+) -> Result<GatewayConfig, ConfigError> {
+    load_with_env(file, dev, flags, Env::prefixed("ENTROPY_").only(KEYS))
+}
+
+/// [`load`] with the environment given (tests use `Env` over a fixed map).
+pub fn load_with_env(
+    file: Option<&std::path::Path>,
+    dev: bool,
+    flags: &ConfigFlags,
+    env: Env,
+) -> Result<GatewayConfig, ConfigError> {
+    let defaults = if dev {
+        GatewayConfig::dev_defaults()
+    } else {
+        GatewayConfig::default()
+    };
+    let mut figment = Figment::from(Serialized::defaults(defaults));
+    if let Some(path) = file {
+        if !path.is_file() {
+            return Err(ConfigError {
+                key: "--config".into(),
+                problem: format!("{} is not a readable file", path.display()),
+            });
+        }
+        figment = figment.merge(Toml::file_exact(path));
+    }
+    let config: GatewayConfig = figment
+        .merge(env)
+        .merge(Serialized::defaults(flags))
+        .extract()
+        .map_err(|e| {
+            let key = e.path.join(".");
+            let key = if key.is_empty() {
+                "(config)".to_owned()
+            } else {
+                key
+            };
+            let from = match e.metadata.as_ref() {
+                Some(m) if m.name.contains("environment") => {
+                    format!(
+                        " (from environment variable ENTROPY_{})",
+                        key.to_uppercase()
+                    )
+                }
+                Some(m) => format!(
+                    " (from {})",
+                    m.source
+                        .as_ref()
+                        .map_or(m.name.to_string(), |s| s.to_string())
+                ),
+                None => String::new(),
+            };
+            ConfigError {
+                key,
+                problem: format!("{}{from}", e.kind),
+            }
+        })?;
+    config.validate(dev)?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys_of<T: Serialize>(value: &T) -> Vec<String> {
+        let toml = toml::Value::try_from(value).expect("serializes");
+        let mut keys: Vec<_> = toml.as_table().expect("table").keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn keys_flags_and_struct_agree() {
+        // Options that are None do not serialize, so fill them for the comparison.
+        let mut full = GatewayConfig::default();
+        full.api_keys_file = Some("k".into());
+        full.ingest_keys_dir = Some("d".into());
+        let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
+        listed.sort();
+        assert_eq!(keys_of(&full), listed, "KEYS lists every config field");
+
+        let flags = ConfigFlags {
+            listen_addr: Some(full.listen_addr),
+            ingest_listen_addr: Some(full.ingest_listen_addr),
+            api_keys_file: full.api_keys_file.clone(),
+            ingest_keys_dir: full.ingest_keys_dir.clone(),
+            pool_capacity_bytes: Some(1),
+            pool_low_watermark_bytes: Some(1),
+            max_wait_ms: Some(1),
+            freshness_window_ms: Some(1),
+            max_chunk_bytes: Some(1),
+            replay_max_streams: Some(1),
+            shutdown_grace_ms: Some(1),
+            log_format: Some(LogFormat::Json),
+            log_filter: Some("x".into()),
+        };
+        assert_eq!(keys_of(&flags), listed, "every config key has a flag");
+    }
+
+    /// An environment layer that reads nothing.
+    fn no_env() -> Env {
+        Env::prefixed("ENTROPY_TEST_UNUSED_").only(&[])
+    }
+
+    #[test]
+    fn environment_overrides_file_and_ignores_unrelated_entropy_vars() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("g.toml", "max_wait_ms = 500\nmax_chunk_bytes = 4096\n")?;
+            jail.set_env("ENTROPY_MAX_WAIT_MS", "900");
+            // Variables of other programs (the CLI, dev mode) must not trip unknown-key errors.
+            jail.set_env("ENTROPY_API_KEY", "not-a-gateway-key");
+            jail.set_env("ENTROPY_DEV_API_KEY", "x");
+            let flags = ConfigFlags::default();
+            let c = load(Some(std::path::Path::new("g.toml")), true, &flags).expect("valid");
+            assert_eq!((c.max_wait_ms, c.max_chunk_bytes), (900, 4096));
+
+            jail.set_env("ENTROPY_POOL_CAPACITY_BYTES", "many");
+            let err = load(None, true, &flags).expect_err("bad env value");
+            assert_eq!(err.key, "pool_capacity_bytes");
+            assert!(err.problem.contains("ENTROPY_POOL_CAPACITY_BYTES"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn layers_apply_in_order_and_errors_name_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gateway.toml");
+        std::fs::write(&file, "pool_capacity_bytes = 2097152\nmax_wait_ms = 500\n").expect("w");
+        let flags = ConfigFlags {
+            max_wait_ms: Some(700),
+            ..ConfigFlags::default()
+        };
+        let c = load_with_env(Some(&file), true, &flags, no_env()).expect("valid");
+        assert_eq!(c.pool_capacity_bytes, 2 << 20, "file overrides default");
+        assert_eq!(c.max_wait_ms, 700, "flag overrides file");
+        assert_eq!(
+            c.listen_addr,
+            SocketAddr::from(([127, 0, 0, 1], 50051)),
+            "dev default"
+        );
+
+        std::fs::write(&file, "pool_capacity_bytes = \"lots\"\n").expect("w");
+        let err = load_with_env(Some(&file), true, &ConfigFlags::default(), no_env())
+            .expect_err("bad type");
+        assert_eq!(err.key, "pool_capacity_bytes", "{err}");
+
+        std::fs::write(&file, "pool_capacity = 5\n").expect("w");
+        let err = load_with_env(Some(&file), true, &ConfigFlags::default(), no_env())
+            .expect_err("unknown key");
+        assert!(err.to_string().contains("pool_capacity"), "{err}");
+    }
+
+    #[test]
+    fn validation_names_the_key_and_bound() {
+        let flags = ConfigFlags {
+            pool_capacity_bytes: Some(1000),
+            ..ConfigFlags::default()
+        };
+        let err = load_with_env(None, true, &flags, no_env()).expect_err("too small");
+        assert_eq!(err.key, "pool_capacity_bytes");
+        assert!(err.problem.contains("1048576"), "{err}");
+
+        let err = load_with_env(None, false, &ConfigFlags::default(), no_env())
+            .expect_err("keys required outside dev");
+        assert_eq!(err.key, "api_keys_file");
+    }
+}

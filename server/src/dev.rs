@@ -1,0 +1,154 @@
+//! Dev mode (`entropy-gateway --dev`), in the style of `vault server -dev`: one process, a
+//! gateway plus an in-process collector feeding it from the OS RNG.
+//!
+//! The feed is a real collector pipeline (`entropy-collector`) that signs chunks with a key
+//! generated at start and publishes them over gRPC to the ingest listener on an ephemeral
+//! loopback port, so dev-mode entropy passes the very same verification as production chunks.
+//! It is labelled `os`, not quantum, everywhere.
+
+use std::net::SocketAddr;
+
+use entropy_collector::feed::{self, FeedStats};
+use entropy_collector::publisher::{Publisher, RetryPolicy};
+use entropy_collector::signer::ChunkSigner;
+use entropy_collector::source::os::OsSource;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Endpoint;
+
+use crate::auth::{ApiKeys, MAX_PRESENTED_KEY_BYTES};
+use crate::ingest::keys::MacKeys;
+
+/// Environment variable holding the dev API key; generated when unset.
+pub const DEV_API_KEY_ENV: &str = "ENTROPY_DEV_API_KEY";
+/// Name of the dev API key in logs.
+pub const DEV_KEY_NAME: &str = "dev";
+/// MAC key id of the in-process collector.
+pub const DEV_MAC_KEY_ID: &str = "dev";
+/// Chunk size of the in-process collector.
+pub const DEV_CHUNK_BYTES: usize = 64 << 10;
+
+/// Keys for a dev-mode run.
+pub struct DevKeys {
+    /// Client API keys (just the dev key).
+    pub api_keys: ApiKeys,
+    /// The dev API key's secret, to print for the user.
+    pub api_key: String,
+    /// True when the key came from [`DEV_API_KEY_ENV`] (so it need not be printed).
+    pub from_env: bool,
+    /// MAC keys the gateway accepts (just the dev key).
+    pub mac_keys: MacKeys,
+    /// The in-process collector's MAC secret.
+    pub mac_secret: Vec<u8>,
+}
+
+/// Why dev keys could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DevError {
+    /// The key from the environment is unusable.
+    #[error("{DEV_API_KEY_ENV} must be 1..={MAX_PRESENTED_KEY_BYTES} printable ASCII characters")]
+    BadEnvKey,
+    /// The OS RNG failed.
+    #[error("cannot generate a key: {0}")]
+    Rng(String),
+}
+
+/// Sets up dev keys, taking the API key from `env_key` when given.
+pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
+    let random = |n: usize| -> Result<Vec<u8>, DevError> {
+        let mut buf = vec![0u8; n];
+        getrandom::fill(&mut buf).map_err(|e| DevError::Rng(e.to_string()))?;
+        Ok(buf)
+    };
+    let (api_key, from_env) = match env_key {
+        Some(k) => {
+            let ok = !k.is_empty()
+                && k.len() <= MAX_PRESENTED_KEY_BYTES
+                && k.bytes().all(|b| b.is_ascii_graphic());
+            if !ok {
+                return Err(DevError::BadEnvKey);
+            }
+            (k, true)
+        }
+        None => (format!("dev-{}", hex::encode(random(16)?)), false),
+    };
+    let mac_secret = random(32)?;
+    let mut mac_keys = MacKeys::default();
+    mac_keys
+        .insert(DEV_MAC_KEY_ID, mac_secret.clone())
+        .map_err(|e| DevError::Rng(e.to_string()))?;
+    Ok(DevKeys {
+        api_keys: ApiKeys::single(DEV_KEY_NAME, &api_key),
+        api_key,
+        from_env,
+        mac_keys,
+        mac_secret,
+    })
+}
+
+/// Starts the in-process collector publishing to the ingest listener at `ingest_addr`.
+pub fn spawn_feed(
+    ingest_addr: SocketAddr,
+    mac_secret: Vec<u8>,
+    shutdown: CancellationToken,
+) -> Result<JoinHandle<FeedStats>, DevError> {
+    let signer = ChunkSigner::new("dev-collector", DEV_MAC_KEY_ID, mac_secret)
+        .map_err(|e| DevError::Rng(e.to_string()))?;
+    let endpoint = Endpoint::from_shared(format!("http://{ingest_addr}"))
+        .map_err(|e| DevError::Rng(e.to_string()))?;
+    let publisher = Publisher::new(endpoint, RetryPolicy::default());
+    let source = Box::new(OsSource::new("os"));
+    Ok(tokio::spawn(feed::run(
+        source,
+        signer,
+        publisher,
+        DEV_CHUNK_BYTES,
+        shutdown,
+    )))
+}
+
+/// What dev mode prints on start: where it listens, the key, and commands to paste.
+pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
+    let key = if keys.from_env {
+        format!("${DEV_API_KEY_ENV}")
+    } else {
+        keys.api_key.clone()
+    };
+    let key_line = if keys.from_env {
+        format!("API key:   from {DEV_API_KEY_ENV}")
+    } else {
+        format!(
+            "API key:   {}   (set {DEV_API_KEY_ENV} to choose your own)",
+            keys.api_key
+        )
+    };
+    let call = |method: &str, body: &str| {
+        format!(
+            "  grpcurl -plaintext -H \"authorization: Bearer {key}\" -d '{body}' {public} \
+             entropy.v1.EntropyService/{method}"
+        )
+    };
+    [
+        "Entropy Diode gateway, DEV MODE: not for production.".to_owned(),
+        "Entropy comes from this machine's OS RNG (labelled source kind OS), not a quantum source."
+            .to_owned(),
+        format!("Listening: {public} (plaintext gRPC)"),
+        key_line,
+        String::new(),
+        "Try:".to_owned(),
+        call(
+            "GetRandom",
+            r#"{"num_bytes": 32, "encoding": "ENCODING_HEX"}"#,
+        ),
+        call(
+            "StreamRandom",
+            r#"{"chunk_bytes": 65536, "total_bytes": 1048576}"#,
+        ),
+        call("GetIntegers", r#"{"min": 1, "max": 6, "count": 10}"#),
+        call("GetUuids", r#"{"count": 3}"#),
+        call("GetStatus", "{}"),
+        format!("  grpcurl -plaintext {public} list"),
+        String::new(),
+    ]
+    .join("\n")
+}

@@ -1,0 +1,307 @@
+//! EntropyService: bytes, a stream, integers, floats, UUIDs and status, drawn from the pool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use entropy_proto::v1::entropy_service_server::EntropyService;
+use entropy_proto::v1::{
+    Encoding, GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse,
+    GetRandomRequest, GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
+    GetUuidsResponse, SourceStatus, StreamRandomRequest, StreamRandomResponse,
+};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status};
+
+use super::deadline::{self, Limit};
+use super::errors::{out_of_range, take_failed};
+use crate::config::MAX_GET_RANDOM_BYTES;
+use crate::health::Readiness;
+use crate::ingest::Ingest;
+use crate::pool::{Drawn, Pool};
+use crate::sampling::{FLOAT_BYTES, IntRange, UUID_BYTES, float_from, uuid_v4_from};
+
+/// Default `StreamRandomRequest.chunk_bytes`.
+pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
+/// Largest `StreamRandomRequest.chunk_bytes`.
+pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
+/// Largest `count` of GetIntegers, GetFloats and GetUuids.
+pub const MAX_COUNT: u32 = 10_000;
+/// Messages a stream may have drawn but not yet sent. With the one being drawn, a stream
+/// holds at most (this + 1) × chunk_bytes, so a slow reader cannot pin more memory.
+pub const STREAM_BUFFER_MESSAGES: usize = 2;
+
+/// The EntropyService implementation.
+#[derive(Debug, Clone)]
+pub struct EntropyApi {
+    pool: Arc<Pool>,
+    ingest: Arc<Ingest>,
+    readiness: Arc<Readiness>,
+    max_wait: Duration,
+    shutdown: CancellationToken,
+    streams: TaskTracker,
+    started: Instant,
+}
+
+impl EntropyApi {
+    /// A service drawing from `pool`; streams stop when `shutdown` fires and are tracked in
+    /// `streams` so shutdown can wait for them.
+    pub fn new(
+        pool: Arc<Pool>,
+        ingest: Arc<Ingest>,
+        readiness: Arc<Readiness>,
+        max_wait: Duration,
+        shutdown: CancellationToken,
+        streams: TaskTracker,
+    ) -> Self {
+        Self {
+            pool,
+            ingest,
+            readiness,
+            max_wait,
+            shutdown,
+            streams,
+            started: Instant::now(),
+        }
+    }
+
+    /// Draws exactly `n` bytes within the client's deadline and the server's max wait.
+    async fn draw(&self, metadata: &MetadataMap, n: usize) -> Result<Drawn, Status> {
+        let now = Instant::now();
+        let (until, limit) =
+            deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
+        self.pool
+            .take(n, Some(until))
+            .await
+            .map_err(|e| take_failed(e, limit, n))
+    }
+}
+
+fn check_count(field: &str, count: u32) -> Result<usize, Status> {
+    if count == 0 || count > MAX_COUNT {
+        return Err(out_of_range(field, count, &format!("1..={MAX_COUNT}")));
+    }
+    Ok(count as usize)
+}
+
+#[tonic::async_trait]
+impl EntropyService for EntropyApi {
+    async fn get_random(
+        &self,
+        request: Request<GetRandomRequest>,
+    ) -> Result<Response<GetRandomResponse>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let n = req.num_bytes as usize;
+        if n == 0 || n > MAX_GET_RANDOM_BYTES {
+            return Err(out_of_range(
+                "num_bytes",
+                n,
+                &format!("1..={MAX_GET_RANDOM_BYTES}"),
+            ));
+        }
+        let encoding = Encoding::try_from(req.encoding)
+            .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
+        let mut drawn = self.draw(&metadata, n).await?;
+        let response = match encoding {
+            Encoding::Unspecified => GetRandomResponse {
+                data: std::mem::take(&mut *drawn),
+                text: String::new(),
+            },
+            Encoding::Hex => GetRandomResponse {
+                data: Vec::new(),
+                text: hex::encode(&*drawn),
+            },
+            Encoding::Base64 => {
+                use base64::Engine as _;
+                let text = base64::engine::general_purpose::STANDARD.encode(&*drawn);
+                GetRandomResponse {
+                    data: Vec::new(),
+                    text,
+                }
+            }
+        };
+        Ok(Response::new(response))
+    }
+
+    type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;
+
+    async fn stream_random(
+        &self,
+        request: Request<StreamRandomRequest>,
+    ) -> Result<Response<Self::StreamRandomStream>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let chunk = match req.chunk_bytes as usize {
+            0 => DEFAULT_STREAM_CHUNK_BYTES,
+            n if n > MAX_STREAM_CHUNK_BYTES => {
+                return Err(out_of_range(
+                    "chunk_bytes",
+                    n,
+                    &format!(
+                        "0 (default {DEFAULT_STREAM_CHUNK_BYTES}) or 1..={MAX_STREAM_CHUNK_BYTES}"
+                    ),
+                ));
+            }
+            n => n,
+        };
+        let total = req.total_bytes;
+        let client_deadline = deadline::client_deadline(&metadata, Instant::now());
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER_MESSAGES);
+        let pool = self.pool.clone();
+        let shutdown = self.shutdown.clone();
+        self.streams.spawn(async move {
+            let mut sent: u64 = 0;
+            loop {
+                let n = if total == 0 { chunk } else { chunk.min((total - sent) as usize) };
+                if n == 0 {
+                    break; // all of total_bytes sent: the stream ends with OK
+                }
+                // Reserve room first, so nothing is drawn for a client that has gone.
+                let Ok(slot) = tx.reserve().await else { break };
+                let drawn = tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => Err(Status::unavailable("server is shutting down")),
+                    () = tx.closed() => break,
+                    () = sleep_until(client_deadline) => Err(Status::deadline_exceeded(
+                        "stream deadline reached")),
+                    r = pool.take(n, None) => r.map_err(|e| take_failed(e, Limit::Server, n)),
+                };
+                match drawn {
+                    Ok(mut bytes) => {
+                        slot.send(Ok(StreamRandomResponse { data: std::mem::take(&mut *bytes) }));
+                        sent += n as u64;
+                    }
+                    Err(status) => {
+                        slot.send(Err(status));
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn get_integers(
+        &self,
+        request: Request<GetIntegersRequest>,
+    ) -> Result<Response<GetIntegersResponse>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let count = check_count("count", req.count)?;
+        let range = IntRange::new(req.min, req.max).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "min ({}) must be less than or equal to max ({})",
+                req.min, req.max
+            ))
+        })?;
+        let k = range.bytes_per_draw();
+        let mut values = Vec::with_capacity(count);
+        if k == 0 {
+            values.resize(count, req.min);
+            return Ok(Response::new(GetIntegersResponse { values }));
+        }
+        // Rejected draws are replaced in further rounds. If a round cannot be served, every
+        // byte drawn so far goes back to the pool: it never left the process, and the failed
+        // call consumes nothing.
+        let mut rounds: Vec<Drawn> = Vec::new();
+        while values.len() < count {
+            match self.draw(&metadata, (count - values.len()) * k).await {
+                Ok(bytes) => {
+                    values.extend(
+                        bytes
+                            .chunks_exact(k)
+                            .filter_map(|d| range.sample(d))
+                            .take(count - values.len()),
+                    );
+                    rounds.push(bytes);
+                }
+                Err(status) => {
+                    for bytes in rounds {
+                        self.pool.give_back(bytes);
+                    }
+                    return Err(status);
+                }
+            }
+        }
+        Ok(Response::new(GetIntegersResponse { values }))
+    }
+
+    async fn get_floats(
+        &self,
+        request: Request<GetFloatsRequest>,
+    ) -> Result<Response<GetFloatsResponse>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let count = check_count("count", req.count)?;
+        let bytes = self.draw(&metadata, count * FLOAT_BYTES).await?;
+        let values = bytes
+            .chunks_exact(FLOAT_BYTES)
+            .map(|c| float_from(c.try_into().unwrap_or(&[0; FLOAT_BYTES])))
+            .collect();
+        Ok(Response::new(GetFloatsResponse { values }))
+    }
+
+    async fn get_uuids(
+        &self,
+        request: Request<GetUuidsRequest>,
+    ) -> Result<Response<GetUuidsResponse>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let count = check_count("count", req.count)?;
+        let bytes = self.draw(&metadata, count * UUID_BYTES).await?;
+        let uuids = bytes
+            .chunks_exact(UUID_BYTES)
+            .map(|c| uuid_v4_from(c.try_into().unwrap_or([0; UUID_BYTES])).to_string())
+            .collect();
+        Ok(Response::new(GetUuidsResponse { uuids }))
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<GetStatusRequest>,
+    ) -> Result<Response<GetStatusResponse>, Status> {
+        let pool = self.pool.stats();
+        let ingest = self.ingest.stats();
+        let now = Instant::now();
+        let now_unix_ms = crate::ingest::unix_ms_now();
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let sources = self
+            .ingest
+            .sources()
+            .into_iter()
+            .map(|s| SourceStatus {
+                collector_id: s.collector_id,
+                name: s.name,
+                kind: s.kind as i32,
+                health: s.health as i32,
+                contributed_bytes_total: s.contributed_bytes,
+                last_report_age_ms: ms(now.saturating_duration_since(s.last_report)),
+                last_mixing: s.last_mixing as i32,
+            })
+            .collect();
+        Ok(Response::new(GetStatusResponse {
+            pool_bytes: pool.level as u64,
+            pool_capacity_bytes: pool.capacity as u64,
+            pool_low_watermark_bytes: self.readiness.low_watermark() as u64,
+            waiters: pool.waiters as u64,
+            ingested_bytes_total: pool.ingested_total,
+            served_bytes_total: pool.served_total,
+            chunks_accepted_total: ingest.chunks_accepted,
+            chunks_rejected_total: ingest.chunks_rejected,
+            uptime_ms: ms(now.saturating_duration_since(self.started)),
+            last_chunk_age_ms: ingest
+                .last_accept_unix_ms
+                .map(|t| u64::try_from(now_unix_ms.saturating_sub(t)).unwrap_or(0)),
+            sources,
+            serving: self.readiness.is_serving(),
+        }))
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

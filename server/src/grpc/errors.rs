@@ -1,0 +1,65 @@
+//! Domain errors to gRPC statuses: the one place that picks codes and wording.
+//!
+//! Messages say what the caller can act on (which field, which bound); internal details never
+//! go out.
+
+use tonic::Status;
+
+use crate::ingest::IngestError;
+use crate::ingest::replay::ReplayError;
+use crate::ingest::verify::VerifyError;
+use crate::pool::TakeError;
+
+use super::deadline::Limit;
+
+impl From<IngestError> for Status {
+    fn from(e: IngestError) -> Self {
+        let msg = e.to_string();
+        match e {
+            IngestError::Invalid(VerifyError::Malformed { .. } | VerifyError::CrcMismatch) => {
+                Status::invalid_argument(msg)
+            }
+            IngestError::Invalid(VerifyError::UnknownKey | VerifyError::BadMac) => {
+                Status::unauthenticated(msg)
+            }
+            IngestError::Invalid(
+                VerifyError::SignedBeforeStart
+                | VerifyError::Stale { .. }
+                | VerifyError::Future { .. },
+            ) => Status::failed_precondition(msg),
+            IngestError::Replay(ReplayError::Duplicate { .. }) => Status::already_exists(msg),
+            IngestError::Replay(ReplayError::TooOld { .. }) => Status::failed_precondition(msg),
+            IngestError::Replay(ReplayError::TableFull(_)) | IngestError::PoolFull(_) => {
+                Status::resource_exhausted(msg)
+            }
+        }
+    }
+}
+
+/// The status for a take that returned nothing, given which limit ended the wait.
+pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
+    match (e, limit) {
+        (TakeError::TimedOut, Limit::Client) => Status::deadline_exceeded(format!(
+            "deadline reached before {wanted} bytes of entropy were available; nothing consumed"
+        )),
+        (TakeError::TimedOut, Limit::Server) => Status::unavailable(format!(
+            "not enough entropy for {wanted} bytes within the server's maximum wait; nothing \
+             consumed, retry later"
+        )),
+        (TakeError::Closed, _) => Status::unavailable("server is shutting down"),
+        (
+            TakeError::TooLarge {
+                requested,
+                capacity,
+            },
+            _,
+        ) => Status::invalid_argument(format!(
+            "request needs {requested} bytes, more than the pool holds ({capacity})"
+        )),
+    }
+}
+
+/// INVALID_ARGUMENT naming a field and its bound.
+pub fn out_of_range(field: &str, value: impl std::fmt::Display, bound: &str) -> Status {
+    Status::invalid_argument(format!("{field} is {value}, must be {bound}"))
+}

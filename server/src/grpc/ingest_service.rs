@@ -1,0 +1,59 @@
+//! IngestService: the collector's one-way door. The reply is empty; only the status returns.
+
+use std::sync::Arc;
+
+use entropy_proto::v1::ingest_service_server::IngestService;
+use entropy_proto::v1::{PublishRequest, PublishResponse};
+use tonic::{Request, Response, Status};
+
+use crate::ingest::Ingest;
+
+/// The IngestService implementation.
+#[derive(Debug, Clone)]
+pub struct IngestApi {
+    ingest: Arc<Ingest>,
+}
+
+impl IngestApi {
+    /// A service storing verified chunks through `ingest`.
+    pub fn new(ingest: Arc<Ingest>) -> Self {
+        Self { ingest }
+    }
+}
+
+#[tonic::async_trait]
+impl IngestService for IngestApi {
+    async fn publish(
+        &self,
+        request: Request<PublishRequest>,
+    ) -> Result<Response<PublishResponse>, Status> {
+        let req = request.into_inner();
+        // Unverified until `publish` returns: log it only in a bounded, printable form.
+        let collector = loggable(&req.collector_id);
+        let sequence = req.sequence;
+        // CRC and HMAC over up to a MiB: off the async worker so other calls keep moving.
+        let ingest = self.ingest.clone();
+        let result = tokio::task::spawn_blocking(move || ingest.publish(req))
+            .await
+            .map_err(|_| Status::internal("ingest task failed"))?;
+        match result {
+            Ok(len) => {
+                tracing::debug!(%collector, sequence, len, "chunk accepted");
+                Ok(Response::new(PublishResponse {}))
+            }
+            Err(e) => {
+                tracing::info!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// A sender-chosen string made safe for one log line: at most 64 printable characters.
+fn loggable(s: &str) -> String {
+    if s.len() <= 64 && !s.chars().any(char::is_control) {
+        s.to_owned()
+    } else {
+        "<invalid>".to_owned()
+    }
+}

@@ -1,0 +1,269 @@
+//! The ingest path: verify a published chunk, refuse replays, store it in the pool.
+//!
+//! [`Ingest::publish`] is the one door into the pool. Dev mode's in-process publisher and remote
+//! collectors both come through it (over gRPC), so the checks cannot be skipped.
+
+pub mod keys;
+pub mod provenance;
+pub mod replay;
+pub mod verify;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use entropy_proto::v1::PublishRequest;
+use tokio::time::Instant;
+
+use self::keys::MacKeys;
+use self::provenance::{Provenance, SourceRecord};
+use self::replay::{ReplayError, ReplayGuard};
+use self::verify::{VerifyError, VerifyPolicy};
+use crate::pool::{Pool, PoolFull};
+
+/// Why a chunk was not stored. Nothing of it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IngestError {
+    /// It failed verification.
+    #[error(transparent)]
+    Invalid(#[from] VerifyError),
+    /// It was stored before, or is too old to tell.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// The pool has no room for it.
+    #[error(transparent)]
+    PoolFull(#[from] PoolFull),
+}
+
+impl IngestError {
+    /// A short, stable label for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Invalid(e) => e.reason(),
+            Self::Replay(ReplayError::Duplicate { .. }) => "replay",
+            Self::Replay(ReplayError::TooOld { .. }) => "replay_window",
+            Self::Replay(ReplayError::TableFull(_)) => "replay_table_full",
+            Self::PoolFull(_) => "pool_full",
+        }
+    }
+}
+
+/// Ingest counters since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IngestStats {
+    /// Chunks stored.
+    pub chunks_accepted: u64,
+    /// Chunks refused, for any reason.
+    pub chunks_rejected: u64,
+    /// When the last chunk was stored (Unix ms), if any was.
+    pub last_accept_unix_ms: Option<i64>,
+}
+
+/// Verifies chunks and stores the good ones in the pool.
+#[derive(Debug)]
+pub struct Ingest {
+    pool: Arc<Pool>,
+    keys: MacKeys,
+    policy: VerifyPolicy,
+    /// Held across the replay check, the pool put and the replay record, so two copies of one
+    /// chunk racing each other cannot both be stored.
+    replay: Mutex<ReplayGuard>,
+    provenance: Mutex<Provenance>,
+    accepted: AtomicU64,
+    rejected: AtomicU64,
+    last_accept_unix_ms: AtomicI64,
+}
+
+impl Ingest {
+    /// An ingest path into `pool`, accepting chunks under `keys`.
+    pub fn new(pool: Arc<Pool>, keys: MacKeys, policy: VerifyPolicy, max_streams: usize) -> Self {
+        let replay = ReplayGuard::new(max_streams, policy.freshness_window);
+        Self {
+            pool,
+            keys,
+            policy,
+            replay: Mutex::new(replay),
+            provenance: Mutex::new(Provenance::default()),
+            accepted: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            last_accept_unix_ms: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// Verifies `req` and stores its data, now.
+    pub fn publish(&self, req: PublishRequest) -> Result<usize, IngestError> {
+        self.publish_at(req, unix_ms_now(), Instant::now())
+    }
+
+    /// Verifies `req` and stores its data, with the clock given (for tests).
+    pub fn publish_at(
+        &self,
+        req: PublishRequest,
+        now_unix_ms: i64,
+        now: Instant,
+    ) -> Result<usize, IngestError> {
+        let result = self.admit(req, now_unix_ms, now);
+        match &result {
+            Ok(_) => {
+                self.accepted.fetch_add(1, Ordering::Relaxed);
+                self.last_accept_unix_ms
+                    .fetch_max(now_unix_ms, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    fn admit(
+        &self,
+        req: PublishRequest,
+        now_unix_ms: i64,
+        now: Instant,
+    ) -> Result<usize, IngestError> {
+        // The expensive part (CRC + HMAC over up to a MiB) runs outside any lock.
+        let chunk = verify::verify(req, &self.keys, &self.policy, now_unix_ms)?;
+        let len = chunk.data.len();
+        {
+            let mut replay = lock(&self.replay);
+            replay.check(&chunk.stream, chunk.sequence, now)?;
+            self.pool.put(&chunk.data)?;
+            replay.record(&chunk.stream, chunk.sequence, now);
+        }
+        lock(&self.provenance).record(&chunk.stream.0, chunk.mixing, &chunk.sources, len, now);
+        Ok(len)
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> IngestStats {
+        let last = self.last_accept_unix_ms.load(Ordering::Relaxed);
+        IngestStats {
+            chunks_accepted: self.accepted.load(Ordering::Relaxed),
+            chunks_rejected: self.rejected.load(Ordering::Relaxed),
+            last_accept_unix_ms: (last != i64::MIN).then_some(last),
+        }
+    }
+
+    /// Every source reported so far, most recent first.
+    pub fn sources(&self) -> Vec<SourceRecord> {
+        lock(&self.provenance).snapshot()
+    }
+}
+
+/// Milliseconds since the Unix epoch, by the system clock.
+pub fn unix_ms_now() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every critical section leaves its state consistent before anything that could panic.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::verify::tests::{NOW, keys, policy, signed};
+    use super::*;
+
+    fn ingest(capacity: usize) -> (Arc<Pool>, Ingest) {
+        let pool = Arc::new(Pool::new(capacity));
+        (pool.clone(), Ingest::new(pool, keys(), policy(), 16))
+    }
+
+    #[test]
+    fn accepted_once_then_already_exists() {
+        let (pool, ingest) = ingest(1024);
+        let req = signed(|_| {});
+        assert_eq!(ingest.publish_at(req.clone(), NOW, Instant::now()), Ok(100));
+        assert_eq!(
+            ingest.publish_at(req, NOW, Instant::now()),
+            Err(IngestError::Replay(ReplayError::Duplicate { sequence: 1 }))
+        );
+        assert_eq!(pool.level(), 100, "the replay stored nothing");
+        let stats = ingest.stats();
+        assert_eq!((stats.chunks_accepted, stats.chunks_rejected), (1, 1));
+    }
+
+    #[test]
+    fn a_chunk_refused_for_room_can_be_resent_later() {
+        let (pool, ingest) = ingest(150);
+        let first = signed(|r| r.sequence = 1);
+        let second = signed(|r| r.sequence = 2);
+        ingest.publish_at(first, NOW, Instant::now()).expect("fits");
+        let full = ingest.publish_at(second.clone(), NOW, Instant::now());
+        assert_eq!(
+            full,
+            Err(IngestError::PoolFull(PoolFull {
+                free: 50,
+                needed: 100
+            }))
+        );
+        assert_eq!(pool.level(), 100);
+        drop(pool.try_take(100).expect("drain"));
+        assert_eq!(
+            ingest.publish_at(second, NOW, Instant::now()),
+            Ok(100),
+            "not marked seen"
+        );
+    }
+
+    #[test]
+    fn provenance_names_the_sources() {
+        let (_, ingest) = ingest(1024);
+        ingest
+            .publish_at(signed(|_| {}), NOW, Instant::now())
+            .expect("ok");
+        let sources = ingest.sources();
+        assert_eq!(sources.len(), 1);
+        assert_eq!(
+            (sources[0].name.as_str(), sources[0].contributed_bytes),
+            ("os", 100)
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Replays from many threads at once: each distinct chunk is stored exactly once,
+        /// however many copies race, and the pool holds exactly the distinct chunks' bytes.
+        #[test]
+        fn racing_copies_are_stored_once(distinct in 1u64..20, copies in 2usize..6) {
+            let (pool, ingest) = ingest(1 << 20);
+            let ingest = Arc::new(ingest);
+            let chunks: Vec<_> = (0..distinct).map(|s| signed(|r| r.sequence = s)).collect();
+            let oks = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..copies).map(|_| {
+                    let ingest = ingest.clone();
+                    let chunks = chunks.clone();
+                    scope.spawn(move || {
+                        chunks.into_iter()
+                            .filter(|c| ingest.publish_at(c.clone(), NOW, Instant::now()).is_ok())
+                            .count()
+                    })
+                }).collect();
+                handles.into_iter().map(|h| h.join().expect("thread")).sum::<usize>()
+            });
+            prop_assert_eq!(oks as u64, distinct);
+            prop_assert_eq!(pool.level() as u64, distinct * 100);
+        }
+    }
+
+    #[test]
+    fn stale_chunks_count_as_rejected() {
+        let (_, ingest) = ingest(1024);
+        let later = NOW + Duration::from_secs(61).as_millis() as i64;
+        let err = ingest
+            .publish_at(signed(|_| {}), later, Instant::now())
+            .unwrap_err();
+        assert_eq!(err.reason(), "stale");
+        assert_eq!(ingest.stats().chunks_rejected, 1);
+    }
+}

@@ -1,0 +1,439 @@
+//! Chunk verification: parse a `PublishRequest` into a [`VerifiedChunk`] or say why not.
+//!
+//! Checks run cheapest first, and nothing an unauthenticated sender controls is trusted before
+//! the MAC: field bounds, key id, CRC32C, MAC (constant time), then freshness. Replay is checked
+//! by the caller against shared state ([`super::replay`]), atomically with storing.
+
+use std::time::Duration;
+
+use entropy_proto::signing::{MAC_LEN, verify_chunk_mac};
+use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind};
+use zeroize::Zeroizing;
+
+use super::keys::{MAX_KEY_ID_BYTES, MacKeys};
+use super::replay::StreamId;
+
+/// Longest collector id and source name, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+/// Most sources one chunk may report.
+pub const MAX_SOURCES: usize = 32;
+
+/// Bounds and clock reference for verification.
+#[derive(Debug, Clone)]
+pub struct VerifyPolicy {
+    /// Largest accepted `data`, in bytes.
+    pub max_chunk_bytes: usize,
+    /// How far a timestamp may be from now, either way.
+    pub freshness_window: Duration,
+    /// When this gateway started (Unix ms): chunks signed earlier are refused, so nothing
+    /// accepted by a previous run can be accepted again after a restart.
+    pub started_unix_ms: i64,
+}
+
+/// A chunk whose every field, MAC and timestamp checked out (replay aside).
+#[derive(Debug)]
+pub struct VerifiedChunk {
+    /// (collector id, epoch).
+    pub stream: StreamId,
+    /// Sequence within the epoch.
+    pub sequence: u64,
+    /// When it was signed (Unix ms).
+    pub timestamp_unix_ms: i64,
+    /// How its sources were mixed.
+    pub mixing: Mixing,
+    /// Every source the collector reported, contributing or not.
+    pub sources: Vec<SourceReport>,
+    /// The entropy. Zeroized when dropped.
+    pub data: Zeroizing<Vec<u8>>,
+}
+
+/// One reported source, with its enums parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceReport {
+    /// Name within its collector.
+    pub name: String,
+    /// Kind of source.
+    pub kind: SourceKind,
+    /// Health when the chunk was mixed.
+    pub health: SourceHealth,
+    /// Whether it went into the chunk's data.
+    pub contributed: bool,
+}
+
+/// Why a chunk failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// A field is missing, malformed or out of bounds.
+    #[error("{field}: {problem}")]
+    Malformed {
+        /// The field, as named in the .proto.
+        field: &'static str,
+        /// What is wrong, with the bound.
+        problem: String,
+    },
+    /// The key id is not one the gateway accepts.
+    #[error("unknown key_id")]
+    UnknownKey,
+    /// The CRC32C does not match the data.
+    #[error("crc32c does not match data")]
+    CrcMismatch,
+    /// The MAC does not match.
+    #[error("mac does not verify")]
+    BadMac,
+    /// Signed before this gateway started.
+    #[error("chunk was signed before this gateway started")]
+    SignedBeforeStart,
+    /// Timestamp older than the freshness window.
+    #[error("chunk is stale: signed {age_ms} ms ago, window is {window_ms} ms")]
+    Stale {
+        /// How old it is.
+        age_ms: i64,
+        /// The window.
+        window_ms: u128,
+    },
+    /// Timestamp further in the future than the freshness window.
+    #[error("chunk is from the future: signed {ahead_ms} ms ahead, window is {window_ms} ms")]
+    Future {
+        /// How far ahead it is.
+        ahead_ms: i64,
+        /// The window.
+        window_ms: u128,
+    },
+}
+
+impl VerifyError {
+    /// A short, stable label for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Malformed { .. } => "malformed",
+            Self::UnknownKey => "unknown_key",
+            Self::CrcMismatch => "crc_mismatch",
+            Self::BadMac => "bad_mac",
+            Self::SignedBeforeStart => "before_start",
+            Self::Stale { .. } => "stale",
+            Self::Future { .. } => "future",
+        }
+    }
+}
+
+fn malformed(field: &'static str, problem: impl Into<String>) -> VerifyError {
+    VerifyError::Malformed {
+        field,
+        problem: problem.into(),
+    }
+}
+
+/// Verifies `req` against `keys` and `policy` at time `now_unix_ms`.
+pub fn verify(
+    req: PublishRequest,
+    keys: &MacKeys,
+    policy: &VerifyPolicy,
+    now_unix_ms: i64,
+) -> Result<VerifiedChunk, VerifyError> {
+    check_name("collector_id", &req.collector_id, MAX_NAME_BYTES)?;
+    check_name("key_id", &req.key_id, MAX_KEY_ID_BYTES)?;
+    if req.data.is_empty() || req.data.len() > policy.max_chunk_bytes {
+        return Err(malformed(
+            "data",
+            format!(
+                "{} bytes, must be 1..={}",
+                req.data.len(),
+                policy.max_chunk_bytes
+            ),
+        ));
+    }
+    if req.mac.len() != MAC_LEN {
+        return Err(malformed(
+            "mac",
+            format!("{} bytes, must be {MAC_LEN}", req.mac.len()),
+        ));
+    }
+    let mixing = parse_enum::<Mixing>("mixing", req.mixing)?;
+    let sources = parse_sources(&req)?;
+    check_mixing(mixing, &sources)?;
+
+    let key = keys.get(&req.key_id).ok_or(VerifyError::UnknownKey)?;
+    if crc32c::crc32c(&req.data) != req.crc32c {
+        return Err(VerifyError::CrcMismatch);
+    }
+    if !verify_chunk_mac(key, &req) {
+        return Err(VerifyError::BadMac);
+    }
+
+    check_freshness(req.timestamp_unix_ms, policy, now_unix_ms)?;
+    Ok(VerifiedChunk {
+        stream: (req.collector_id, req.epoch),
+        sequence: req.sequence,
+        timestamp_unix_ms: req.timestamp_unix_ms,
+        mixing,
+        sources,
+        data: Zeroizing::new(req.data),
+    })
+}
+
+fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), VerifyError> {
+    if value.is_empty() || value.len() > max {
+        return Err(malformed(
+            field,
+            format!("{} bytes, must be 1..={max}", value.len()),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(malformed(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// Parses a proto enum number, refusing unknown values and the UNSPECIFIED zero.
+fn parse_enum<E>(field: &'static str, value: i32) -> Result<E, VerifyError>
+where
+    E: TryFrom<i32> + Default + PartialEq,
+{
+    match E::try_from(value) {
+        Ok(v) if v != E::default() => Ok(v),
+        _ => Err(malformed(
+            field,
+            format!("{value} is not a valid, specified value"),
+        )),
+    }
+}
+
+fn parse_sources(req: &PublishRequest) -> Result<Vec<SourceReport>, VerifyError> {
+    if req.sources.is_empty() || req.sources.len() > MAX_SOURCES {
+        return Err(malformed(
+            "sources",
+            format!("{} entries, must be 1..={MAX_SOURCES}", req.sources.len()),
+        ));
+    }
+    let mut out = Vec::with_capacity(req.sources.len());
+    for s in &req.sources {
+        check_name("sources.name", &s.name, MAX_NAME_BYTES)?;
+        if out.iter().any(|o: &SourceReport| o.name == s.name) {
+            return Err(malformed(
+                "sources.name",
+                format!("{:?} is reported twice", s.name),
+            ));
+        }
+        let health = parse_enum::<SourceHealth>("sources.health", s.health)?;
+        if s.contributed && health != SourceHealth::Healthy {
+            return Err(malformed(
+                "sources.contributed",
+                format!("source {:?} contributed while not healthy", s.name),
+            ));
+        }
+        out.push(SourceReport {
+            name: s.name.clone(),
+            kind: parse_enum("sources.kind", s.kind)?,
+            health,
+            contributed: s.contributed,
+        });
+    }
+    Ok(out)
+}
+
+fn check_mixing(mixing: Mixing, sources: &[SourceReport]) -> Result<(), VerifyError> {
+    let contributing = sources.iter().filter(|s| s.contributed).count();
+    let ok = match mixing {
+        Mixing::None => contributing == 1,
+        Mixing::Xor => contributing >= 2,
+        Mixing::HkdfSha256 => contributing >= 1,
+        Mixing::Unspecified => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(malformed(
+            "mixing",
+            format!(
+                "{} with {contributing} contributing sources (NONE needs 1, XOR 2 or more, \
+                 HKDF_SHA256 1 or more)",
+                mixing.as_str_name()
+            ),
+        ))
+    }
+}
+
+fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), VerifyError> {
+    let window_ms = policy.freshness_window.as_millis();
+    let window = i64::try_from(window_ms).unwrap_or(i64::MAX);
+    if ts < policy.started_unix_ms {
+        return Err(VerifyError::SignedBeforeStart);
+    }
+    let age = now.saturating_sub(ts);
+    if age > window {
+        return Err(VerifyError::Stale {
+            age_ms: age,
+            window_ms,
+        });
+    }
+    if -age > window {
+        return Err(VerifyError::Future {
+            ahead_ms: -age,
+            window_ms,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use entropy_proto::signing::chunk_mac;
+    use entropy_proto::v1::SourceReport as PbSource;
+
+    use super::*;
+
+    pub(crate) const KEY: [u8; 32] = [9; 32];
+    pub(crate) const NOW: i64 = 1_800_000_000_000;
+
+    pub(crate) fn keys() -> MacKeys {
+        let mut keys = MacKeys::default();
+        keys.insert("k1", KEY.to_vec()).expect("valid key");
+        keys
+    }
+
+    pub(crate) fn policy() -> VerifyPolicy {
+        VerifyPolicy {
+            max_chunk_bytes: 1024,
+            freshness_window: Duration::from_secs(60),
+            started_unix_ms: NOW - 3_600_000,
+        }
+    }
+
+    /// A correctly signed chunk; `edit` runs before signing.
+    pub(crate) fn signed(edit: impl FnOnce(&mut PublishRequest)) -> PublishRequest {
+        let mut req = PublishRequest {
+            collector_id: "c1".into(),
+            epoch: 11,
+            sequence: 1,
+            timestamp_unix_ms: NOW,
+            mixing: Mixing::None as i32,
+            sources: vec![PbSource {
+                name: "os".into(),
+                kind: SourceKind::Os as i32,
+                health: SourceHealth::Healthy as i32,
+                contributed: true,
+            }],
+            data: vec![0x5A; 100],
+            crc32c: 0,
+            key_id: "k1".into(),
+            mac: Vec::new(),
+        };
+        edit(&mut req);
+        req.crc32c = crc32c::crc32c(&req.data);
+        req.mac = chunk_mac(&KEY, &req).to_vec();
+        req
+    }
+
+    fn check(req: PublishRequest) -> Result<VerifiedChunk, VerifyError> {
+        verify(req, &keys(), &policy(), NOW)
+    }
+
+    #[test]
+    fn a_good_chunk_verifies() {
+        let chunk = check(signed(|_| {})).expect("valid");
+        assert_eq!(chunk.stream, ("c1".to_owned(), 11));
+        assert_eq!(chunk.data.len(), 100);
+        assert_eq!(chunk.sources[0].kind, SourceKind::Os);
+    }
+
+    #[test]
+    fn tampering_after_signing_is_caught() {
+        let mut req = signed(|_| {});
+        req.sequence += 1;
+        assert_eq!(check(req).unwrap_err(), VerifyError::BadMac);
+
+        let mut req = signed(|_| {});
+        req.data[0] ^= 1;
+        assert_eq!(check(req).unwrap_err(), VerifyError::CrcMismatch);
+
+        let mut req = signed(|_| {});
+        req.data[0] ^= 1;
+        req.crc32c = crc32c::crc32c(&req.data); // attacker fixes the CRC too
+        assert_eq!(check(req).unwrap_err(), VerifyError::BadMac);
+
+        let mut req = signed(|_| {});
+        req.key_id = "k2".into();
+        assert_eq!(check(req).unwrap_err(), VerifyError::UnknownKey);
+    }
+
+    #[test]
+    fn timestamps_outside_the_window_are_refused() {
+        let stale = check(signed(|r| r.timestamp_unix_ms = NOW - 60_001)).unwrap_err();
+        assert_eq!(
+            stale,
+            VerifyError::Stale {
+                age_ms: 60_001,
+                window_ms: 60_000
+            }
+        );
+        let future = check(signed(|r| r.timestamp_unix_ms = NOW + 60_001)).unwrap_err();
+        assert_eq!(
+            future,
+            VerifyError::Future {
+                ahead_ms: 60_001,
+                window_ms: 60_000
+            }
+        );
+        check(signed(|r| r.timestamp_unix_ms = NOW - 60_000)).expect("edge of the window");
+        check(signed(|r| r.timestamp_unix_ms = NOW + 60_000)).expect("edge of the window");
+    }
+
+    #[test]
+    fn chunks_signed_before_start_are_refused_even_when_fresh() {
+        let mut p = policy();
+        p.started_unix_ms = NOW - 10;
+        let req = signed(|r| r.timestamp_unix_ms = NOW - 11);
+        assert_eq!(
+            verify(req, &keys(), &p, NOW).unwrap_err(),
+            VerifyError::SignedBeforeStart
+        );
+    }
+
+    #[test]
+    fn malformed_fields_name_the_field_and_bound() {
+        let cases: Vec<(&str, Box<dyn FnOnce(&mut PublishRequest)>)> = vec![
+            ("collector_id", Box::new(|r| r.collector_id.clear())),
+            (
+                "collector_id",
+                Box::new(|r| r.collector_id = "x".repeat(65)),
+            ),
+            ("key_id", Box::new(|r| r.key_id.clear())),
+            ("data", Box::new(|r| r.data.clear())),
+            ("data", Box::new(|r| r.data = vec![1; 1025])),
+            ("mixing", Box::new(|r| r.mixing = 0)),
+            ("mixing", Box::new(|r| r.mixing = 99)),
+            ("mixing", Box::new(|r| r.mixing = Mixing::Xor as i32)),
+            ("sources", Box::new(|r| r.sources.clear())),
+            ("sources.kind", Box::new(|r| r.sources[0].kind = 0)),
+            ("sources.health", Box::new(|r| r.sources[0].health = -3)),
+            (
+                "sources.name",
+                Box::new(|r| r.sources[0].name = "a\nb".into()),
+            ),
+            (
+                "sources.name",
+                Box::new(|r| r.sources.push(r.sources[0].clone())),
+            ),
+            (
+                "sources.contributed",
+                Box::new(|r| {
+                    r.sources[0].health = SourceHealth::Quarantined as i32;
+                }),
+            ),
+        ];
+        for (field, edit) in cases {
+            match check(signed(edit)) {
+                Err(VerifyError::Malformed { field: f, problem }) => {
+                    assert_eq!(f, field, "{problem}");
+                }
+                other => panic!("expected {field} to be refused, got {other:?}"),
+            }
+        }
+        let mut req = signed(|_| {});
+        req.mac.truncate(31);
+        assert!(matches!(
+            check(req),
+            Err(VerifyError::Malformed { field: "mac", .. })
+        ));
+    }
+}

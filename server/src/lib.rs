@@ -1,0 +1,25 @@
+//! The Entropy Diode gateway: verifies signed chunks from collectors, keeps their bytes in a
+//! bounded pool, and serves each byte to one caller, once, over gRPC.
+//!
+//! Layout (domain first, transport at the edge):
+//! - [`pool`]: the bounded, fair, all-or-nothing pool; the at-most-once promise lives here.
+//! - [`ingest`]: chunk verification (MAC, CRC, freshness), replay window, provenance.
+//! - [`sampling`]: unbiased integers, floats and UUIDs from bytes.
+//! - [`auth`]: client API keys (SHA-256 digests, constant-time match).
+//! - [`health`]: readiness from the pool level, for grpc.health.v1.
+//! - [`config`]: the layered, validated configuration.
+//! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
+//! - [`server`]: wires the two listeners and runs until shutdown.
+//! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
+
+pub mod auth;
+pub mod config;
+pub mod dev;
+pub mod grpc;
+pub mod health;
+pub mod ingest;
+pub mod pool;
+pub mod sampling;
+pub mod server;
+
+pub use server::Gateway;

@@ -1,0 +1,190 @@
+//! `entropy-gateway`: parse and validate config, bind, serve until SIGTERM/SIGINT.
+//!
+//! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 1 runtime
+//! failure (a port in use, a listener error).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Parser;
+use entropy_gateway::config::{self, ConfigFlags, GatewayConfig, LogFormat};
+use entropy_gateway::dev;
+use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::{Gateway, auth::ApiKeys};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+const EX_USAGE: u8 = 64;
+
+/// The Entropy Diode gateway: serves verified (quantum) entropy over gRPC, each byte once.
+#[derive(Debug, Parser)]
+#[command(name = "entropy-gateway", version)]
+struct Cli {
+    /// TOML config file; keys are overridden by ENTROPY_<KEY> variables, then by flags.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Dev mode: plaintext on 127.0.0.1:50051, fed from the OS RNG by an in-process collector,
+    /// API key from ENTROPY_DEV_API_KEY or generated and printed.
+    #[arg(long)]
+    dev: bool,
+    /// Print the effective config (as TOML) and exit.
+    #[arg(long)]
+    print_config: bool,
+    #[command(flatten)]
+    flags: ConfigFlags,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::from(EX_USAGE);
+        }
+        Err(e) => {
+            let _ = e.print(); // --help, --version
+            return ExitCode::SUCCESS;
+        }
+    };
+    let config = match config::load(cli.config.as_deref(), cli.dev, &cli.flags) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("entropy-gateway: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    if cli.print_config {
+        match toml::to_string(&config) {
+            Ok(text) => print!("{text}"),
+            Err(e) => eprintln!("entropy-gateway: cannot print config: {e}"),
+        }
+        return ExitCode::SUCCESS;
+    }
+    let keys = match load_keys(&config, cli.dev) {
+        Ok(keys) => keys,
+        Err(e) => {
+            eprintln!("entropy-gateway: {e:#}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    init_logging(&config);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("entropy-gateway: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config, keys)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("entropy-gateway: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum Keys {
+    Dev(Box<dev::DevKeys>),
+    Files(ApiKeys, MacKeys),
+}
+
+fn load_keys(config: &GatewayConfig, dev_mode: bool) -> anyhow::Result<Keys> {
+    if dev_mode {
+        let env_key = std::env::var(dev::DEV_API_KEY_ENV).ok();
+        return Ok(Keys::Dev(Box::new(dev::keys(env_key)?)));
+    }
+    // validate() guarantees both are set outside dev mode.
+    let api_file = config
+        .api_keys_file
+        .as_deref()
+        .context("invalid config key api_keys_file")?;
+    let mac_dir = config
+        .ingest_keys_dir
+        .as_deref()
+        .context("invalid config key ingest_keys_dir")?;
+    let api = ApiKeys::load_file(api_file).context("invalid config key api_keys_file")?;
+    let mac = MacKeys::load_dir(mac_dir).context("invalid config key ingest_keys_dir")?;
+    Ok(Keys::Files(api, mac))
+}
+
+fn init_logging(config: &GatewayConfig) {
+    let filter = tracing_subscriber::EnvFilter::new(&config.log_filter);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match config.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
+    let public = bind(config.listen_addr, "listen_addr").await?;
+    let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
+    let public_addr = public.local_addr()?;
+    let ingest_addr = ingest.local_addr()?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(wait_for_signal(shutdown.clone()));
+
+    let grace = config.shutdown_grace();
+    let (gateway, feed) = match keys {
+        Keys::Files(api, mac) => (Gateway::new(config, api, mac), None),
+        Keys::Dev(dev_keys) => {
+            let feed = dev::spawn_feed(ingest_addr, dev_keys.mac_secret.clone(), shutdown.clone())?;
+            println!("{}", dev::banner(public_addr, &dev_keys));
+            (
+                Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys),
+                Some(feed),
+            )
+        }
+    };
+    tracing::info!(%public_addr, %ingest_addr, "entropy gateway serving");
+
+    let serve = gateway.serve(public, ingest, shutdown.clone());
+    tokio::pin!(serve);
+    tokio::select! {
+        result = &mut serve => result?,
+        () = shutdown.cancelled() => {
+            match tokio::time::timeout(grace, &mut serve).await {
+                Ok(result) => result?,
+                Err(_) => tracing::warn!(?grace, "grace period over; exiting with calls in flight"),
+            }
+        }
+    }
+    if let Some(feed) = feed {
+        let stats = feed.await?;
+        tracing::info!(
+            delivered = stats.delivered,
+            refused = stats.refused,
+            "dev feed stopped"
+        );
+    }
+    tracing::info!("entropy gateway stopped");
+    Ok(())
+}
+
+async fn bind(addr: SocketAddr, key: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot bind {key} {addr}"))
+}
+
+async fn wait_for_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

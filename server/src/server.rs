@@ -1,0 +1,203 @@
+//! Assembling and running the gateway: two listeners, their services, shutdown.
+//!
+//! [`Gateway::serve`] takes already-bound listeners, so tests bind `127.0.0.1:0` and `main`
+//! binds the configured addresses only after the config validated.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use entropy_proto::v1::entropy_service_server::EntropyServiceServer;
+use entropy_proto::v1::ingest_service_server::IngestServiceServer;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+
+use crate::auth::ApiKeys;
+use crate::config::GatewayConfig;
+use crate::grpc::auth::ApiKeyAuth;
+use crate::grpc::entropy_service::EntropyApi;
+use crate::grpc::ingest_service::IngestApi;
+use crate::health::{INGEST_SERVICE, Readiness};
+use crate::ingest::Ingest;
+use crate::ingest::keys::MacKeys;
+use crate::ingest::verify::VerifyPolicy;
+use crate::pool::Pool;
+
+/// Largest request on the public listener. Every EntropyService request is a few bytes; this
+/// leaves room for future fields while refusing junk early.
+pub const MAX_PUBLIC_REQUEST_BYTES: usize = 16 << 10;
+/// Protobuf overhead allowed on top of `max_chunk_bytes` for a Publish request.
+pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
+
+/// The gateway's state, ready to serve.
+#[derive(Debug)]
+pub struct Gateway {
+    config: GatewayConfig,
+    api_keys: Arc<ApiKeys>,
+    pool: Arc<Pool>,
+    ingest: Arc<Ingest>,
+    readiness: Arc<Readiness>,
+}
+
+/// Why serving stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A listener failed.
+    #[error("{listener} listener failed: {source}")]
+    Transport {
+        /// "public" or "ingest".
+        listener: &'static str,
+        /// The transport error.
+        source: tonic::transport::Error,
+    },
+    /// The reflection service could not be built from the descriptors.
+    #[error("reflection setup failed: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+impl Gateway {
+    /// A gateway with an empty pool, accepting client keys `api_keys` and chunks signed under
+    /// `mac_keys`.
+    pub fn new(config: GatewayConfig, api_keys: ApiKeys, mac_keys: MacKeys) -> Self {
+        let pool = Arc::new(Pool::new(config.pool_capacity_bytes));
+        let policy = VerifyPolicy {
+            max_chunk_bytes: config.max_chunk_bytes,
+            freshness_window: config.freshness_window(),
+            started_unix_ms: crate::ingest::unix_ms_now(),
+        };
+        let ingest = Arc::new(Ingest::new(
+            pool.clone(),
+            mac_keys,
+            policy,
+            config.replay_max_streams,
+        ));
+        let readiness = Arc::new(Readiness::new(
+            pool.clone(),
+            config.pool_low_watermark_bytes,
+        ));
+        Self {
+            config,
+            api_keys: Arc::new(api_keys),
+            pool,
+            ingest,
+            readiness,
+        }
+    }
+
+    /// The pool (for benchmarks and in-process checks).
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    /// Serves EntropyService (+ health, reflection) on `public` and IngestService (+ health) on
+    /// `ingest` until `shutdown` fires, then drains: health goes NOT_SERVING, waiting takes
+    /// fail with UNAVAILABLE, open streams end, and in-flight calls finish.
+    pub async fn serve(
+        self,
+        public: TcpListener,
+        ingest: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<(), ServeError> {
+        let streams = TaskTracker::new();
+        let (public_health, public_health_service) = tonic_health::server::health_reporter();
+        let (ingest_health, ingest_health_service) = tonic_health::server::health_reporter();
+        ingest_health
+            .set_service_status(INGEST_SERVICE, ServingStatus::Serving)
+            .await;
+        ingest_health
+            .set_service_status("", ServingStatus::Serving)
+            .await;
+
+        let reflection_v1 = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()?;
+        let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()?;
+
+        let api = EntropyApi::new(
+            self.pool.clone(),
+            self.ingest.clone(),
+            self.readiness.clone(),
+            self.config.max_wait(),
+            shutdown.clone(),
+            streams.clone(),
+        );
+        let entropy = tonic::service::interceptor::InterceptedService::new(
+            EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
+            ApiKeyAuth::new(self.api_keys),
+        );
+        let ingest_api = IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
+            .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES);
+
+        // On shutdown: stop reporting SERVING and fail waiting takes at once, then let tonic
+        // drain. Streams watch the same token and end themselves.
+        let watcher = tokio::spawn(
+            self.readiness
+                .clone()
+                .watch(vec![public_health], shutdown.clone()),
+        );
+        let closer = tokio::spawn({
+            let (shutdown, pool, readiness) =
+                (shutdown.clone(), self.pool.clone(), self.readiness.clone());
+            let ingest_health = ingest_health.clone();
+            async move {
+                shutdown.cancelled().await;
+                readiness.stop();
+                pool.close();
+                ingest_health
+                    .set_service_status(INGEST_SERVICE, ServingStatus::NotServing)
+                    .await;
+                ingest_health
+                    .set_service_status("", ServingStatus::NotServing)
+                    .await;
+            }
+        });
+
+        let public_server = base_server(1 << 20, 4 << 20)
+            .add_service(entropy)
+            .add_service(public_health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .serve_with_incoming_shutdown(incoming(public), shutdown.clone().cancelled_owned());
+        // Ingest receives up to a MiB per call: larger windows keep one collector from being
+        // throttled by flow control.
+        let ingest_server = base_server(4 << 20, 16 << 20)
+            .add_service(ingest_api)
+            .add_service(ingest_health_service)
+            .serve_with_incoming_shutdown(incoming(ingest), shutdown.clone().cancelled_owned());
+
+        let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);
+        streams.close();
+        streams.wait().await;
+        let _ = tokio::join!(watcher, closer);
+        public_result.map_err(|source| ServeError::Transport {
+            listener: "public",
+            source,
+        })?;
+        ingest_result.map_err(|source| ServeError::Transport {
+            listener: "ingest",
+            source,
+        })?;
+        Ok(())
+    }
+}
+
+fn base_server(stream_window: u32, connection_window: u32) -> Server {
+    Server::builder()
+        .initial_stream_window_size(stream_window)
+        .initial_connection_window_size(connection_window)
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+}
+
+/// Accepted sockets with TCP_NODELAY: `Server::tcp_nodelay` does not apply to
+/// `serve_with_incoming` (STACK.md), and Nagle's algorithm costs unary calls ~40 ms.
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
+}

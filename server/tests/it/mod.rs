@@ -1,0 +1,6 @@
+//! Test groups and the shared harness.
+
+mod entropy;
+mod ingest;
+mod lifecycle;
+mod support;

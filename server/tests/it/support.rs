@@ -1,0 +1,163 @@
+//! The harness: a gateway on ephemeral loopback ports, clients, and a signing collector.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use entropy_collector::signer::ChunkSigner;
+use entropy_gateway::Gateway;
+use entropy_gateway::auth::ApiKeys;
+use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::server::ServeError;
+use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
+use entropy_proto::v1::ingest_service_client::IngestServiceClient;
+use entropy_proto::v1::{
+    GetStatusRequest, GetStatusResponse, Mixing, PublishRequest, SourceHealth, SourceKind,
+    SourceReport,
+};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::Request;
+use tonic::transport::Channel;
+
+pub const API_KEY: &str = "test-key-0123456789";
+pub const MAC_KEY_ID: &str = "k1";
+pub const MAC_KEY: [u8; 32] = [0x42; 32];
+
+pub struct TestGateway {
+    pub public: SocketAddr,
+    pub ingest: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub handle: JoinHandle<Result<(), ServeError>>,
+    pub signer: ChunkSigner,
+}
+
+/// Small, fast defaults for tests; `edit` adjusts them.
+pub fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
+    let mut config = GatewayConfig {
+        pool_capacity_bytes: 4 << 20,
+        pool_low_watermark_bytes: 1024,
+        max_wait_ms: 300,
+        ..GatewayConfig::dev_defaults()
+    };
+    edit(&mut config);
+    config
+}
+
+pub async fn start(config: GatewayConfig) -> TestGateway {
+    let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
+    let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
+    let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
+    let mut mac_keys = MacKeys::default();
+    mac_keys
+        .insert(MAC_KEY_ID, MAC_KEY.to_vec())
+        .expect("valid key");
+    let gateway = Gateway::new(config, ApiKeys::single("test", API_KEY), mac_keys);
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
+    let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec()).expect("signer");
+    TestGateway {
+        public: public_addr,
+        ingest: ingest_addr,
+        shutdown,
+        handle,
+        signer,
+    }
+}
+
+impl TestGateway {
+    pub async fn client(&self) -> EntropyServiceClient<Channel> {
+        let channel = Channel::from_shared(format!("http://{}", self.public))
+            .unwrap()
+            .initial_stream_window_size(Some(8 << 20))
+            .initial_connection_window_size(Some(16 << 20))
+            .connect()
+            .await
+            .expect("connect public");
+        EntropyServiceClient::new(channel).max_decoding_message_size(8 << 20)
+    }
+
+    pub async fn ingest_client(&self) -> IngestServiceClient<Channel> {
+        let channel = Channel::from_shared(format!("http://{}", self.ingest))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect ingest");
+        IngestServiceClient::new(channel).max_encoding_message_size(8 << 20)
+    }
+
+    /// Signs `data` as the next chunk from a healthy OS source.
+    pub fn sign(&mut self, data: Vec<u8>) -> PublishRequest {
+        self.signer.sign(data, Mixing::None, vec![os_source()])
+    }
+
+    /// Publishes `total` bytes of `fill(i)` in chunks of `chunk` bytes, all of which must be
+    /// accepted.
+    pub async fn feed(&mut self, total: usize, chunk: usize, fill: impl Fn(usize) -> u8) {
+        let mut ingest = self.ingest_client().await;
+        let mut offset = 0;
+        while offset < total {
+            let n = chunk.min(total - offset);
+            let data = (offset..offset + n).map(&fill).collect();
+            let req = self.sign(data);
+            ingest.publish(req).await.expect("chunk accepted");
+            offset += n;
+        }
+    }
+
+    pub async fn status(&self) -> GetStatusResponse {
+        self.client()
+            .await
+            .get_status(authed(GetStatusRequest {}))
+            .await
+            .expect("status")
+            .into_inner()
+    }
+
+    /// Stops the gateway and waits for it, failing if it does not stop within 5 s.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), self.handle)
+            .await
+            .expect("gateway stops within 5 s")
+            .expect("join")
+            .expect("serve returns Ok");
+    }
+}
+
+pub fn os_source() -> SourceReport {
+    SourceReport {
+        name: "os".into(),
+        kind: SourceKind::Os as i32,
+        health: SourceHealth::Healthy as i32,
+        contributed: true,
+    }
+}
+
+/// A request carrying the test API key.
+pub fn authed<T>(message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {API_KEY}").parse().unwrap(),
+    );
+    request
+}
+
+/// Asserts a call failed with `code` and a message containing each of `words`.
+pub fn assert_status<T: std::fmt::Debug>(
+    result: Result<T, tonic::Status>,
+    code: tonic::Code,
+    words: &[&str],
+) {
+    let status = result.expect_err("call should fail");
+    assert_eq!(status.code(), code, "message: {}", status.message());
+    for w in words {
+        assert!(
+            status.message().contains(w),
+            "{:?} lacks {w:?}",
+            status.message()
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the gateway: real servers on 127.0.0.1:0, real gRPC clients.
+//! One test binary for the crate (STYLE.md); the modules under `it/` group the cases.
+
+mod it;
