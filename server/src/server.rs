@@ -20,7 +20,7 @@ use crate::config::GatewayConfig;
 use crate::grpc::auth::ApiKeyAuth;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
-use crate::health::{INGEST_SERVICE, Readiness};
+use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
 use crate::ingest::Ingest;
 use crate::ingest::keys::MacKeys;
 use crate::ingest::verify::VerifyPolicy;
@@ -111,14 +111,8 @@ impl Gateway {
             .set_service_status("", ServingStatus::Serving)
             .await;
 
-        let reflection_v1 = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .build_v1()?;
-        let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .build_v1alpha()?;
+        let reflection_v1 = reflection().build_v1()?;
+        let reflection_v1alpha = reflection().build_v1alpha()?;
 
         let api = EntropyApi::new(
             self.pool.clone(),
@@ -186,6 +180,18 @@ impl Gateway {
         })?;
         Ok(())
     }
+}
+
+/// Reflection for the public listener. It lists only what that listener serves: the
+/// descriptors also hold IngestService (same package), which lives on the ingest listener.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(PUBLIC_SERVICE)
+        .with_service_name("grpc.health.v1.Health")
+        .with_service_name("grpc.reflection.v1.ServerReflection")
+        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
 fn base_server(stream_window: u32, connection_window: u32) -> Server {

@@ -31,8 +31,11 @@ pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
 pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Largest `count` of GetIntegers, GetFloats and GetUuids.
 pub const MAX_COUNT: u32 = 10_000;
-/// Messages a stream may have drawn but not yet sent. With the one being drawn, a stream
-/// holds at most (this + 1) × chunk_bytes, so a slow reader cannot pin more memory.
+/// Messages a stream may have drawn but not yet handed to the transport. With the one being
+/// drawn, our side of a stream holds at most (this + 1) × chunk_bytes. Below us, hyper buffers
+/// up to 400 KiB per stream that the client's HTTP/2 window does not yet admit (not
+/// configurable through tonic). So a slow or stalled reader pins at most
+/// 3 × chunk_bytes + 400 KiB, and draws no more until it reads.
 pub const STREAM_BUFFER_MESSAGES: usize = 2;
 
 /// The EntropyService implementation.

@@ -6,7 +6,7 @@ use entropy_proto::v1::ingest_service_server::IngestService;
 use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
-use crate::ingest::Ingest;
+use crate::ingest::{Ingest, IngestError};
 
 /// The IngestService implementation.
 #[derive(Debug, Clone)]
@@ -40,6 +40,11 @@ impl IngestService for IngestApi {
             Ok(len) => {
                 tracing::debug!(%collector, sequence, len, "chunk accepted");
                 Ok(Response::new(PublishResponse {}))
+            }
+            // A full pool is the steady state when nobody draws: not worth a line per retry.
+            Err(e @ IngestError::PoolFull(_)) => {
+                tracing::debug!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
+                Err(e.into())
             }
             Err(e) => {
                 tracing::info!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");

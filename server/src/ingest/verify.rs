@@ -256,9 +256,6 @@ fn check_mixing(mixing: Mixing, sources: &[SourceReport]) -> Result<(), VerifyEr
 fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), VerifyError> {
     let window_ms = policy.freshness_window.as_millis();
     let window = i64::try_from(window_ms).unwrap_or(i64::MAX);
-    if ts < policy.started_unix_ms {
-        return Err(VerifyError::SignedBeforeStart);
-    }
     let age = now.saturating_sub(ts);
     if age > window {
         return Err(VerifyError::Stale {
@@ -266,11 +263,14 @@ fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), Verif
             window_ms,
         });
     }
-    if -age > window {
+    if age.saturating_neg() > window {
         return Err(VerifyError::Future {
-            ahead_ms: -age,
+            ahead_ms: age.saturating_neg(),
             window_ms,
         });
+    }
+    if ts < policy.started_unix_ms {
+        return Err(VerifyError::SignedBeforeStart);
     }
     Ok(())
 }
