@@ -142,7 +142,8 @@ mod tests {
         let key = b"k";
         let base = vector_chunk();
         let reference = chunk_mac(key, &base);
-        let mutations: Vec<Box<dyn Fn(&mut PublishRequest)>> = vec![
+        type Mutation = Box<dyn Fn(&mut PublishRequest)>;
+        let mutations: Vec<Mutation> = vec![
             Box::new(|c| c.collector_id.push('x')),
             Box::new(|c| c.epoch ^= 1),
             Box::new(|c| c.sequence += 1),

@@ -356,9 +356,11 @@ mod tests {
     #[test]
     fn keys_flags_and_struct_agree() {
         // Options that are None do not serialize, so fill them for the comparison.
-        let mut full = GatewayConfig::default();
-        full.api_keys_file = Some("k".into());
-        full.ingest_keys_dir = Some("d".into());
+        let full = GatewayConfig {
+            api_keys_file: Some("k".into()),
+            ingest_keys_dir: Some("d".into()),
+            ..GatewayConfig::default()
+        };
         let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
         listed.sort();
         assert_eq!(keys_of(&full), listed, "KEYS lists every config field");
@@ -387,6 +389,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API fixes the closure's error type
     fn environment_overrides_file_and_ignores_unrelated_entropy_vars() {
         figment::Jail::expect_with(|jail| {
             jail.create_file("g.toml", "max_wait_ms = 500\nmax_chunk_bytes = 4096\n")?;

@@ -3,7 +3,6 @@
 //! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 1 runtime
 //! failure (a port in use, a listener error).
 
-use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -391,7 +391,8 @@ pub(crate) mod tests {
 
     #[test]
     fn malformed_fields_name_the_field_and_bound() {
-        let cases: Vec<(&str, Box<dyn FnOnce(&mut PublishRequest)>)> = vec![
+        type Edit = Box<dyn FnOnce(&mut PublishRequest)>;
+        let cases: Vec<(&str, Edit)> = vec![
             ("collector_id", Box::new(|r| r.collector_id.clear())),
             (
                 "collector_id",
