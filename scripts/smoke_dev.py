@@ -81,7 +81,57 @@ def readme_recipes():
     return [l for l in lines if l.startswith("grpcurl ")]
 
 
+def config_errors(binary):
+    """Bad config exits 64 before binding, naming the key; good key files start a gateway."""
+    cases = [
+        (["--dev", "--pool-capacity-bytes", "5"], {}, "pool_capacity_bytes"),
+        (["--dev"], {"ENTROPY_MAX_WAIT_MS": "soon"}, "ENTROPY_MAX_WAIT_MS"),
+        (["--dev", "--listen-addr", "nowhere"], {}, "--listen-addr"),
+        ([], {}, "api_keys_file"),
+    ]
+    for args, extra_env, named in cases:
+        env = dict(os.environ, **extra_env)
+        r = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=30)
+        check(f"bad config {args or 'no keys'} {extra_env or ''} exits 64 naming {named}",
+              r.returncode == 64 and named in r.stderr, f"exit {r.returncode}: {r.stderr}")
+
+    # Production mode from key files: starts, serves health and reflection, and (with no
+    # collector feeding it) reports NOT_SERVING until entropy arrives.
+    import hashlib
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        secret = "prod-" + os.urandom(8).hex()
+        keys = Path(tmp, "api-keys.toml")
+        keys.write_text(f'[[key]]\nname = "smoke"\nsha256 = "{hashlib.sha256(secret.encode()).hexdigest()}"\n')
+        mac_dir = Path(tmp, "mac")
+        mac_dir.mkdir()
+        (mac_dir / "k1.key").write_text(os.urandom(32).hex() + "\n")
+        addr, ingest = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        proc = subprocess.Popen(
+            [binary, "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
+             "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            r = None
+            for _ in range(50):
+                r = grpcurl(addr, "grpc.health.v1.Health/Check", key=None)
+                if r.returncode == 0:
+                    break
+                time.sleep(0.1)
+            check("key-file gateway starts NOT_SERVING with an empty pool",
+                  r.returncode == 0 and "NOT_SERVING" in r.stdout, r.stdout + r.stderr)
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=secret)
+            check("key-file gateway: valid key, empty pool is UNAVAILABLE", error_code(r) == 14, r.stderr)
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key="prod-wrong")
+            check("key-file gateway: wrong key is UNAUTHENTICATED", error_code(r) == 16, r.stderr)
+        finally:
+            proc.send_signal(15)
+            code = proc.wait(timeout=15)
+            check("key-file gateway stops cleanly on SIGTERM", code == 0, f"exit {code}")
+
+
 def main(binary):
+    config_errors(binary)
     port = free_port()
     addr = f"127.0.0.1:{port}"
     env = dict(os.environ, ENTROPY_DEV_API_KEY=KEY)
