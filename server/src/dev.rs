@@ -1,17 +1,24 @@
 //! Dev mode (`entropy-gateway --dev`), in the style of `vault server -dev`: one process, a
 //! gateway plus an in-process collector feeding it from the OS RNG.
 //!
-//! The feed is a real collector pipeline (`entropy-collector`) that signs chunks with a key
+//! The feed is a real collector pipeline (`entropy-collector`: health tests included) that
+//! signs chunks with a key
 //! generated at start and publishes them over gRPC to the ingest listener on an ephemeral
 //! loopback port, so dev-mode entropy passes the very same verification as production chunks.
 //! It is labelled `os`, not quantum, everywhere.
 
 use std::net::SocketAddr;
 
-use entropy_collector::feed::{self, FeedStats};
+use std::sync::Arc;
+use std::time::Duration;
+
+use entropy_collector::mixing::Scheme;
+use entropy_collector::pipeline::{Pipeline, SourceSlot};
 use entropy_collector::publisher::{Publisher, RetryPolicy};
+use entropy_collector::runner::{self, RunStats};
 use entropy_collector::signer::ChunkSigner;
 use entropy_collector::source::os::OsSource;
+use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Endpoint;
@@ -86,25 +93,40 @@ pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
     })
 }
 
-/// Starts the in-process collector publishing to the ingest listener at `ingest_addr`.
+/// Starts the in-process collector: one OS source, health-tested like any other, publishing
+/// to the ingest listener at `ingest_addr`.
 pub fn spawn_feed(
     ingest_addr: SocketAddr,
     mac_secret: Vec<u8>,
     shutdown: CancellationToken,
-) -> Result<JoinHandle<FeedStats>, DevError> {
+) -> Result<JoinHandle<Arc<RunStats>>, DevError> {
     let signer = ChunkSigner::new("dev-collector", DEV_MAC_KEY_ID, mac_secret)
         .map_err(|e| DevError::Rng(e.to_string()))?;
     let endpoint = Endpoint::from_shared(format!("http://{ingest_addr}"))
         .map_err(|e| DevError::Rng(e.to_string()))?;
     let publisher = Publisher::new(endpoint, RetryPolicy::default());
-    let source = Box::new(OsSource::new("os"));
-    Ok(tokio::spawn(feed::run(
-        source,
-        signer,
-        publisher,
+    let slot = SourceSlot::new(Box::new(OsSource::new("os")), 8.0, 40);
+    let pipeline = Pipeline::new(
+        vec![slot],
+        Scheme::None,
+        1,
         DEV_CHUNK_BYTES,
+        Duration::from_secs(5),
+        signer,
+    );
+    let stats = Arc::new(RunStats::default());
+    let task = runner::run(
+        Arc::new(Mutex::new(pipeline)),
+        vec![publisher],
+        4,
+        stats.clone(),
         shutdown,
-    )))
+        Duration::from_secs(2),
+    );
+    Ok(tokio::spawn(async move {
+        task.await;
+        stats
+    }))
 }
 
 /// What dev mode prints on start: where it listens, the key, and commands to paste.

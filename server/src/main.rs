@@ -157,11 +157,7 @@ async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
     }
     if let Some(feed) = feed {
         let stats = feed.await?;
-        tracing::info!(
-            delivered = stats.delivered,
-            refused = stats.refused,
-            "dev feed stopped"
-        );
+        tracing::info!(delivered = stats.delivered(), "dev feed stopped");
     }
     tracing::info!("entropy gateway stopped");
     Ok(())

@@ -1,29 +1,109 @@
 //! Entropy sources behind one trait, each with a name and an honest kind.
+//!
+//! - [`quantis`]: an ID Quantique Quantis appliance over its REST API v2.0 (HTTPS).
+//! - [`device`]: a character device or FIFO (`/dev/hwrng`, a Quantis PCIe/USB `/dev/qrandom0`).
+//! - [`os`]: the kernel CSPRNG, labelled `os`, never quantum.
 
+pub mod device;
 pub mod os;
+pub mod quantis;
 
 use entropy_proto::v1::SourceKind;
 
 /// Why a source could not deliver bytes.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
-    /// The source failed to produce bytes.
-    #[error("source {name} failed: {message}")]
-    Failed {
+    /// The source could not be reached or read (network, I/O); it may come back.
+    #[error("{name} unreachable: {message}")]
+    Unreachable {
         /// The source's name.
         name: String,
         /// What went wrong.
         message: String,
     },
+    /// The source answered, but with something that cannot be entropy (an HTML page, the
+    /// wrong length, constant bytes). Treated like a failed health test: quarantine.
+    #[error("{name} failed a sanity check: {check}")]
+    Insane {
+        /// The source's name.
+        name: String,
+        /// Which check failed.
+        check: SanityCheck,
+    },
+}
+
+/// Sanity checks on what a source returned, before the statistical health tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SanityCheck {
+    /// Fewer or more bytes than asked for.
+    WrongLength {
+        /// Bytes asked for.
+        wanted: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// An HTML page (an error page from a proxy or the appliance) instead of bytes.
+    Html,
+    /// Every byte the same.
+    Constant,
+    /// A JSON body that is not an array of byte values.
+    BadJson,
+    /// An HTTP status other than 200.
+    HttpStatus(u16),
+}
+
+impl SanityCheck {
+    /// A stable label for logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::WrongLength { .. } => "wrong_length",
+            Self::Html => "html",
+            Self::Constant => "constant",
+            Self::BadJson => "bad_json",
+            Self::HttpStatus(_) => "http_status",
+        }
+    }
+}
+
+impl std::fmt::Display for SanityCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::WrongLength { wanted, got } => write!(f, "asked for {wanted} bytes, got {got}"),
+            Self::Html => f.write_str("got an HTML page instead of bytes"),
+            Self::Constant => f.write_str("every byte is the same"),
+            Self::BadJson => f.write_str("JSON body is not an array of byte values"),
+            Self::HttpStatus(code) => write!(f, "HTTP status {code}"),
+        }
+    }
 }
 
 /// A source of raw entropy.
 #[tonic::async_trait]
-pub trait Source: Send {
+pub trait Source: Send + Sync {
     /// Operator-given name, unique within the collector.
     fn name(&self) -> &str;
     /// What kind of source this is; reported with every chunk.
     fn kind(&self) -> SourceKind;
     /// Reads exactly `n` bytes.
     async fn read(&mut self, n: usize) -> Result<Vec<u8>, SourceError>;
+}
+
+/// Checks that apply to every source's output: exact length, not constant.
+pub fn sanity(name: &str, wanted: usize, bytes: &[u8]) -> Result<(), SourceError> {
+    let insane = |check| {
+        Err(SourceError::Insane {
+            name: name.to_owned(),
+            check,
+        })
+    };
+    if bytes.len() != wanted {
+        return insane(SanityCheck::WrongLength {
+            wanted,
+            got: bytes.len(),
+        });
+    }
+    if bytes.len() > 1 && bytes.iter().all(|b| *b == bytes[0]) {
+        return insane(SanityCheck::Constant);
+    }
+    Ok(())
 }

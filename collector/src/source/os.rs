@@ -30,7 +30,7 @@ impl Source for OsSource {
 
     async fn read(&mut self, n: usize) -> Result<Vec<u8>, SourceError> {
         let mut buf = vec![0u8; n];
-        getrandom::fill(&mut buf).map_err(|e| SourceError::Failed {
+        getrandom::fill(&mut buf).map_err(|e| SourceError::Unreachable {
             name: self.name.clone(),
             message: e.to_string(),
         })?;

@@ -1,0 +1,262 @@
+//! One round of collection: read every source, health-test, mix, sign.
+//!
+//! Every round reads `chunk_bytes` from each source in parallel (each read bounded by a
+//! timeout), runs the source's health tests on what it returned, and mixes the outputs of the
+//! sources that are healthy. If fewer than `min_sources` are, the round publishes nothing and
+//! says why: there is no silent single-source fallback. Rounds are paced by the slowest source
+//! (XOR needs equal lengths from each).
+//!
+//! A source that cannot be reached is left alone for a growing pause (1 s doubling to 30 s) so
+//! it does not stall every round, and must pass a fresh start-up test when it comes back.
+
+use std::time::Duration;
+
+use entropy_proto::v1::{PublishRequest, SourceHealth, SourceReport};
+use tokio::time::Instant;
+
+use crate::health::{HealthMonitor, Verdict};
+use crate::mixing::{self, Input, Scheme};
+use crate::signer::ChunkSigner;
+use crate::source::{Source, SourceError};
+
+/// Longest pause before an unreachable source is tried again.
+pub const MAX_UNREACHABLE_PAUSE: Duration = Duration::from_secs(30);
+
+/// A source with its health state and counters.
+pub struct SourceSlot {
+    source: Box<dyn Source>,
+    monitor: HealthMonitor,
+    min_entropy: f64,
+    unreachable_since: Option<Instant>,
+    next_try: Instant,
+    pause: Duration,
+    stats: SourceStats,
+}
+
+/// Counters of one source since start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceStats {
+    /// Bytes read from it.
+    pub bytes_read: u64,
+    /// Bytes of it that went into published chunks.
+    pub bytes_used: u64,
+    /// Health test failures, by test label.
+    pub health_failures: Vec<(&'static str, u64)>,
+    /// Sanity check failures (HTML, wrong length, constant...).
+    pub sanity_failures: u64,
+    /// Reads that found it unreachable.
+    pub unreachable: u64,
+    /// Returns to healthy after quarantine.
+    pub recoveries: u64,
+}
+
+impl SourceSlot {
+    /// Wraps `source`, claiming `min_entropy` bits per byte, with tests at `α = 2^-alpha_log2`.
+    pub fn new(source: Box<dyn Source>, min_entropy: f64, alpha_log2: u32) -> Self {
+        Self {
+            source,
+            monitor: HealthMonitor::new(min_entropy, alpha_log2),
+            min_entropy,
+            unreachable_since: None,
+            next_try: Instant::now(),
+            pause: Duration::from_secs(1),
+            stats: SourceStats::default(),
+        }
+    }
+
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    /// Its health as reported in chunks.
+    pub fn health(&self) -> SourceHealth {
+        if self.unreachable_since.is_some() {
+            SourceHealth::Unreachable
+        } else {
+            self.monitor.state()
+        }
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> SourceStats {
+        let mut s = self.stats.clone();
+        s.recoveries = self.monitor.recoveries();
+        s
+    }
+
+    fn report(&self, contributed: bool) -> SourceReport {
+        SourceReport {
+            name: self.source.name().to_owned(),
+            kind: self.source.kind() as i32,
+            health: self.health() as i32,
+            contributed,
+        }
+    }
+
+    fn count_failure(&mut self, label: &'static str) {
+        match self
+            .stats
+            .health_failures
+            .iter_mut()
+            .find(|(l, _)| *l == label)
+        {
+            Some((_, n)) => *n += 1,
+            None => self.stats.health_failures.push((label, 1)),
+        }
+    }
+
+    /// Reads and tests one batch; returns it when it may be mixed.
+    async fn read_tested(&mut self, n: usize, timeout: Duration) -> Option<Vec<u8>> {
+        let now = Instant::now();
+        if now < self.next_try {
+            return None;
+        }
+        let result = match tokio::time::timeout(timeout, self.source.read(n)).await {
+            Ok(r) => r,
+            Err(_) => Err(SourceError::Unreachable {
+                name: self.name().to_owned(),
+                message: format!("no answer within {timeout:?}"),
+            }),
+        };
+        match result {
+            Ok(bytes) => {
+                if self.unreachable_since.take().is_some() {
+                    tracing::info!(
+                        source = self.name(),
+                        "source answers again; re-running its start-up test"
+                    );
+                }
+                self.pause = Duration::from_secs(1);
+                self.stats.bytes_read += bytes.len() as u64;
+                match self.monitor.check(&bytes) {
+                    Verdict::Usable => Some(bytes),
+                    Verdict::Starting | Verdict::Recovering => None,
+                    Verdict::Failed(test) => {
+                        self.count_failure(test.label());
+                        tracing::warn!(
+                            source = self.name(),
+                            test = test.label(),
+                            "health test failed; source quarantined"
+                        );
+                        None
+                    }
+                }
+            }
+            Err(SourceError::Insane { check, .. }) => {
+                self.stats.sanity_failures += 1;
+                self.count_failure(check.label());
+                self.monitor.quarantine();
+                tracing::warn!(
+                    source = self.name(),
+                    check = check.label(),
+                    "sanity check failed ({check}); source quarantined"
+                );
+                None
+            }
+            Err(e @ SourceError::Unreachable { .. }) => {
+                self.stats.unreachable += 1;
+                if self.unreachable_since.is_none() {
+                    tracing::warn!(source = self.name(), "source unreachable: {e}");
+                    self.unreachable_since = Some(now);
+                    // Whatever comes back must prove itself again.
+                    self.monitor.quarantine();
+                }
+                self.next_try = Instant::now() + self.pause;
+                self.pause = (self.pause * 2).min(MAX_UNREACHABLE_PAUSE);
+                None
+            }
+        }
+    }
+}
+
+/// What a round produced.
+#[derive(Debug)]
+pub enum Round {
+    /// A signed chunk, ready to publish.
+    Chunk(PublishRequest),
+    /// Too few healthy sources: nothing was published.
+    TooFewSources {
+        /// Sources whose output passed this round.
+        healthy: usize,
+        /// The `min_sources` policy.
+        needed: usize,
+    },
+}
+
+/// Sources, policy and signer: everything one round needs.
+pub struct Pipeline {
+    slots: Vec<SourceSlot>,
+    scheme: Scheme,
+    min_sources: usize,
+    chunk_bytes: usize,
+    read_timeout: Duration,
+    signer: ChunkSigner,
+}
+
+impl Pipeline {
+    /// A pipeline over `slots` (at least one), mixing with `scheme`.
+    pub fn new(
+        slots: Vec<SourceSlot>,
+        scheme: Scheme,
+        min_sources: usize,
+        chunk_bytes: usize,
+        read_timeout: Duration,
+        signer: ChunkSigner,
+    ) -> Self {
+        Self {
+            slots,
+            scheme,
+            min_sources,
+            chunk_bytes,
+            read_timeout,
+            signer,
+        }
+    }
+
+    /// Runs one round.
+    pub async fn round(&mut self) -> Round {
+        let (n, timeout) = (self.chunk_bytes, self.read_timeout);
+        let outputs: Vec<Option<Vec<u8>>> = futures_util::future::join_all(
+            self.slots.iter_mut().map(|s| s.read_tested(n, timeout)),
+        )
+        .await;
+        let healthy = outputs.iter().filter(|o| o.is_some()).count();
+        if healthy < self.min_sources || healthy == 0 {
+            return Round::TooFewSources {
+                healthy,
+                needed: self.min_sources.max(1),
+            };
+        }
+        let inputs: Vec<Input<'_>> = outputs
+            .iter()
+            .zip(&self.slots)
+            .filter_map(|(o, s)| {
+                o.as_deref().map(|bytes| Input {
+                    bytes,
+                    min_entropy: s.min_entropy,
+                })
+            })
+            .collect();
+        let (data, mixing) = mixing::mix(self.scheme, &inputs);
+        let reports = outputs
+            .iter()
+            .zip(&self.slots)
+            .map(|(o, s)| s.report(o.is_some()))
+            .collect();
+        for (o, s) in outputs.iter().zip(self.slots.iter_mut()) {
+            if let Some(bytes) = o {
+                s.stats.bytes_used += bytes.len() as u64;
+            }
+        }
+        Round::Chunk(self.signer.sign(data, mixing, reports))
+    }
+
+    /// Each source's name, health and counters.
+    pub fn sources(&self) -> Vec<(String, SourceHealth, SourceStats)> {
+        self.slots
+            .iter()
+            .map(|s| (s.name().to_owned(), s.health(), s.stats()))
+            .collect()
+    }
+}

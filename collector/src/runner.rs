@@ -1,0 +1,155 @@
+//! The collector's main loop: rounds in, signed chunks queued, publishers draining the queue.
+//!
+//! Buffer policy: signed chunks wait in a bounded queue (`buffer_chunks`). When it is full, the
+//! loop stops running rounds, so sources are read only as fast as gateways take chunks:
+//! nothing signed is ever dropped for lack of room, and a slow gateway slows the appliances
+//! down rather than the other way round.
+//!
+//! Several gateways: one publisher task per gateway takes chunks from the shared queue. A chunk
+//! taken by a task belongs to that gateway for good: after an unknown outcome it is resent to
+//! the same gateway only, so it can never be stored by two gateways.
+//!
+//! Shutdown: rounds stop at once; the publishers keep delivering what is already signed until
+//! the queue is empty or the grace period ends.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use entropy_proto::v1::PublishRequest;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::pipeline::{Pipeline, Round};
+use crate::publisher::{Delivery, Publisher};
+
+/// Counters of a collector run, readable while it runs.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    /// Chunks signed.
+    pub signed: AtomicU64,
+    /// Chunks a gateway stored.
+    pub stored: AtomicU64,
+    /// Chunks a gateway had already stored (a resend after an unknown outcome).
+    pub already_stored: AtomicU64,
+    /// Chunks a gateway refused for good.
+    pub refused: AtomicU64,
+    /// Signed chunks not delivered when the grace period ended.
+    pub abandoned: AtomicU64,
+    /// Rounds that published nothing for lack of healthy sources.
+    pub rounds_skipped: AtomicU64,
+}
+
+impl RunStats {
+    /// Chunks delivered (stored now or before).
+    pub fn delivered(&self) -> u64 {
+        self.stored.load(Ordering::Relaxed) + self.already_stored.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs rounds and publishes until `shutdown`, then flushes for at most `grace`.
+pub async fn run(
+    pipeline: Arc<Mutex<Pipeline>>,
+    publishers: Vec<Publisher>,
+    buffer_chunks: usize,
+    stats: Arc<RunStats>,
+    shutdown: CancellationToken,
+    grace: Duration,
+) {
+    let (tx, rx) = mpsc::channel::<PublishRequest>(buffer_chunks.max(1));
+    let rx = Arc::new(Mutex::new(rx));
+    // Cancelled when the grace period after shutdown is over: publishers give up then.
+    let abandon = CancellationToken::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for publisher in publishers {
+        tasks.spawn(publish_loop(
+            publisher,
+            rx.clone(),
+            stats.clone(),
+            abandon.clone(),
+        ));
+    }
+
+    let mut last_skip_log: Option<tokio::time::Instant> = None;
+    loop {
+        let round = tokio::select! {
+            () = shutdown.cancelled() => break,
+            r = async { pipeline.lock().await.round().await } => r,
+        };
+        match round {
+            Round::Chunk(chunk) => {
+                stats.signed.fetch_add(1, Ordering::Relaxed);
+                // Waits while the buffer is full (backpressure); on shutdown the chunk is
+                // still queued, since it is already signed.
+                if tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Round::TooFewSources { healthy, needed } => {
+                stats.rounds_skipped.fetch_add(1, Ordering::Relaxed);
+                let now = tokio::time::Instant::now();
+                if last_skip_log.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10)) {
+                    tracing::warn!(
+                        healthy,
+                        needed,
+                        "publishing nothing: fewer healthy sources than min_sources"
+                    );
+                    last_skip_log = Some(now);
+                }
+                // Do not spin while every source is paused.
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+            }
+        }
+    }
+    drop(tx);
+    tracing::info!("collector stopping: delivering chunks already signed");
+    let drained = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(grace, drained).await.is_err() {
+        abandon.cancel();
+        while tasks.join_next().await.is_some() {}
+    }
+    let left = rx.lock().await.len() as u64;
+    stats.abandoned.fetch_add(left, Ordering::Relaxed);
+}
+
+async fn publish_loop(
+    mut publisher: Publisher,
+    rx: Arc<Mutex<mpsc::Receiver<PublishRequest>>>,
+    stats: Arc<RunStats>,
+    abandon: CancellationToken,
+) {
+    loop {
+        let chunk = {
+            let mut rx = rx.lock().await;
+            tokio::select! {
+                () = abandon.cancelled() => return,
+                c = rx.recv() => c,
+            }
+        };
+        let Some(chunk) = chunk else { return };
+        match publisher.deliver(&chunk, &abandon).await {
+            Delivery::Stored => {
+                stats.stored.fetch_add(1, Ordering::Relaxed);
+            }
+            Delivery::AlreadyStored => {
+                stats.already_stored.fetch_add(1, Ordering::Relaxed);
+            }
+            Delivery::Refused(status) => {
+                stats.refused.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    sequence = chunk.sequence,
+                    code = ?status.code(),
+                    "gateway refused chunk: {}",
+                    status.message()
+                );
+            }
+            Delivery::Abandoned => {
+                stats.abandoned.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
