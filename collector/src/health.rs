@@ -20,10 +20,12 @@
 //!   zeros) exceeds `n·p + z·sqrt(n·p·(1-p))`, where `p = 2^(-H/8)` is the largest per-bit bias
 //!   consistent with the claim and `z` the normal quantile for `α`. A 60/40 bit bias (about 5.9
 //!   bits per byte) fails it at once at `H = 7`.
-//! - **Block repetition test**: fails when an 8-byte word equals one of the previous 1,023
-//!   words. For a source meeting its claim, a collision within the window has probability
-//!   about `1024² / 2 · 2^-8H` (≈ 2^-37 at `H = 7`); a source that replays a block of up to
-//!   8 KiB fails at once.
+//! - **Block repetition test**: fails when an aligned 16-byte word equals one of the previous
+//!   4,096 words (64 KiB). For a source meeting its claim, a collision within the window has
+//!   probability about `4096² / 2 · 2^-16H` (≈ 2^-89 at `H = 7`, far below α). A source that
+//!   replays a block fails once the repeat realigns with the word grid: at once for a period
+//!   that is a multiple of 16 bytes up to 64 KiB (a replayed response), and within 16 periods
+//!   for any period up to 4 KiB.
 //!
 //! # States
 //!
@@ -42,8 +44,10 @@ pub const STARTUP_BYTES: usize = 4096;
 pub const APT_WINDOW: usize = 512;
 /// Bit proportion test window, in bits.
 pub const BIT_WINDOW_BITS: usize = 20_000;
-/// Block repetition test window, in 8-byte words.
-pub const BLOCK_WINDOW_WORDS: usize = 1024;
+/// Block repetition test word size, in bytes.
+pub const BLOCK_WORD_BYTES: usize = 16;
+/// Block repetition test window, in words (64 KiB).
+pub const BLOCK_WINDOW_WORDS: usize = 4096;
 
 /// Which test failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,10 +161,10 @@ pub struct HealthMonitor {
     bits_seen: usize,
     ones: u32,
     // Block repetition
-    word: [u8; 8],
+    word: [u8; BLOCK_WORD_BYTES],
     word_len: usize,
-    recent: VecDeque<u64>,
-    recent_set: HashSet<u64>,
+    recent: VecDeque<u128>,
+    recent_set: HashSet<u128>,
     // Counters
     failures: u64,
     recoveries: u64,
@@ -194,7 +198,7 @@ impl HealthMonitor {
             apt_count: 0,
             bits_seen: 0,
             ones: 0,
-            word: [0; 8],
+            word: [0; BLOCK_WORD_BYTES],
             word_len: 0,
             recent: VecDeque::with_capacity(BLOCK_WINDOW_WORDS),
             recent_set: HashSet::with_capacity(BLOCK_WINDOW_WORDS),
@@ -269,18 +273,17 @@ impl HealthMonitor {
         }
     }
 
+    /// Restarts every test for a fresh start-up test, keeping the counters and the recent
+    /// words: a source that replays a block must not pass its recovery test with that block.
     fn enter_quarantine(&mut self) {
-        let (cutoffs, failures, recoveries, last) = (
-            self.cutoffs,
-            self.failures,
-            self.recoveries,
-            self.last_failure,
-        );
-        *self = Self::new_with(cutoffs);
-        self.state = SourceHealth::Quarantined;
-        self.failures = failures;
-        self.recoveries = recoveries;
-        self.last_failure = last;
+        let mut fresh = Self::new_with(self.cutoffs);
+        fresh.state = SourceHealth::Quarantined;
+        fresh.failures = self.failures;
+        fresh.recoveries = self.recoveries;
+        fresh.last_failure = self.last_failure;
+        fresh.recent = std::mem::take(&mut self.recent);
+        fresh.recent_set = std::mem::take(&mut self.recent_set);
+        *self = fresh;
     }
 
     fn new_with(cutoffs: Cutoffs) -> Self {
@@ -325,17 +328,17 @@ impl HealthMonitor {
             self.ones = 0;
         }
 
-        // Block repetition on 8-byte words.
+        // Block repetition on aligned 16-byte words.
         self.word[self.word_len] = b;
         self.word_len += 1;
-        if self.word_len == 8 {
+        if self.word_len == BLOCK_WORD_BYTES {
             self.word_len = 0;
-            let w = u64::from_le_bytes(self.word);
+            let w = u128::from_le_bytes(self.word);
             if !self.recent_set.insert(w) {
                 return Err(HealthTest::BlockRepetition);
             }
             self.recent.push_back(w);
-            if self.recent.len() > BLOCK_WINDOW_WORDS - 1
+            if self.recent.len() > BLOCK_WINDOW_WORDS
                 && let Some(old) = self.recent.pop_front()
             {
                 self.recent_set.remove(&old);

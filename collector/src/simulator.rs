@@ -219,12 +219,17 @@ async fn stream_bytes(State(sim): State<Arc<Simulator>>, Query(q): Query<SizeQue
     match fault {
         Fault::Stuck => bytes.fill(0x5A),
         Fault::Bias => {
-            let noise = bytes.clone();
-            for (i, b) in bytes.iter_mut().enumerate() {
-                // 8 coin flips of P(1) = 0.6 from 8 noise bytes each (noise reused cyclically).
-                *b = (0..8).fold(0u8, |acc, k| {
-                    acc | (u8::from(noise[(i * 8 + k) % noise.len()] < 154) << k)
-                });
+            // Each output bit is an independent coin flip with P(1) = 154/256 ≈ 0.6, drawn
+            // from its own noise byte (reusing noise would add repetition, a different fault).
+            let mut noise = vec![0u8; size * 8];
+            if getrandom::fill(&mut noise).is_err() {
+                return (StatusCode::INTERNAL_SERVER_ERROR, "rng failure\n").into_response();
+            }
+            for (b, flips) in bytes.iter_mut().zip(noise.chunks_exact(8)) {
+                *b = flips
+                    .iter()
+                    .enumerate()
+                    .fold(0u8, |acc, (k, r)| acc | (u8::from(*r < 154) << k));
             }
         }
         Fault::Short => bytes.truncate(size / 2),

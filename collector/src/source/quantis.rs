@@ -1,6 +1,6 @@
 //! An ID Quantique Quantis appliance, through its REST API v2.0:
-//! `GET {base}/api/2.0/streambytes?size=N` answers N raw bytes (the JSON array form, a list of
-//! byte values, is accepted too).
+//! `GET {base}/api/2.0/streambytes?size=N` answers N raw bytes. A body whose Content-Type is
+//! JSON, holding an array of byte values (or `{"data": [...]}`), is accepted too.
 //!
 //! HTTPS only, trusting either a CA file or one pinned certificate, never "any certificate"
 //! (plain HTTP only when the operator sets `allow_http`, for a simulator on loopback). Each
@@ -118,13 +118,13 @@ impl QuantisSource {
                 message: format!("HTTP {}", status.as_u16()),
             });
         }
-        if content_type.contains("html") || body.trim_ascii_start().starts_with(b"<") {
+        if content_type.contains("html") || (content_type.is_empty() && looks_like_html(&body)) {
             return Err(insane(SanityCheck::Html));
         }
         if !status.is_success() {
             return Err(insane(SanityCheck::HttpStatus(status.as_u16())));
         }
-        let bytes = if content_type.contains("json") || body.trim_ascii_start().starts_with(b"[") {
+        let bytes = if content_type.contains("json") {
             parse_json_bytes(&body).ok_or_else(|| insane(SanityCheck::BadJson))?
         } else {
             body.to_vec()
@@ -132,6 +132,16 @@ impl QuantisSource {
         sanity(&self.name, n, &bytes)?;
         Ok(bytes)
     }
+}
+
+/// An HTML page without a Content-Type. Only a real document start counts: random bytes begin
+/// with `<` one time in 256, so a looser test would quarantine healthy appliances.
+fn looks_like_html(body: &[u8]) -> bool {
+    let start = body.trim_ascii_start();
+    let head = &start[..start.len().min(15)];
+    [b"<!doctype html".as_slice(), b"<html"]
+        .iter()
+        .any(|p| head.len() >= p.len() && head[..p.len()].eq_ignore_ascii_case(p))
 }
 
 /// `[12, 255, 0, ...]`, or `{"data": [...]}`: byte values 0..=255.
@@ -205,6 +215,16 @@ mod tests {
         assert_eq!(parse_json_bytes(b"[256]"), None);
         assert_eq!(parse_json_bytes(b"[-1]"), None);
         assert_eq!(parse_json_bytes(b"{\"x\": 1}"), None);
+    }
+
+    #[test]
+    fn only_real_html_documents_count_as_html() {
+        assert!(looks_like_html(b"  <!DOCTYPE html><html>"));
+        assert!(looks_like_html(b"<HTML><body>502</body></HTML>"));
+        assert!(!looks_like_html(
+            b"<\x01\x02 random bytes that start with a bracket"
+        ));
+        assert!(!looks_like_html(b"[1,2]"));
     }
 
     #[test]
