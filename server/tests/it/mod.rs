@@ -1,5 +1,6 @@
 //! Test groups and the shared harness.
 
+mod diode;
 mod entropy;
 mod ingest;
 mod lifecycle;

@@ -1,0 +1,301 @@
+//! The whole diode in process: simulator → collector → gateway → client, over real sockets.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use entropy_collector::mixing::Scheme;
+use entropy_collector::pipeline::{Pipeline, SourceSlot};
+use entropy_collector::publisher::{Delivery, Publisher, RetryPolicy};
+use entropy_collector::runner::{self, RunStats};
+use entropy_collector::signer::ChunkSigner;
+use entropy_collector::simulator::{self, Simulator, SimulatorOptions};
+use entropy_collector::source::Source;
+use entropy_collector::source::os::OsSource;
+use entropy_collector::source::quantis::{QuantisOptions, QuantisSource};
+use entropy_collector::tls::{TrustAnchor, cert_sha256};
+use entropy_proto::v1::{GetRandomRequest, SourceKind};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Endpoint;
+
+use super::support::{MAC_KEY, MAC_KEY_ID, TestGateway, authed, start, test_config};
+
+/// A collector run in the background, publishing to `gateways`.
+struct Collector {
+    stats: Arc<RunStats>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Collector {
+    fn start(
+        sources: Vec<Box<dyn Source>>,
+        gateways: &[&TestGateway],
+        chunk: usize,
+        buffer: usize,
+    ) -> Self {
+        let slots = sources
+            .into_iter()
+            .map(|s| SourceSlot::new(s, 7.0, 40))
+            .collect();
+        let signer = ChunkSigner::new("diode-test", MAC_KEY_ID, MAC_KEY.to_vec()).unwrap();
+        let pipeline = Pipeline::new(slots, Scheme::Xor, 1, chunk, Duration::from_secs(1), signer);
+        let publishers = gateways
+            .iter()
+            .map(|g| {
+                let endpoint = Endpoint::from_shared(format!("http://{}", g.ingest)).unwrap();
+                Publisher::new(endpoint, RetryPolicy::default())
+            })
+            .collect();
+        let stats = Arc::new(RunStats::default());
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(runner::run(
+            Arc::new(Mutex::new(pipeline)),
+            publishers,
+            buffer,
+            stats.clone(),
+            shutdown.clone(),
+            Duration::from_secs(2),
+        ));
+        Self {
+            stats,
+            shutdown,
+            task,
+        }
+    }
+
+    async fn stop(self) -> Arc<RunStats> {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("stops")
+            .expect("join");
+        self.stats
+    }
+}
+
+/// Waits up to `limit` for `f` to hold, polling every 100 ms.
+async fn eventually<F: AsyncFnMut() -> bool>(limit: Duration, mut f: F) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
+    let sim = Simulator::new(SimulatorOptions {
+        rate_bytes_per_s: 400_000,
+        ..Default::default()
+    });
+    let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
+    let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
+    let listener = simulator::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let sim_addr = listener.local_addr().unwrap();
+    let sim_stop = CancellationToken::new();
+    let sim_task = tokio::spawn(
+        sim.clone()
+            .serve_https(listener, tls.clone(), sim_stop.clone()),
+    );
+
+    let gw = start(test_config(|_| {})).await;
+    let quantis = QuantisSource::new(
+        "quantis-sim",
+        QuantisOptions {
+            base_url: format!("https://{sim_addr}"),
+            trust: TrustAnchor::Pinned(pin),
+            allow_http: false,
+            request_timeout: Duration::from_millis(500),
+            attempts: 1,
+            initial_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(10),
+        },
+    )
+    .unwrap();
+    let collector = Collector::start(vec![Box::new(quantis)], &[&gw], 8192, 4);
+
+    assert!(
+        eventually(Duration::from_secs(15), async || gw
+            .status()
+            .await
+            .chunks_accepted_total
+            >= 3)
+        .await,
+        "chunks flow from the simulator to the gateway"
+    );
+    let mut client = gw.client().await;
+    let bytes = client
+        .get_random(authed(GetRandomRequest {
+            num_bytes: 1024,
+            encoding: 0,
+        }))
+        .await;
+    assert_eq!(bytes.expect("entropy").into_inner().data.len(), 1024);
+    let status = gw.status().await;
+    let source = status
+        .sources
+        .iter()
+        .find(|s| s.name == "quantis-sim")
+        .expect("provenance names it");
+    assert_eq!(
+        (source.collector_id.as_str(), source.kind),
+        ("diode-test", SourceKind::Quantum as i32)
+    );
+
+    // Kill the appliance: the source becomes unreachable and the gateway stops receiving.
+    sim_stop.cancel();
+    sim_task.await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await; // in-flight and buffered chunks land
+    let before = gw.status().await.chunks_accepted_total;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        gw.status().await.chunks_accepted_total,
+        before,
+        "nothing arrives while it is down"
+    );
+    assert!(collector.stats.rounds_skipped.load(Ordering::Relaxed) > 0);
+
+    // Bring it back on the same address with the same certificate: flow resumes after a
+    // fresh start-up test.
+    let listener = simulator::bind(sim_addr).await.unwrap();
+    let sim_stop = CancellationToken::new();
+    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls, sim_stop.clone()));
+    assert!(
+        eventually(Duration::from_secs(20), async || gw
+            .status()
+            .await
+            .chunks_accepted_total
+            > before)
+        .await,
+        "chunks flow again after the appliance returns"
+    );
+    let stats = collector.stop().await;
+    assert_eq!(stats.refused.load(Ordering::Relaxed), 0);
+    sim_stop.cancel();
+    sim_task.await.unwrap().unwrap();
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_gateways_each_chunk_is_stored_by_exactly_one() {
+    let a = start(test_config(|_| {})).await;
+    let b = start(test_config(|_| {})).await;
+    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&a, &b], 16 << 10, 8);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            a.status().await.chunks_accepted_total >= 5
+                && b.status().await.chunks_accepted_total >= 5
+        })
+        .await,
+        "both gateways receive chunks"
+    );
+    let stats = collector.stop().await;
+    let (sa, sb) = (a.status().await, b.status().await);
+    let stored = stats.stored.load(Ordering::Relaxed);
+    assert_eq!(stats.already_stored.load(Ordering::Relaxed), 0);
+    assert_eq!(
+        sa.chunks_accepted_total + sb.chunks_accepted_total,
+        stored,
+        "no chunk stored twice"
+    );
+    assert_eq!(
+        sa.ingested_bytes_total + sb.ingested_bytes_total,
+        stored * (16 << 10)
+    );
+    let signed = stats.signed.load(Ordering::Relaxed);
+    assert_eq!(
+        signed,
+        stored + stats.refused.load(Ordering::Relaxed) + stats.abandoned.load(Ordering::Relaxed)
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
+    let gw = start(test_config(|c| c.pool_capacity_bytes = 1 << 20)).await;
+    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&gw], 64 << 10, 4);
+    assert!(
+        eventually(Duration::from_secs(10), async || gw
+            .status()
+            .await
+            .pool_bytes
+            == 1 << 20)
+        .await,
+        "the pool fills"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let signed_while_full = collector.stats.signed.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        collector.stats.signed.load(Ordering::Relaxed),
+        signed_while_full,
+        "backpressure: no rounds while the buffer is full"
+    );
+    // Drain; the waiting chunks go in.
+    let mut client = gw.client().await;
+    for _ in 0..4 {
+        client
+            .get_random(authed(GetRandomRequest {
+                num_bytes: 1 << 18,
+                encoding: 0,
+            }))
+            .await
+            .expect("drain");
+    }
+    let accepted_before = gw.status().await.chunks_accepted_total;
+    assert!(
+        eventually(Duration::from_secs(10), async || gw
+            .status()
+            .await
+            .chunks_accepted_total
+            > accepted_before)
+        .await
+    );
+    let stats = collector.stop().await;
+    assert_eq!(
+        stats.refused.load(Ordering::Relaxed),
+        0,
+        "a full pool never drops a chunk"
+    );
+    let status = gw.status().await;
+    assert_eq!(
+        status.chunks_accepted_total,
+        stats.stored.load(Ordering::Relaxed)
+    );
+    assert_eq!(
+        stats.signed.load(Ordering::Relaxed),
+        stats.delivered() + stats.abandoned.load(Ordering::Relaxed),
+        "every signed chunk is delivered, or still waiting when the grace period ends"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_resent_chunk_counts_as_delivered_and_is_stored_once() {
+    let mut gw = start(test_config(|_| {})).await;
+    let chunk = gw.sign(vec![6; 4096]);
+    let endpoint = Endpoint::from_shared(format!("http://{}", gw.ingest)).unwrap();
+    let mut publisher = Publisher::new(endpoint, RetryPolicy::default());
+    let never = CancellationToken::new();
+    assert!(matches!(
+        publisher.deliver(&chunk, &never).await,
+        Delivery::Stored
+    ));
+    assert!(matches!(
+        publisher.deliver(&chunk, &never).await,
+        Delivery::AlreadyStored
+    ));
+    let status = gw.status().await;
+    assert_eq!((status.pool_bytes, status.chunks_accepted_total), (4096, 1));
+    gw.stop().await;
+}
