@@ -5,11 +5,8 @@ use std::{env, fs, path::PathBuf};
 
 use prost::Message;
 
-const PROTO_FILES: &[&str] = &[
-    "entropy/v1/provenance.proto",
-    "entropy/v1/entropy.proto",
-    "entropy/v1/ingest.proto",
-];
+const PROTO_FILES: &[&str] =
+    &["entropy/v1/provenance.proto", "entropy/v1/entropy.proto", "entropy/v1/ingest.proto"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // compile_fds prints no rerun-if-changed of its own (STACK.md): watch the folder.
@@ -22,9 +19,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Reflection clients ask for the well-known types too; protox includes imports in `fds`.
     fds.file.sort_by(|a, b| a.name.cmp(&b.name));
-    tonic_prost_build::configure()
-        .build_client(true)
-        .build_server(true)
-        .compile_fds(fds)?;
+    tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(fds)?;
     Ok(())
 }

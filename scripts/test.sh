@@ -43,6 +43,10 @@ python3 proto/testdata/mac_vector.py --check
 step "cargo test"
 cargo test --workspace --locked
 
+cargo build --release --locked -p entropy-gateway -p entropy-collector
+
 step "smoke test: a real --dev gateway, grpcurl and the README recipes"
-cargo build --release --locked -p entropy-gateway
 python3 scripts/smoke_dev.py target/release/entropy-gateway
+
+step "smoke test: the diode demo (simulator -> collector -> gateway)"
+python3 scripts/smoke_diode.py target/release

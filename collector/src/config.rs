@@ -188,28 +188,19 @@ pub struct ConfigError {
 }
 
 fn bad<T>(key: impl Into<String>, problem: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError {
-        key: key.into(),
-        problem: problem.into(),
-    })
+    Err(ConfigError { key: key.into(), problem: problem.into() })
 }
 
 impl CollectorConfig {
     /// Loads `path`, applies `ENTROPY_*` overrides, validates.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         if !path.is_file() {
-            return bad(
-                "--config",
-                format!("{} is not a readable file", path.display()),
-            );
+            return bad("--config", format!("{} is not a readable file", path.display()));
         }
         let config: Self = Figment::from(Toml::file_exact(path))
             .merge(Env::prefixed("ENTROPY_").only(ENV_KEYS))
             .extract()
-            .map_err(|e| ConfigError {
-                key: e.path.join("."),
-                problem: e.kind.to_string(),
-            })?;
+            .map_err(|e| ConfigError { key: e.path.join("."), problem: e.kind.to_string() })?;
         config.validate()?;
         Ok(config)
     }
@@ -218,29 +209,19 @@ impl CollectorConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let id_ok = |s: &str| {
             (1..=64).contains(&s.len())
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
         };
         if !id_ok(&self.collector_id) {
-            return bad(
-                "collector_id",
-                "must be 1..=64 characters of [A-Za-z0-9._-]",
-            );
+            return bad("collector_id", "must be 1..=64 characters of [A-Za-z0-9._-]");
         }
         if !id_ok(&self.key_id) {
             return bad("key_id", "must be 1..=64 characters of [A-Za-z0-9._-]");
         }
         if !(1..=(16 << 20)).contains(&self.chunk_bytes) {
-            return bad(
-                "chunk_bytes",
-                format!("{} must be 1..=16777216", self.chunk_bytes),
-            );
+            return bad("chunk_bytes", format!("{} must be 1..=16777216", self.chunk_bytes));
         }
         if !(1..=4096).contains(&self.buffer_chunks) {
-            return bad(
-                "buffer_chunks",
-                format!("{} must be 1..=4096", self.buffer_chunks),
-            );
+            return bad("buffer_chunks", format!("{} must be 1..=4096", self.buffer_chunks));
         }
         if !(20..=64).contains(&self.alpha_log2) {
             return bad("alpha_log2", format!("{} must be 20..=64", self.alpha_log2));
@@ -276,10 +257,7 @@ impl CollectorConfig {
             );
         }
         if self.mixing == Scheme::None && self.source.len() != 1 {
-            return bad(
-                "mixing",
-                "\"none\" takes exactly one source; use \"xor\" or \"hkdf\"",
-            );
+            return bad("mixing", "\"none\" takes exactly one source; use \"xor\" or \"hkdf\"");
         }
         for (i, s) in self.source.iter().enumerate() {
             let key = |k: &str| format!("source[{i}].{k}");
@@ -343,10 +321,7 @@ impl CollectorConfig {
 impl SourceConfig {
     /// How a quantis source's certificate is trusted.
     pub fn trust(&self) -> TrustAnchor {
-        match (
-            &self.ca_file,
-            self.pinned_cert_sha256.as_deref().and_then(parse_pin),
-        ) {
+        match (&self.ca_file, self.pinned_cert_sha256.as_deref().and_then(parse_pin)) {
             (Some(ca), _) => TrustAnchor::CaFile(ca.clone()),
             (None, Some(pin)) => TrustAnchor::Pinned(pin),
             (None, None) => TrustAnchor::WebPki,
@@ -379,10 +354,7 @@ pub fn read_key_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
         problem: "expected the secret as hex".into(),
     })?;
     if key.len() < 32 {
-        return bad(
-            "key_file",
-            format!("secret is {} bytes, at least 32 needed", key.len()),
-        );
+        return bad("key_file", format!("secret is {} bytes, at least 32 needed", key.len()));
     }
     Ok(key)
 }
@@ -415,10 +387,8 @@ kind = "hardware"
 "#;
 
     fn parse(text: &str) -> Result<CollectorConfig, ConfigError> {
-        let c: CollectorConfig = toml::from_str(text).map_err(|e| ConfigError {
-            key: "(toml)".into(),
-            problem: e.to_string(),
-        })?;
+        let c: CollectorConfig = toml::from_str(text)
+            .map_err(|e| ConfigError { key: "(toml)".into(), problem: e.to_string() })?;
         c.validate()?;
         Ok(c)
     }
@@ -426,10 +396,7 @@ kind = "hardware"
     #[test]
     fn a_good_config_parses_with_defaults() {
         let c = parse(GOOD).expect("valid");
-        assert_eq!(
-            (c.chunk_bytes, c.buffer_chunks, c.alpha_log2),
-            (65536, 16, 40)
-        );
+        assert_eq!((c.chunk_bytes, c.buffer_chunks, c.alpha_log2), (65536, 16, 40));
         assert_eq!(c.source[0].trust(), TrustAnchor::Pinned([0; 32]));
         assert_eq!(c.source[1].device_kind(), SourceKind::Hardware);
     }
@@ -437,18 +404,9 @@ kind = "hardware"
     #[test]
     fn bad_values_name_their_key() {
         let cases = [
-            (
-                GOOD.replace("min_sources = 1", "min_sources = 3"),
-                "min_sources",
-            ),
-            (
-                GOOD.replace("mixing = \"xor\"", "mixing = \"none\""),
-                "mixing",
-            ),
-            (
-                GOOD.replace("url = \"https://10.0.0.5\"", ""),
-                "source[0].url",
-            ),
+            (GOOD.replace("min_sources = 1", "min_sources = 3"), "min_sources"),
+            (GOOD.replace("mixing = \"xor\"", "mixing = \"none\""), "mixing"),
+            (GOOD.replace("url = \"https://10.0.0.5\"", ""), "source[0].url"),
             (GOOD.replace("kind = \"hardware\"", ""), "source[1].kind"),
             (GOOD.replace("\"hwrng\"", "\"quantis-a\""), "source[1].name"),
             (
@@ -458,10 +416,7 @@ kind = "hardware"
                 ),
                 "source[0].pinned_cert_sha256",
             ),
-            (
-                GOOD.replace("http://127.0.0.1:50052", "not a url"),
-                "gateway[0].endpoint",
-            ),
+            (GOOD.replace("http://127.0.0.1:50052", "not a url"), "gateway[0].endpoint"),
         ];
         for (text, key) in cases {
             let err = parse(&text).expect_err(key);
@@ -471,11 +426,9 @@ kind = "hardware"
 
     #[test]
     fn the_example_config_is_valid() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/collector.example.toml"
-        ))
-        .expect("example config");
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/collector.example.toml"))
+                .expect("example config");
         parse(&text).expect("example is valid");
     }
 }

@@ -118,11 +118,7 @@ impl Cutoffs {
         let bits = BIT_WINDOW_BITS as f64;
         let z = normal_upper_quantile(alpha);
         let bit_count = (bits * pb + z * (bits * pb * (1.0 - pb)).sqrt()).ceil() as u32;
-        Self {
-            repetition,
-            proportion,
-            bit_count,
-        }
+        Self { repetition, proportion, bit_count }
     }
 }
 
@@ -421,10 +417,7 @@ mod tests {
     #[test]
     fn all_zero_output_is_caught() {
         let mut m = healthy();
-        assert_eq!(
-            m.check(&[0u8; 4096]),
-            Verdict::Failed(HealthTest::RepetitionCount)
-        );
+        assert_eq!(m.check(&[0u8; 4096]), Verdict::Failed(HealthTest::RepetitionCount));
     }
 
     #[test]
@@ -436,10 +429,7 @@ mod tests {
             .enumerate()
             .map(|(i, b)| if i % 2 == 0 { 0 } else { b | 1 })
             .collect();
-        assert_eq!(
-            m.check(&data),
-            Verdict::Failed(HealthTest::AdaptiveProportion)
-        );
+        assert_eq!(m.check(&data), Verdict::Failed(HealthTest::AdaptiveProportion));
     }
 
     #[test]
@@ -449,11 +439,7 @@ mod tests {
         let noise = random(8 * 8192);
         let data: Vec<u8> = noise
             .chunks_exact(8)
-            .map(|c| {
-                c.iter()
-                    .enumerate()
-                    .fold(0u8, |acc, (i, r)| acc | (u8::from(*r < 154) << i))
-            })
+            .map(|c| c.iter().enumerate().fold(0u8, |acc, (i, r)| acc | (u8::from(*r < 154) << i)))
             .collect();
         let ones: u32 = data.iter().map(|b| b.count_ones()).sum();
         assert!((0.58..0.62).contains(&(ones as f64 / (data.len() * 8) as f64)));
@@ -469,10 +455,7 @@ mod tests {
         let block = random(4096); // a replayed 4 KiB block is caught too
         let mut m = healthy();
         assert_eq!(m.check(&block), Verdict::Usable);
-        assert_eq!(
-            m.check(&block),
-            Verdict::Failed(HealthTest::BlockRepetition)
-        );
+        assert_eq!(m.check(&block), Verdict::Failed(HealthTest::BlockRepetition));
     }
 
     #[test]

@@ -50,10 +50,8 @@ pub fn build(
         let source: Box<dyn Source> = match s.source_type {
             SourceType::Os => Box::new(OsSource::new(&s.name)),
             SourceType::Device => {
-                let path = s
-                    .path
-                    .clone()
-                    .ok_or_else(|| anyhow::anyhow!("source {}: no path", s.name))?;
+                let path =
+                    s.path.clone().ok_or_else(|| anyhow::anyhow!("source {}: no path", s.name))?;
                 Box::new(DeviceSource::new(&s.name, s.device_kind(), path))
             }
             SourceType::Quantis => Box::new(QuantisSource::new(
@@ -69,11 +67,7 @@ pub fn build(
                 },
             )?),
         };
-        slots.push(SourceSlot::new(
-            source,
-            s.min_entropy_per_byte,
-            config.alpha_log2,
-        ));
+        slots.push(SourceSlot::new(source, s.min_entropy_per_byte, config.alpha_log2));
     }
     let signer = ChunkSigner::new(&config.collector_id, &config.key_id, mac_key)?;
     let pipeline = Pipeline::new(

@@ -96,10 +96,7 @@ mod tests {
     use super::*;
 
     fn input(bytes: &[u8]) -> Input<'_> {
-        Input {
-            bytes,
-            min_entropy: 7.0,
-        }
+        Input { bytes, min_entropy: 7.0 }
     }
 
     #[test]
@@ -138,13 +135,7 @@ mod tests {
         let (one, _) = mix(Scheme::Hkdf, &[input(&a)]);
         assert_eq!(one.len(), 3584 + 3584 + 1582);
         // A source claiming 2 bits/byte supports a quarter.
-        let (low, _) = mix(
-            Scheme::Hkdf,
-            &[Input {
-                bytes: &a,
-                min_entropy: 2.0,
-            }],
-        );
+        let (low, _) = mix(Scheme::Hkdf, &[Input { bytes: &a, min_entropy: 2.0 }]);
         assert_eq!(low.len(), 1024 + 1024 + 452);
     }
 
@@ -157,11 +148,7 @@ mod tests {
         b2[8000] ^= 1;
         let (changed, _) = mix(Scheme::Hkdf, &[input(&a), input(&b2)]);
         assert_eq!(base[..4096], changed[..4096], "first block untouched");
-        assert_ne!(
-            base[4096..],
-            changed[4096..],
-            "second block depends on its input"
-        );
+        assert_ne!(base[4096..], changed[4096..], "second block depends on its input");
         assert_ne!(base[..4096], base[4096..], "blocks differ (index in info)");
     }
 

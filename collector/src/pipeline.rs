@@ -30,6 +30,8 @@ pub struct SourceSlot {
     unreachable_since: Option<Instant>,
     next_try: Instant,
     pause: Duration,
+    /// Its last output was withheld by a start-up or recovery test that it passed so far.
+    proving: bool,
     stats: SourceStats,
 }
 
@@ -60,6 +62,7 @@ impl SourceSlot {
             unreachable_since: None,
             next_try: Instant::now(),
             pause: Duration::from_secs(1),
+            proving: false,
             stats: SourceStats::default(),
         }
     }
@@ -95,12 +98,7 @@ impl SourceSlot {
     }
 
     fn count_failure(&mut self, label: &'static str) {
-        match self
-            .stats
-            .health_failures
-            .iter_mut()
-            .find(|(l, _)| *l == label)
-        {
+        match self.stats.health_failures.iter_mut().find(|(l, _)| *l == label) {
             Some((_, n)) => *n += 1,
             None => self.stats.health_failures.push((label, 1)),
         }
@@ -109,6 +107,7 @@ impl SourceSlot {
     /// Reads and tests one batch; returns it when it may be mixed.
     async fn read_tested(&mut self, n: usize, timeout: Duration) -> Option<Vec<u8>> {
         let now = Instant::now();
+        self.proving = false;
         if now < self.next_try {
             return None;
         }
@@ -131,7 +130,10 @@ impl SourceSlot {
                 self.stats.bytes_read += bytes.len() as u64;
                 match self.monitor.check(&bytes) {
                     Verdict::Usable => Some(bytes),
-                    Verdict::Starting | Verdict::Recovering => None,
+                    Verdict::Starting | Verdict::Recovering => {
+                        self.proving = true;
+                        None
+                    }
                     Verdict::Failed(test) => {
                         self.count_failure(test.label());
                         tracing::warn!(
@@ -181,6 +183,9 @@ pub enum Round {
         healthy: usize,
         /// The `min_sources` policy.
         needed: usize,
+        /// Sources whose output was withheld by a start-up (or recovery) test they are
+        /// passing: a normal wait, not a fault.
+        starting: usize,
     },
 }
 
@@ -204,14 +209,7 @@ impl Pipeline {
         read_timeout: Duration,
         signer: ChunkSigner,
     ) -> Self {
-        Self {
-            slots,
-            scheme,
-            min_sources,
-            chunk_bytes,
-            read_timeout,
-            signer,
-        }
+        Self { slots, scheme, min_sources, chunk_bytes, read_timeout, signer }
     }
 
     /// Runs one round.
@@ -223,27 +221,18 @@ impl Pipeline {
         .await;
         let healthy = outputs.iter().filter(|o| o.is_some()).count();
         if healthy < self.min_sources || healthy == 0 {
-            return Round::TooFewSources {
-                healthy,
-                needed: self.min_sources.max(1),
-            };
+            let starting = self.slots.iter().filter(|s| s.proving).count();
+            return Round::TooFewSources { healthy, needed: self.min_sources.max(1), starting };
         }
         let inputs: Vec<Input<'_>> = outputs
             .iter()
             .zip(&self.slots)
             .filter_map(|(o, s)| {
-                o.as_deref().map(|bytes| Input {
-                    bytes,
-                    min_entropy: s.min_entropy,
-                })
+                o.as_deref().map(|bytes| Input { bytes, min_entropy: s.min_entropy })
             })
             .collect();
         let (data, mixing) = mixing::mix(self.scheme, &inputs);
-        let reports = outputs
-            .iter()
-            .zip(&self.slots)
-            .map(|(o, s)| s.report(o.is_some()))
-            .collect();
+        let reports = outputs.iter().zip(&self.slots).map(|(o, s)| s.report(o.is_some())).collect();
         for (o, s) in outputs.iter().zip(self.slots.iter_mut()) {
             if let Some(bytes) = o {
                 s.stats.bytes_used += bytes.len() as u64;
@@ -254,9 +243,6 @@ impl Pipeline {
 
     /// Each source's name, health and counters.
     pub fn sources(&self) -> Vec<(String, SourceHealth, SourceStats)> {
-        self.slots
-            .iter()
-            .map(|s| (s.name().to_owned(), s.health(), s.stats()))
-            .collect()
+        self.slots.iter().map(|s| (s.name().to_owned(), s.health(), s.stats())).collect()
     }
 }

@@ -62,12 +62,7 @@ pub async fn run(
     let abandon = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
     for publisher in publishers {
-        tasks.spawn(publish_loop(
-            publisher,
-            rx.clone(),
-            stats.clone(),
-            abandon.clone(),
-        ));
+        tasks.spawn(publish_loop(publisher, rx.clone(), stats.clone(), abandon.clone()));
     }
 
     let mut last_skip_log: Option<tokio::time::Instant> = None;
@@ -85,15 +80,19 @@ pub async fn run(
                     break;
                 }
             }
-            Round::TooFewSources { healthy, needed } => {
+            Round::TooFewSources { healthy, needed, starting } => {
                 stats.rounds_skipped.fetch_add(1, Ordering::Relaxed);
                 let now = tokio::time::Instant::now();
                 if last_skip_log.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10)) {
-                    tracing::warn!(
-                        healthy,
-                        needed,
-                        "publishing nothing: fewer healthy sources than min_sources"
-                    );
+                    if healthy + starting >= needed {
+                        tracing::info!(healthy, starting, "waiting for sources' start-up tests");
+                    } else {
+                        tracing::warn!(
+                            healthy,
+                            needed,
+                            "publishing nothing: fewer healthy sources than min_sources"
+                        );
+                    }
                     last_skip_log = Some(now);
                 }
                 // Do not spin while every source is paused.

@@ -62,15 +62,8 @@ impl ChunkSigner {
         mixing: Mixing,
         sources: Vec<SourceReport>,
     ) -> PublishRequest {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        self.sign_at(
-            data,
-            mixing,
-            sources,
-            i64::try_from(now.as_millis()).unwrap_or(i64::MAX),
-        )
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.sign_at(data, mixing, sources, i64::try_from(now.as_millis()).unwrap_or(i64::MAX))
     }
 
     /// Signs `data` as the next chunk with the given timestamp (Unix ms).

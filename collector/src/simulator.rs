@@ -76,11 +76,7 @@ pub struct SimulatorOptions {
 
 impl Default for SimulatorOptions {
     fn default() -> Self {
-        Self {
-            rate_bytes_per_s: 80_000,
-            latency: Duration::ZERO,
-            fault: Fault::None,
-        }
+        Self { rate_bytes_per_s: 80_000, latency: Duration::ZERO, fault: Fault::None }
     }
 }
 
@@ -112,9 +108,7 @@ impl Simulator {
 
     /// The axum router of the appliance API.
     pub fn router(self: &Arc<Self>) -> Router {
-        Router::new()
-            .route("/api/2.0/streambytes", get(stream_bytes))
-            .with_state(self.clone())
+        Router::new().route("/api/2.0/streambytes", get(stream_bytes)).with_state(self.clone())
     }
 
     /// Serves plain HTTP on `listener` until `shutdown`.
@@ -168,10 +162,7 @@ impl Simulator {
         }
         let cost = Duration::from_secs_f64(n as f64 / self.options.rate_bytes_per_s as f64);
         let done = {
-            let mut next = self
-                .next_free
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut next = self.next_free.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let start = (*next).max(Instant::now());
             *next = start + cost;
             *next
@@ -189,10 +180,7 @@ async fn stream_bytes(State(sim): State<Arc<Simulator>>, Query(q): Query<SizeQue
     let size = match q.size {
         Some(n) if (1..=MAX_REQUEST_BYTES).contains(&n) => n,
         _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!("size must be 1..={MAX_REQUEST_BYTES}\n"),
-            )
+            return (StatusCode::BAD_REQUEST, format!("size must be 1..={MAX_REQUEST_BYTES}\n"))
                 .into_response();
         }
     };
@@ -234,10 +222,8 @@ async fn stream_bytes(State(sim): State<Arc<Simulator>>, Query(q): Query<SizeQue
         }
         Fault::Short => bytes.truncate(size / 2),
         Fault::Repeat => {
-            let mut block = sim
-                .repeat_block
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut block =
+                sim.repeat_block.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if block.len() < size {
                 block.clone_from(&bytes);
             }

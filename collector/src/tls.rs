@@ -48,9 +48,7 @@ pub fn client_config(anchor: &TrustAnchor) -> Result<rustls::ClientConfig, TlsEr
                 .map_err(|e| TlsError(format!("{}: {e}", path.display())))?;
             for cert in certs {
                 let cert = cert.map_err(|e| TlsError(format!("{}: {e}", path.display())))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| TlsError(format!("{}: {e}", path.display())))?;
+                roots.add(cert).map_err(|e| TlsError(format!("{}: {e}", path.display())))?;
             }
             if roots.is_empty() {
                 return Err(TlsError(format!("{}: no certificate", path.display())));
@@ -65,9 +63,7 @@ pub fn client_config(anchor: &TrustAnchor) -> Result<rustls::ClientConfig, TlsEr
             }))
             .with_no_client_auth(),
         TrustAnchor::WebPki => {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            };
+            let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
             builder.with_root_certificates(roots).with_no_client_auth()
         }
     };
@@ -133,8 +129,6 @@ impl ServerCertVerifier for PinnedCert {
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }

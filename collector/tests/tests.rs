@@ -32,37 +32,21 @@ impl Drop for RunningSim {
 }
 
 async fn start_sim(fault: Fault, https: bool) -> RunningSim {
-    let sim = Simulator::new(SimulatorOptions {
-        rate_bytes_per_s: 0,
-        latency: Duration::ZERO,
-        fault,
-    });
-    let listener = simulator::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let sim =
+        Simulator::new(SimulatorOptions { rate_bytes_per_s: 0, latency: Duration::ZERO, fault });
+    let listener = simulator::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
     let (url, trust) = if https {
         let (tls, pem) = simulator::self_signed_tls(&["localhost", "127.0.0.1"]).unwrap();
         let der = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
         tokio::spawn(sim.clone().serve_https(listener, tls, shutdown.clone()));
-        (
-            format!("https://127.0.0.1:{}", addr.port()),
-            TrustAnchor::Pinned(cert_sha256(&der)),
-        )
+        (format!("https://127.0.0.1:{}", addr.port()), TrustAnchor::Pinned(cert_sha256(&der)))
     } else {
         tokio::spawn(sim.clone().serve_http(listener, shutdown.clone()));
-        (
-            format!("http://127.0.0.1:{}", addr.port()),
-            TrustAnchor::WebPki,
-        )
+        (format!("http://127.0.0.1:{}", addr.port()), TrustAnchor::WebPki)
     };
-    RunningSim {
-        sim,
-        url,
-        trust,
-        shutdown,
-    }
+    RunningSim { sim, url, trust, shutdown }
 }
 
 fn quantis(sim: &RunningSim, timeout: Duration) -> QuantisSource {
@@ -83,14 +67,7 @@ fn quantis(sim: &RunningSim, timeout: Duration) -> QuantisSource {
 
 fn pipeline(sources: Vec<SourceSlot>, scheme: Scheme, min_sources: usize) -> Pipeline {
     let signer = ChunkSigner::new("c", "k1", vec![1; 32]).unwrap();
-    Pipeline::new(
-        sources,
-        scheme,
-        min_sources,
-        8192,
-        Duration::from_secs(2),
-        signer,
-    )
+    Pipeline::new(sources, scheme, min_sources, 8192, Duration::from_secs(2), signer)
 }
 
 #[tokio::test]
@@ -100,16 +77,8 @@ async fn a_healthy_appliance_over_pinned_https_yields_signed_quantum_chunks() {
     let mut p = pipeline(vec![slot], Scheme::Xor, 1);
     // The first 4096 bytes are the start-up test: the first 8 KiB round passes it but is
     // discarded; the next round publishes.
-    assert!(matches!(
-        p.round().await,
-        Round::TooFewSources {
-            healthy: 0,
-            needed: 1
-        }
-    ));
-    let Round::Chunk(chunk) = p.round().await else {
-        panic!("a chunk once healthy")
-    };
+    assert!(matches!(p.round().await, Round::TooFewSources { healthy: 0, needed: 1, starting: 1 }));
+    let Round::Chunk(chunk) = p.round().await else { panic!("a chunk once healthy") };
     assert_eq!(chunk.data.len(), 8192);
     assert_eq!(chunk.mixing, Mixing::None as i32);
     assert_eq!(chunk.sources[0].kind, SourceKind::Quantum as i32);
@@ -128,10 +97,7 @@ async fn a_wrong_pin_or_an_untrusted_certificate_is_refused() {
     };
     let mut source = quantis(&wrong, Duration::from_secs(2));
     use entropy_collector::source::{Source, SourceError};
-    assert!(matches!(
-        source.read(64).await,
-        Err(SourceError::Unreachable { .. })
-    ));
+    assert!(matches!(source.read(64).await, Err(SourceError::Unreachable { .. })));
     let webpki = RunningSim {
         sim: sim.sim.clone(),
         url: sim.url.clone(),
@@ -139,10 +105,7 @@ async fn a_wrong_pin_or_an_untrusted_certificate_is_refused() {
         shutdown: CancellationToken::new(),
     };
     let mut source = quantis(&webpki, Duration::from_secs(2));
-    assert!(matches!(
-        source.read(64).await,
-        Err(SourceError::Unreachable { .. })
-    ));
+    assert!(matches!(source.read(64).await, Err(SourceError::Unreachable { .. })));
 }
 
 /// Runs a few rounds against a simulator with `fault` and returns the source's counters.
@@ -151,10 +114,7 @@ async fn rounds_with(fault: Fault) -> (SourceHealth, entropy_collector::pipeline
     let slot = SourceSlot::new(Box::new(quantis(&sim, Duration::from_millis(300))), 7.0, 40);
     let mut p = pipeline(vec![slot], Scheme::Xor, 1);
     p.round().await; // start-up test on good data
-    assert!(
-        matches!(p.round().await, Round::Chunk(_)),
-        "healthy before the fault"
-    );
+    assert!(matches!(p.round().await, Round::Chunk(_)), "healthy before the fault");
     sim.sim.set_fault(fault);
     // A replaying device's first block is new data; every round after must publish nothing.
     let rounds = if fault == Fault::Repeat { 4 } else { 3 };
@@ -163,21 +123,13 @@ async fn rounds_with(fault: Fault) -> (SourceHealth, entropy_collector::pipeline
         outcomes.push(matches!(p.round().await, Round::Chunk(_)));
     }
     let tail = &outcomes[outcomes.len() - 2..];
-    assert_eq!(
-        tail,
-        [false, false],
-        "{fault:?}: rounds published {outcomes:?}"
-    );
+    assert_eq!(tail, [false, false], "{fault:?}: rounds published {outcomes:?}");
     let (_, health, stats) = p.sources().remove(0);
     (health, stats)
 }
 
 fn failures(stats: &entropy_collector::pipeline::SourceStats, label: &str) -> u64 {
-    stats
-        .health_failures
-        .iter()
-        .find(|(l, _)| *l == label)
-        .map_or(0, |(_, n)| *n)
+    stats.health_failures.iter().find(|(l, _)| *l == label).map_or(0, |(_, n)| *n)
 }
 
 #[tokio::test]
@@ -218,10 +170,7 @@ async fn a_quarantined_source_recovers_after_a_fresh_startup_test() {
     sim.sim.set_fault(Fault::Bias);
     assert!(matches!(p.round().await, Round::TooFewSources { .. }));
     sim.sim.set_fault(Fault::None);
-    assert!(
-        matches!(p.round().await, Round::TooFewSources { .. }),
-        "recovery test discards"
-    );
+    assert!(matches!(p.round().await, Round::TooFewSources { .. }), "recovery test discards");
     assert!(matches!(p.round().await, Round::Chunk(_)), "healthy again");
     assert_eq!(p.sources()[0].2.recoveries, 1);
 }
@@ -232,17 +181,11 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     let bad = start_sim(Fault::Stuck, false).await;
     let slots = vec![
         SourceSlot::new(Box::new(quantis(&good, Duration::from_secs(1))), 7.0, 40),
-        SourceSlot::new(
-            Box::new(entropy_collector::source::os::OsSource::new("os")),
-            8.0,
-            40,
-        ),
+        SourceSlot::new(Box::new(entropy_collector::source::os::OsSource::new("os")), 8.0, 40),
     ];
     let mut p = pipeline(slots, Scheme::Xor, 2);
     p.round().await;
-    let Round::Chunk(chunk) = p.round().await else {
-        panic!("two healthy sources")
-    };
+    let Round::Chunk(chunk) = p.round().await else { panic!("two healthy sources") };
     assert_eq!(chunk.mixing, Mixing::Xor as i32);
     assert!(chunk.sources.iter().all(|s| s.contributed));
 
@@ -271,10 +214,7 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     ];
     let mut p = pipeline(slots, Scheme::Hkdf, 2);
     for _ in 0..3 {
-        assert!(matches!(
-            p.round().await,
-            Round::TooFewSources { needed: 2, .. }
-        ));
+        assert!(matches!(p.round().await, Round::TooFewSources { needed: 2, .. }));
     }
     // With min_sources = 1 the healthy one is published alone, and the chunk reports the
     // quarantined one as not contributing.
@@ -302,15 +242,9 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     ];
     let mut p = pipeline(slots, Scheme::Hkdf, 1);
     p.round().await;
-    let Round::Chunk(chunk) = p.round().await else {
-        panic!("one healthy source allowed")
-    };
+    let Round::Chunk(chunk) = p.round().await else { panic!("one healthy source allowed") };
     assert_eq!(chunk.mixing, Mixing::HkdfSha256 as i32);
-    assert_eq!(
-        chunk.data.len(),
-        8192 * 7 / 8,
-        "HKDF of one 7-bit/byte source gives 7/8"
-    );
+    assert_eq!(chunk.data.len(), 8192 * 7 / 8, "HKDF of one 7-bit/byte source gives 7/8");
     let stuck = chunk.sources.iter().find(|s| s.name == "stuck").unwrap();
     assert!(!stuck.contributed);
     assert_eq!(stuck.health, SourceHealth::Quarantined as i32);

@@ -110,11 +110,8 @@ mod tests {
     }
 
     fn vector_file() -> String {
-        std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata/mac_vector.txt"
-        ))
-        .expect("test vector file is checked in")
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/mac_vector.txt"))
+            .expect("test vector file is checked in")
     }
 
     fn vector_value(name: &str) -> String {
@@ -164,11 +161,7 @@ mod tests {
         for (i, mutate) in mutations.iter().enumerate() {
             let mut c = base.clone();
             mutate(&mut c);
-            assert_ne!(
-                chunk_mac(key, &c),
-                reference,
-                "mutation {i} left the MAC unchanged"
-            );
+            assert_ne!(chunk_mac(key, &c), reference, "mutation {i} left the MAC unchanged");
         }
         // The MAC field itself is not an input.
         let mut c = base.clone();

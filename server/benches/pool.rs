@@ -34,10 +34,8 @@ fn put_take(c: &mut Criterion) {
 fn contended_take(c: &mut Criterion) {
     const TAKERS: usize = 8;
     const TAKES_PER_TAKER: usize = 64;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .expect("runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("runtime");
     let mut group = c.benchmark_group("contended_take");
     for &n in &SIZES[..3] {
         let total = n * TAKERS * TAKES_PER_TAKER;

@@ -36,9 +36,7 @@ struct ApiKey {
 impl std::fmt::Debug for ApiKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<_> = self.keys.iter().map(|k| &k.name).collect();
-        f.debug_struct("ApiKeys")
-            .field("names", &names)
-            .finish_non_exhaustive()
+        f.debug_struct("ApiKeys").field("names", &names).finish_non_exhaustive()
     }
 }
 
@@ -91,14 +89,10 @@ impl ApiKeys {
     /// Loads a keys file.
     pub fn load_file(path: &Path) -> Result<Self, ApiKeysError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ApiKeysError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        let file: KeysFile = toml::from_str(&text).map_err(|e| ApiKeysError::Parse {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ApiKeysError::Io { path: shown.clone(), source })?;
+        let file: KeysFile = toml::from_str(&text)
+            .map_err(|e| ApiKeysError::Parse { path: shown.clone(), message: e.to_string() })?;
         let mut keys = Self::default();
         for entry in file.key {
             let invalid = |problem: &str| ApiKeysError::Invalid {
@@ -116,28 +110,17 @@ impl ApiKeys {
                 .ok()
                 .and_then(|d| <[u8; 32]>::try_from(d).ok())
                 .ok_or_else(|| invalid("sha256 must be 64 hex digits"))?;
-            keys.keys.push(ApiKey {
-                name: entry.name,
-                digest,
-            });
+            keys.keys.push(ApiKey { name: entry.name, digest });
         }
         if keys.keys.is_empty() {
-            return Err(ApiKeysError::Parse {
-                path: shown,
-                message: "no [[key]] entries".into(),
-            });
+            return Err(ApiKeysError::Parse { path: shown, message: "no [[key]] entries".into() });
         }
         Ok(keys)
     }
 
     /// A key set holding one key, given by its secret (dev mode).
     pub fn single(name: &str, secret: &str) -> Self {
-        Self {
-            keys: vec![ApiKey {
-                name: name.to_owned(),
-                digest: digest(secret.as_bytes()),
-            }],
-        }
+        Self { keys: vec![ApiKey { name: name.to_owned(), digest: digest(secret.as_bytes()) }] }
     }
 
     /// The name of the key `presented`, if it is one of ours.
@@ -175,9 +158,7 @@ pub fn digest(secret: &[u8]) -> [u8; 32] {
 
 fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 #[cfg(test)]
@@ -202,25 +183,15 @@ mod tests {
         assert_eq!(keys.authenticate(b"bob-secret"), Some("bob"));
         assert_eq!(keys.authenticate(b"bob-secret "), None);
         assert_eq!(keys.authenticate(b""), None);
-        assert_eq!(
-            keys.authenticate(&[b'a'; MAX_PRESENTED_KEY_BYTES + 1]),
-            None
-        );
+        assert_eq!(keys.authenticate(&[b'a'; MAX_PRESENTED_KEY_BYTES + 1]), None);
         assert!(!format!("{keys:?}").contains(&hex::encode(digest(b"bob-secret"))));
     }
 
     #[test]
     fn bad_files_say_what_is_wrong() {
-        let err = keys_file("[[key]]\nname = \"a\"\nsha256 = \"xyz\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("\"a\"") && err.contains("64 hex digits"),
-            "{err}"
-        );
-        let err = keys_file("[[key]]\nname = \"a\"\nsha = \"00\"\n")
-            .unwrap_err()
-            .to_string();
+        let err = keys_file("[[key]]\nname = \"a\"\nsha256 = \"xyz\"\n").unwrap_err().to_string();
+        assert!(err.contains("\"a\"") && err.contains("64 hex digits"), "{err}");
+        let err = keys_file("[[key]]\nname = \"a\"\nsha = \"00\"\n").unwrap_err().to_string();
         assert!(err.contains("unknown field"), "{err}");
         let err = keys_file("").unwrap_err().to_string();
         assert!(err.contains("no [[key]]"), "{err}");

@@ -125,12 +125,8 @@ impl GatewayConfig {
 
     /// Checks relations between keys that types alone cannot express.
     pub fn validate(&self, dev: bool) -> Result<(), ConfigError> {
-        let bad = |key: &'static str, problem: String| {
-            Err(ConfigError {
-                key: key.into(),
-                problem,
-            })
-        };
+        let bad =
+            |key: &'static str, problem: String| Err(ConfigError { key: key.into(), problem });
         if self.pool_capacity_bytes < MAX_GET_RANDOM_BYTES {
             return bad(
                 "pool_capacity_bytes",
@@ -141,10 +137,7 @@ impl GatewayConfig {
             );
         }
         if self.pool_capacity_bytes > 1 << 34 {
-            return bad(
-                "pool_capacity_bytes",
-                "must be at most 17179869184 (16 GiB)".into(),
-            );
+            return bad("pool_capacity_bytes", "must be at most 17179869184 (16 GiB)".into());
         }
         if self.max_chunk_bytes == 0 || self.max_chunk_bytes > self.pool_capacity_bytes {
             return bad(
@@ -153,25 +146,16 @@ impl GatewayConfig {
             );
         }
         if self.max_chunk_bytes > 16 << 20 {
-            return bad(
-                "max_chunk_bytes",
-                "must be at most 16777216 (16 MiB)".into(),
-            );
+            return bad("max_chunk_bytes", "must be at most 16777216 (16 MiB)".into());
         }
         if self.pool_low_watermark_bytes > self.pool_capacity_bytes {
             return bad(
                 "pool_low_watermark_bytes",
-                format!(
-                    "{} exceeds pool_capacity_bytes",
-                    self.pool_low_watermark_bytes
-                ),
+                format!("{} exceeds pool_capacity_bytes", self.pool_low_watermark_bytes),
             );
         }
         if !(1..=600_000).contains(&self.max_wait_ms) {
-            return bad(
-                "max_wait_ms",
-                format!("{} must be 1..=600000", self.max_wait_ms),
-            );
+            return bad("max_wait_ms", format!("{} must be 1..=600000", self.max_wait_ms));
         }
         if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
             return bad(
@@ -192,10 +176,7 @@ impl GatewayConfig {
             return bad("ingest_listen_addr", "must differ from listen_addr".into());
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log_filter).is_err() {
-            return bad(
-                "log_filter",
-                format!("{:?} is not a valid filter", self.log_filter),
-            );
+            return bad("log_filter", format!("{:?} is not a valid filter", self.log_filter));
         }
         if !dev {
             if self.api_keys_file.is_none() {
@@ -292,11 +273,7 @@ pub fn load_with_env(
     flags: &ConfigFlags,
     env: Env,
 ) -> Result<GatewayConfig, ConfigError> {
-    let defaults = if dev {
-        GatewayConfig::dev_defaults()
-    } else {
-        GatewayConfig::default()
-    };
+    let defaults = if dev { GatewayConfig::dev_defaults() } else { GatewayConfig::default() };
     let mut figment = Figment::from(Serialized::defaults(defaults));
     if let Some(path) = file {
         if !path.is_file() {
@@ -307,36 +284,21 @@ pub fn load_with_env(
         }
         figment = figment.merge(Toml::file_exact(path));
     }
-    let config: GatewayConfig = figment
-        .merge(env)
-        .merge(Serialized::defaults(flags))
-        .extract()
-        .map_err(|e| {
+    let config: GatewayConfig =
+        figment.merge(env).merge(Serialized::defaults(flags)).extract().map_err(|e| {
             let key = e.path.join(".");
-            let key = if key.is_empty() {
-                "(config)".to_owned()
-            } else {
-                key
-            };
+            let key = if key.is_empty() { "(config)".to_owned() } else { key };
             let from = match e.metadata.as_ref() {
                 Some(m) if m.name.contains("environment") => {
-                    format!(
-                        " (from environment variable ENTROPY_{})",
-                        key.to_uppercase()
-                    )
+                    format!(" (from environment variable ENTROPY_{})", key.to_uppercase())
                 }
                 Some(m) => format!(
                     " (from {})",
-                    m.source
-                        .as_ref()
-                        .map_or(m.name.to_string(), |s| s.to_string())
+                    m.source.as_ref().map_or(m.name.to_string(), |s| s.to_string())
                 ),
                 None => String::new(),
             };
-            ConfigError {
-                key,
-                problem: format!("{}{from}", e.kind),
-            }
+            ConfigError { key, problem: format!("{}{from}", e.kind) }
         })?;
     config.validate(dev)?;
     Ok(config)
@@ -414,18 +376,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("gateway.toml");
         std::fs::write(&file, "pool_capacity_bytes = 2097152\nmax_wait_ms = 500\n").expect("w");
-        let flags = ConfigFlags {
-            max_wait_ms: Some(700),
-            ..ConfigFlags::default()
-        };
+        let flags = ConfigFlags { max_wait_ms: Some(700), ..ConfigFlags::default() };
         let c = load_with_env(Some(&file), true, &flags, no_env()).expect("valid");
         assert_eq!(c.pool_capacity_bytes, 2 << 20, "file overrides default");
         assert_eq!(c.max_wait_ms, 700, "flag overrides file");
-        assert_eq!(
-            c.listen_addr,
-            SocketAddr::from(([127, 0, 0, 1], 50051)),
-            "dev default"
-        );
+        assert_eq!(c.listen_addr, SocketAddr::from(([127, 0, 0, 1], 50051)), "dev default");
 
         std::fs::write(&file, "pool_capacity_bytes = \"lots\"\n").expect("w");
         let err = load_with_env(Some(&file), true, &ConfigFlags::default(), no_env())
@@ -439,11 +394,27 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_lists_every_key_and_loads() {
+        let path =
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/gateway.example.toml"));
+        let text = std::fs::read_to_string(path).expect("example config");
+        let table: toml::Table = text.parse().expect("toml");
+        let mut keys: Vec<_> = table.keys().cloned().collect();
+        keys.sort();
+        let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
+        listed.sort();
+        assert_eq!(keys, listed, "the example shows every key");
+        let c = load_with_env(Some(path), false, &ConfigFlags::default(), no_env()).expect("valid");
+        assert_eq!(
+            GatewayConfig { api_keys_file: None, ingest_keys_dir: None, ..c },
+            GatewayConfig::default(),
+            "the example shows the defaults"
+        );
+    }
+
+    #[test]
     fn validation_names_the_key_and_bound() {
-        let flags = ConfigFlags {
-            pool_capacity_bytes: Some(1000),
-            ..ConfigFlags::default()
-        };
+        let flags = ConfigFlags { pool_capacity_bytes: Some(1000), ..ConfigFlags::default() };
         let err = load_with_env(None, true, &flags, no_env()).expect_err("too small");
         assert_eq!(err.key, "pool_capacity_bytes");
         assert!(err.problem.contains("1048576"), "{err}");

@@ -106,14 +106,8 @@ pub fn spawn_feed(
         .map_err(|e| DevError::Rng(e.to_string()))?;
     let publisher = Publisher::new(endpoint, RetryPolicy::default());
     let slot = SourceSlot::new(Box::new(OsSource::new("os")), 8.0, 40);
-    let pipeline = Pipeline::new(
-        vec![slot],
-        Scheme::None,
-        1,
-        DEV_CHUNK_BYTES,
-        Duration::from_secs(5),
-        signer,
-    );
+    let pipeline =
+        Pipeline::new(vec![slot], Scheme::None, 1, DEV_CHUNK_BYTES, Duration::from_secs(5), signer);
     let stats = Arc::new(RunStats::default());
     let task = runner::run(
         Arc::new(Mutex::new(pipeline)),
@@ -131,18 +125,11 @@ pub fn spawn_feed(
 
 /// What dev mode prints on start: where it listens, the key, and commands to paste.
 pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
-    let key = if keys.from_env {
-        format!("${DEV_API_KEY_ENV}")
-    } else {
-        keys.api_key.clone()
-    };
+    let key = if keys.from_env { format!("${DEV_API_KEY_ENV}") } else { keys.api_key.clone() };
     let key_line = if keys.from_env {
         format!("API key:   from {DEV_API_KEY_ENV}")
     } else {
-        format!(
-            "API key:   {}   (set {DEV_API_KEY_ENV} to choose your own)",
-            keys.api_key
-        )
+        format!("API key:   {}   (set {DEV_API_KEY_ENV} to choose your own)", keys.api_key)
     };
     let call = |method: &str, body: &str| {
         format!(
@@ -158,14 +145,8 @@ pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
         key_line,
         String::new(),
         "Try:".to_owned(),
-        call(
-            "GetRandom",
-            r#"{"num_bytes": 32, "encoding": "ENCODING_HEX"}"#,
-        ),
-        call(
-            "StreamRandom",
-            r#"{"chunk_bytes": 65536, "total_bytes": 1048576}"#,
-        ),
+        call("GetRandom", r#"{"num_bytes": 32, "encoding": "ENCODING_HEX"}"#),
+        call("StreamRandom", r#"{"chunk_bytes": 65536, "total_bytes": 1048576}"#),
         call("GetIntegers", r#"{"min": 1, "max": 6, "count": 10}"#),
         call("GetUuids", r#"{"count": 3}"#),
         call("GetStatus", "{}"),

@@ -84,11 +84,7 @@ impl Readiness {
             let ready = self.evaluate();
             if last != Some(ready) {
                 tracing::info!(ready, level = self.pool.level(), "readiness changed");
-                let status = if ready {
-                    ServingStatus::Serving
-                } else {
-                    ServingStatus::NotServing
-                };
+                let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };
                 for r in &reporters {
                     r.set_service_status("", status).await;
                     r.set_service_status(PUBLIC_SERVICE, status).await;
@@ -99,8 +95,7 @@ impl Readiness {
         self.stop();
         for r in &reporters {
             r.set_service_status("", ServingStatus::NotServing).await;
-            r.set_service_status(PUBLIC_SERVICE, ServingStatus::NotServing)
-                .await;
+            r.set_service_status(PUBLIC_SERVICE, ServingStatus::NotServing).await;
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 1 runtime
 //! failure (a port in use, a listener error).
 
+use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,14 +99,9 @@ fn load_keys(config: &GatewayConfig, dev_mode: bool) -> anyhow::Result<Keys> {
         return Ok(Keys::Dev(Box::new(dev::keys(env_key)?)));
     }
     // validate() guarantees both are set outside dev mode.
-    let api_file = config
-        .api_keys_file
-        .as_deref()
-        .context("invalid config key api_keys_file")?;
-    let mac_dir = config
-        .ingest_keys_dir
-        .as_deref()
-        .context("invalid config key ingest_keys_dir")?;
+    let api_file = config.api_keys_file.as_deref().context("invalid config key api_keys_file")?;
+    let mac_dir =
+        config.ingest_keys_dir.as_deref().context("invalid config key ingest_keys_dir")?;
     let api = ApiKeys::load_file(api_file).context("invalid config key api_keys_file")?;
     let mac = MacKeys::load_dir(mac_dir).context("invalid config key ingest_keys_dir")?;
     Ok(Keys::Files(api, mac))
@@ -115,7 +111,8 @@ fn init_logging(config: &GatewayConfig) {
     let filter = tracing_subscriber::EnvFilter::new(&config.log_filter);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match config.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -136,10 +133,7 @@ async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
         Keys::Dev(dev_keys) => {
             let feed = dev::spawn_feed(ingest_addr, dev_keys.mac_secret.clone(), shutdown.clone())?;
             println!("{}", dev::banner(public_addr, &dev_keys));
-            (
-                Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys),
-                Some(feed),
-            )
+            (Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys), Some(feed))
         }
     };
     tracing::info!(%public_addr, %ingest_addr, "entropy gateway serving");
@@ -164,17 +158,14 @@ async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
 }
 
 async fn bind(addr: SocketAddr, key: &str) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot bind {key} {addr}"))
+    TcpListener::bind(addr).await.with_context(|| format!("cannot bind {key} {addr}"))
 }
 
 async fn wait_for_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let (Ok(mut term), Ok(mut int)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
         tracing::error!("cannot install signal handlers; stop with SIGKILL");
         return;
     };

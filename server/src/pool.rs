@@ -115,18 +115,13 @@ impl Pool {
             let mut ring = self.lock();
             let free = self.capacity - ring.len;
             if data.len() > free {
-                return Err(PoolFull {
-                    free,
-                    needed: data.len(),
-                });
+                return Err(PoolFull { free, needed: data.len() });
             }
             ring.push_back(data);
         }
         // Bytes first, permits second: permits never exceed the bytes in the ring.
         self.available.add_permits(data.len());
-        self.counters
-            .ingested
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.counters.ingested.fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -152,9 +147,9 @@ impl Pool {
         let _waiting = WaiterGuard::enter(&self.waiters);
         let acquire = self.available.acquire_many(permits);
         let permit = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, acquire)
-                .await
-                .map_err(|_| TakeError::TimedOut)?,
+            Some(deadline) => {
+                tokio::time::timeout_at(deadline, acquire).await.map_err(|_| TakeError::TimedOut)?
+            }
             None => acquire.await,
         }
         .map_err(|_| TakeError::Closed)?;
@@ -196,16 +191,10 @@ impl Pool {
         };
         if restored {
             self.available.add_permits(len);
-            self.counters
-                .served
-                .fetch_sub(len as u64, Ordering::Relaxed);
+            self.counters.served.fetch_sub(len as u64, Ordering::Relaxed);
         } else {
-            self.counters
-                .served
-                .fetch_sub(len as u64, Ordering::Relaxed);
-            self.counters
-                .discarded
-                .fetch_add(len as u64, Ordering::Relaxed);
+            self.counters.served.fetch_sub(len as u64, Ordering::Relaxed);
+            self.counters.discarded.fetch_add(len as u64, Ordering::Relaxed);
         }
         bytes.zeroize();
     }
@@ -238,10 +227,7 @@ impl Pool {
     }
 
     fn permits_for(&self, n: usize) -> Result<u32, TakeError> {
-        let too_large = TakeError::TooLarge {
-            requested: n,
-            capacity: self.capacity,
-        };
+        let too_large = TakeError::TooLarge { requested: n, capacity: self.capacity };
         if n > self.capacity {
             return Err(too_large);
         }
@@ -259,9 +245,7 @@ impl Pool {
     fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
         // A poisoned lock means a panic while copying bytes; the ring's head and length are
         // only written after a copy completes, so its state is still consistent.
-        self.ring
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -291,11 +275,7 @@ struct Ring {
 
 impl Ring {
     fn new(capacity: usize) -> Self {
-        Self {
-            buf: vec![0u8; capacity].into_boxed_slice(),
-            head: 0,
-            len: 0,
-        }
+        Self { buf: vec![0u8; capacity].into_boxed_slice(), head: 0, len: 0 }
     }
 
     /// The ring as (up to) two slices of physical positions, starting at logical offset
@@ -333,21 +313,14 @@ impl Ring {
 
     /// Moves the first `out.len()` bytes into `out` and zeroizes where they were.
     fn pop_front_into(&mut self, out: &mut [u8]) {
-        assert!(
-            out.len() <= self.len,
-            "pool permits exceeded the bytes in the ring"
-        );
+        assert!(out.len() <= self.len, "pool permits exceeded the bytes in the ring");
         let (a, b) = self.spans(self.head, out.len());
         let split = a.len();
         out[..split].copy_from_slice(&self.buf[a.clone()]);
         out[split..].copy_from_slice(&self.buf[b.clone()]);
         self.buf[a].zeroize();
         self.buf[b].zeroize();
-        self.head = if self.buf.is_empty() {
-            0
-        } else {
-            (self.head + out.len()) % self.buf.len()
-        };
+        self.head = if self.buf.is_empty() { 0 } else { (self.head + out.len()) % self.buf.len() };
         self.len -= out.len();
     }
 }
@@ -402,10 +375,7 @@ mod tests {
         let pool = Pool::new(64);
         pool.put(&[7; 10]).expect("room");
         let deadline = Instant::now() + Duration::from_millis(100);
-        assert_eq!(
-            pool.take(11, Some(deadline)).await,
-            Err(TakeError::TimedOut)
-        );
+        assert_eq!(pool.take(11, Some(deadline)).await, Err(TakeError::TimedOut));
         assert_eq!(pool.level(), 10);
         assert_eq!(pool.stats().served_total, 0);
     }
@@ -415,10 +385,7 @@ mod tests {
         let pool = Pool::new(16);
         assert_eq!(
             pool.take(17, None).await,
-            Err(TakeError::TooLarge {
-                requested: 17,
-                capacity: 16
-            })
+            Err(TakeError::TooLarge { requested: 17, capacity: 16 })
         );
     }
 
@@ -442,12 +409,7 @@ mod tests {
         let pool = Arc::new(Pool::new(1024));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut tasks = Vec::new();
-        for (label, n) in [
-            ("small-1", 10),
-            ("big", 500),
-            ("small-2", 10),
-            ("small-3", 10),
-        ] {
+        for (label, n) in [("small-1", 10), ("big", 500), ("small-2", 10), ("small-3", 10)] {
             let taker = pool.clone();
             let tx = tx.clone();
             tasks.push(tokio::spawn(async move {
@@ -468,9 +430,7 @@ mod tests {
         for task in tasks {
             task.await.expect("join");
         }
-        let order: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|(l, _)| l)
-            .collect();
+        let order: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).map(|(l, _)| l).collect();
         assert_eq!(order, ["small-1", "big", "small-2", "small-3"]);
     }
 
@@ -494,14 +454,8 @@ mod tests {
         pool.put(&[2; 4]).expect("room again");
         pool.give_back(drawn);
         let stats = pool.stats();
-        assert_eq!(
-            (stats.level, stats.served_total, stats.discarded_total),
-            (8, 0, 4)
-        );
-        assert_eq!(
-            stats.ingested_total,
-            stats.served_total + stats.level as u64 + 4
-        );
+        assert_eq!((stats.level, stats.served_total, stats.discarded_total), (8, 0, 4));
+        assert_eq!(stats.ingested_total, stats.served_total + stats.level as u64 + 4);
     }
 
     #[test]

@@ -18,10 +18,7 @@ pub struct IntRange {
 impl IntRange {
     /// The range `[min, max]`, or `None` when `min > max`.
     pub fn new(min: i64, max: i64) -> Option<Self> {
-        (min <= max).then(|| Self {
-            min,
-            span_minus_one: max.abs_diff(min),
-        })
+        (min <= max).then(|| Self { min, span_minus_one: max.abs_diff(min) })
     }
 
     /// Bytes per draw: the fewest whose values cover the span (0 when `min == max`: a
@@ -35,9 +32,7 @@ impl IntRange {
     /// falls in the rejected zone and must be replaced by a fresh one.
     pub fn sample(&self, draw: &[u8]) -> Option<i64> {
         debug_assert_eq!(draw.len(), self.bytes_per_draw());
-        let x = draw
-            .iter()
-            .fold(0u128, |acc, b| (acc << 8) | u128::from(*b));
+        let x = draw.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b));
         let draws = 1u128 << (8 * draw.len()); // 256^k values of a draw
         let span = u128::from(self.span_minus_one) + 1;
         let zone = draws - draws % span; // largest multiple of span <= 256^k
@@ -133,10 +128,7 @@ mod tests {
                     counts[(v + 10) as usize] += 1;
                 }
             }
-            assert!(
-                counts.iter().all(|c| *c == counts[0]),
-                "span {span}: {counts:?}"
-            );
+            assert!(counts.iter().all(|c| *c == counts[0]), "span {span}: {counts:?}");
         }
     }
 

@@ -68,23 +68,10 @@ impl Gateway {
             freshness_window: config.freshness_window(),
             started_unix_ms: crate::ingest::unix_ms_now(),
         };
-        let ingest = Arc::new(Ingest::new(
-            pool.clone(),
-            mac_keys,
-            policy,
-            config.replay_max_streams,
-        ));
-        let readiness = Arc::new(Readiness::new(
-            pool.clone(),
-            config.pool_low_watermark_bytes,
-        ));
-        Self {
-            config,
-            api_keys: Arc::new(api_keys),
-            pool,
-            ingest,
-            readiness,
-        }
+        let ingest =
+            Arc::new(Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams));
+        let readiness = Arc::new(Readiness::new(pool.clone(), config.pool_low_watermark_bytes));
+        Self { config, api_keys: Arc::new(api_keys), pool, ingest, readiness }
     }
 
     /// The pool (for benchmarks and in-process checks).
@@ -104,12 +91,8 @@ impl Gateway {
         let streams = TaskTracker::new();
         let (public_health, public_health_service) = tonic_health::server::health_reporter();
         let (ingest_health, ingest_health_service) = tonic_health::server::health_reporter();
-        ingest_health
-            .set_service_status(INGEST_SERVICE, ServingStatus::Serving)
-            .await;
-        ingest_health
-            .set_service_status("", ServingStatus::Serving)
-            .await;
+        ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
+        ingest_health.set_service_status("", ServingStatus::Serving).await;
 
         let reflection_v1 = reflection().build_v1()?;
         let reflection_v1alpha = reflection().build_v1alpha()?;
@@ -131,11 +114,8 @@ impl Gateway {
 
         // On shutdown: stop reporting SERVING and fail waiting takes at once, then let tonic
         // drain. Streams watch the same token and end themselves.
-        let watcher = tokio::spawn(
-            self.readiness
-                .clone()
-                .watch(vec![public_health], shutdown.clone()),
-        );
+        let watcher =
+            tokio::spawn(self.readiness.clone().watch(vec![public_health], shutdown.clone()));
         let closer = tokio::spawn({
             let (shutdown, pool, readiness) =
                 (shutdown.clone(), self.pool.clone(), self.readiness.clone());
@@ -144,12 +124,8 @@ impl Gateway {
                 shutdown.cancelled().await;
                 readiness.stop();
                 pool.close();
-                ingest_health
-                    .set_service_status(INGEST_SERVICE, ServingStatus::NotServing)
-                    .await;
-                ingest_health
-                    .set_service_status("", ServingStatus::NotServing)
-                    .await;
+                ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::NotServing).await;
+                ingest_health.set_service_status("", ServingStatus::NotServing).await;
             }
         });
 
@@ -170,14 +146,8 @@ impl Gateway {
         streams.close();
         streams.wait().await;
         let _ = tokio::join!(watcher, closer);
-        public_result.map_err(|source| ServeError::Transport {
-            listener: "public",
-            source,
-        })?;
-        ingest_result.map_err(|source| ServeError::Transport {
-            listener: "ingest",
-            source,
-        })?;
+        public_result.map_err(|source| ServeError::Transport { listener: "public", source })?;
+        ingest_result.map_err(|source| ServeError::Transport { listener: "ingest", source })?;
         Ok(())
     }
 }

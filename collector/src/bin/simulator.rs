@@ -42,16 +42,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(64)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return if e.use_stderr() { ExitCode::from(64) } else { ExitCode::SUCCESS };
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -81,10 +75,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         let shutdown = shutdown.clone();
         async move {
             use tokio::signal::unix::{SignalKind, signal};
-            if let (Ok(mut term), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) {
+            if let (Ok(mut term), Ok(mut int)) =
+                (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+            {
                 tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
             }
             shutdown.cancel();
@@ -103,16 +96,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             std::fs::write(path, &pem)?;
             println!("certificate written to {}", path.display());
         }
-        println!(
-            "simulator listening on https://{addr} (fault: {:?})",
-            cli.fault
-        );
+        println!("simulator listening on https://{addr} (fault: {:?})", cli.fault);
         sim.serve_https(listener, tls, shutdown).await?;
     } else {
-        println!(
-            "simulator listening on http://{addr} (fault: {:?})",
-            cli.fault
-        );
+        println!("simulator listening on http://{addr} (fault: {:?})", cli.fault);
         sim.serve_http(listener, shutdown).await?;
     }
     Ok(())

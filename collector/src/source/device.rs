@@ -26,12 +26,7 @@ impl DeviceSource {
     /// A source reading `path`, labelled `kind` (QUANTUM for a Quantis card, HARDWARE for a
     /// TPM or virtio RNG).
     pub fn new(name: impl Into<String>, kind: SourceKind, path: impl Into<PathBuf>) -> Self {
-        Self {
-            name: name.into(),
-            kind,
-            path: path.into(),
-            file: Arc::new(Mutex::new(None)),
-        }
+        Self { name: name.into(), kind, path: path.into(), file: Arc::new(Mutex::new(None)) }
     }
 }
 
@@ -47,15 +42,12 @@ impl Source for DeviceSource {
 
     async fn read(&mut self, n: usize) -> Result<Vec<u8>, SourceError> {
         let (file, path, name) = (self.file.clone(), self.path.clone(), self.name.clone());
-        let unreachable = |message: String| SourceError::Unreachable {
-            name: name.clone(),
-            message,
-        };
+        let unreachable =
+            |message: String| SourceError::Unreachable { name: name.clone(), message };
         let result = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
             // try_lock: a read still blocked on the device holds the lock.
-            let mut guard = file
-                .try_lock()
-                .map_err(|_| "previous read still blocked".to_owned())?;
+            let mut guard =
+                file.try_lock().map_err(|_| "previous read still blocked".to_owned())?;
             if guard.is_none() {
                 *guard =
                     Some(File::open(&path).map_err(|e| format!("open {}: {e}", path.display()))?);
@@ -102,19 +94,13 @@ mod tests {
         let err = dev.read(4096).await.expect_err("constant");
         assert!(matches!(
             err,
-            SourceError::Insane {
-                check: super::super::SanityCheck::Constant,
-                ..
-            }
+            SourceError::Insane { check: super::super::SanityCheck::Constant, .. }
         ));
     }
 
     #[tokio::test]
     async fn missing_device_is_unreachable() {
         let mut dev = DeviceSource::new("none", SourceKind::Quantum, "/nonexistent/qrandom0");
-        assert!(matches!(
-            dev.read(16).await,
-            Err(SourceError::Unreachable { .. })
-        ));
+        assert!(matches!(dev.read(16).await, Err(SourceError::Unreachable { .. })));
     }
 }

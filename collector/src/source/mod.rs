@@ -90,17 +90,9 @@ pub trait Source: Send + Sync {
 
 /// Checks that apply to every source's output: exact length, not constant.
 pub fn sanity(name: &str, wanted: usize, bytes: &[u8]) -> Result<(), SourceError> {
-    let insane = |check| {
-        Err(SourceError::Insane {
-            name: name.to_owned(),
-            check,
-        })
-    };
+    let insane = |check| Err(SourceError::Insane { name: name.to_owned(), check });
     if bytes.len() != wanted {
-        return insane(SanityCheck::WrongLength {
-            wanted,
-            got: bytes.len(),
-        });
+        return insane(SanityCheck::WrongLength { wanted, got: bytes.len() });
     }
     if bytes.len() > 1 && bytes.iter().all(|b| *b == bytes[0]) {
         return insane(SanityCheck::Constant);

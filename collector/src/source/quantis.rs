@@ -58,10 +58,7 @@ impl QuantisSource {
     /// A source for the appliance described by `options`.
     pub fn new(name: impl Into<String>, options: QuantisOptions) -> Result<Self, SetupError> {
         let name = name.into();
-        let setup = |message: String| SetupError {
-            name: name.clone(),
-            message,
-        };
+        let setup = |message: String| SetupError { name: name.clone(), message };
         let base = options.base_url.trim_end_matches('/');
         let url = reqwest::Url::parse(&format!("{base}/api/2.0/streambytes"))
             .map_err(|e| setup(format!("url {base:?}: {e}")))?;
@@ -71,9 +68,7 @@ impl QuantisSource {
                 tracing::warn!(source = %name, "plain HTTP to the entropy source: for simulators only");
             }
             other => {
-                return Err(setup(format!(
-                    "url scheme {other:?}: use https (or set allow_http)"
-                )));
+                return Err(setup(format!("url scheme {other:?}: use https (or set allow_http)")));
             }
         }
         let tls = crate::tls::client_config(&options.trust).map_err(|e| setup(e.to_string()))?;
@@ -84,12 +79,7 @@ impl QuantisSource {
             .http1_only()
             .build()
             .map_err(|e| setup(e.to_string()))?;
-        Ok(Self {
-            name,
-            url: url.to_string(),
-            client,
-            options,
-        })
+        Ok(Self { name, url: url.to_string(), client, options })
     }
 
     async fn fetch(&self, n: usize) -> Result<Vec<u8>, SourceError> {
@@ -97,10 +87,7 @@ impl QuantisSource {
             name: self.name.clone(),
             message: e.to_string(),
         };
-        let insane = |check| SourceError::Insane {
-            name: self.name.clone(),
-            check,
-        };
+        let insane = |check| SourceError::Insane { name: self.name.clone(), check };
         let url = format!("{}?size={n}", self.url);
         let response = self.client.get(url).send().await.map_err(unreachable)?;
         let status = response.status();
@@ -152,10 +139,7 @@ fn parse_json_bytes(body: &[u8]) -> Option<Vec<u8>> {
         serde_json::Value::Object(o) => o.get("data")?.as_array()?,
         _ => return None,
     };
-    array
-        .iter()
-        .map(|v| v.as_u64().and_then(|n| u8::try_from(n).ok()))
-        .collect()
+    array.iter().map(|v| v.as_u64().and_then(|n| u8::try_from(n).ok())).collect()
 }
 
 #[tonic::async_trait]
@@ -178,11 +162,8 @@ impl Source for QuantisSource {
                 Err(e @ SourceError::Insane { .. }) => return Err(e),
                 Err(e) if attempt >= self.options.attempts => return Err(e),
                 Err(e) => {
-                    let wait = backoff(
-                        attempt,
-                        self.options.initial_backoff,
-                        self.options.max_backoff,
-                    );
+                    let wait =
+                        backoff(attempt, self.options.initial_backoff, self.options.max_backoff);
                     tracing::debug!(source = %self.name, attempt, ?wait, "read failed, retrying: {e}");
                     tokio::time::sleep(wait).await;
                 }
@@ -193,9 +174,7 @@ impl Source for QuantisSource {
 
 /// Exponential backoff with full jitter: uniform in [0, min(max, initial · 2^(attempt-1))].
 pub fn backoff(attempt: u32, initial: Duration, max: Duration) -> Duration {
-    let ceiling = initial
-        .saturating_mul(1 << attempt.saturating_sub(1).min(20))
-        .min(max);
+    let ceiling = initial.saturating_mul(1 << attempt.saturating_sub(1).min(20)).min(max);
     let mut r = [0u8; 8];
     let fraction = match getrandom::fill(&mut r) {
         Ok(()) => (u64::from_le_bytes(r) >> 11) as f64 / (1u64 << 53) as f64,
@@ -221,9 +200,7 @@ mod tests {
     fn only_real_html_documents_count_as_html() {
         assert!(looks_like_html(b"  <!DOCTYPE html><html>"));
         assert!(looks_like_html(b"<HTML><body>502</body></HTML>"));
-        assert!(!looks_like_html(
-            b"<\x01\x02 random bytes that start with a bracket"
-        ));
+        assert!(!looks_like_html(b"<\x01\x02 random bytes that start with a bracket"));
         assert!(!looks_like_html(b"[1,2]"));
     }
 
@@ -254,13 +231,6 @@ mod tests {
         };
         let err = QuantisSource::new("q", options.clone()).expect_err("http refused");
         assert!(err.to_string().contains("https"), "{err}");
-        QuantisSource::new(
-            "q",
-            QuantisOptions {
-                allow_http: true,
-                ..options
-            },
-        )
-        .expect("opted in");
+        QuantisSource::new("q", QuantisOptions { allow_http: true, ..options }).expect("opted in");
     }
 }

@@ -69,10 +69,7 @@ mod tests {
         assert_eq!(parse_grpc_timeout("2M"), Some(Duration::from_secs(120)));
         assert_eq!(parse_grpc_timeout("3S"), Some(Duration::from_secs(3)));
         assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
-        assert_eq!(
-            parse_grpc_timeout("99999999u"),
-            Some(Duration::from_micros(99_999_999))
-        );
+        assert_eq!(parse_grpc_timeout("99999999u"), Some(Duration::from_micros(99_999_999)));
         assert_eq!(parse_grpc_timeout("5n"), Some(Duration::from_nanos(5)));
         for bad in ["", "m", "10", "10x", "-1m", "123456789m", "1.5S", " 1S"] {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
@@ -83,18 +80,9 @@ mod tests {
     fn the_earlier_limit_wins() {
         let now = Instant::now();
         let soon = Some(now + Duration::from_millis(5));
-        assert_eq!(
-            wait_until(soon, Duration::from_secs(2), now).1,
-            Limit::Client
-        );
+        assert_eq!(wait_until(soon, Duration::from_secs(2), now).1, Limit::Client);
         let late = Some(now + Duration::from_secs(5));
-        assert_eq!(
-            wait_until(late, Duration::from_secs(2), now).1,
-            Limit::Server
-        );
-        assert_eq!(
-            wait_until(None, Duration::from_secs(2), now).1,
-            Limit::Server
-        );
+        assert_eq!(wait_until(late, Duration::from_secs(2), now).1, Limit::Server);
+        assert_eq!(wait_until(None, Duration::from_secs(2), now).1, Limit::Server);
     }
 }

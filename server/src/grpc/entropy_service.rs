@@ -61,15 +61,7 @@ impl EntropyApi {
         shutdown: CancellationToken,
         streams: TaskTracker,
     ) -> Self {
-        Self {
-            pool,
-            ingest,
-            readiness,
-            max_wait,
-            shutdown,
-            streams,
-            started: Instant::now(),
-        }
+        Self { pool, ingest, readiness, max_wait, shutdown, streams, started: Instant::now() }
     }
 
     /// Draws exactly `n` bytes within the client's deadline and the server's max wait.
@@ -77,10 +69,7 @@ impl EntropyApi {
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
-        self.pool
-            .take(n, Some(until))
-            .await
-            .map_err(|e| take_failed(e, limit, n))
+        self.pool.take(n, Some(until)).await.map_err(|e| take_failed(e, limit, n))
     }
 }
 
@@ -100,31 +89,20 @@ impl EntropyService for EntropyApi {
         let (metadata, _, req) = request.into_parts();
         let n = req.num_bytes as usize;
         if n == 0 || n > MAX_GET_RANDOM_BYTES {
-            return Err(out_of_range(
-                "num_bytes",
-                n,
-                &format!("1..={MAX_GET_RANDOM_BYTES}"),
-            ));
+            return Err(out_of_range("num_bytes", n, &format!("1..={MAX_GET_RANDOM_BYTES}")));
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
         let mut drawn = self.draw(&metadata, n).await?;
         let response = match encoding {
-            Encoding::Unspecified => GetRandomResponse {
-                data: std::mem::take(&mut *drawn),
-                text: String::new(),
-            },
-            Encoding::Hex => GetRandomResponse {
-                data: Vec::new(),
-                text: hex::encode(&*drawn),
-            },
+            Encoding::Unspecified => {
+                GetRandomResponse { data: std::mem::take(&mut *drawn), text: String::new() }
+            }
+            Encoding::Hex => GetRandomResponse { data: Vec::new(), text: hex::encode(&*drawn) },
             Encoding::Base64 => {
                 use base64::Engine as _;
                 let text = base64::engine::general_purpose::STANDARD.encode(&*drawn);
-                GetRandomResponse {
-                    data: Vec::new(),
-                    text,
-                }
+                GetRandomResponse { data: Vec::new(), text }
             }
         };
         Ok(Response::new(response))

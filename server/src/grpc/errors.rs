@@ -47,13 +47,7 @@ pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
              consumed, retry later"
         )),
         (TakeError::Closed, _) => Status::unavailable("server is shutting down"),
-        (
-            TakeError::TooLarge {
-                requested,
-                capacity,
-            },
-            _,
-        ) => Status::invalid_argument(format!(
+        (TakeError::TooLarge { requested, capacity }, _) => Status::invalid_argument(format!(
             "request needs {requested} bytes, more than the pool holds ({capacity})"
         )),
     }

@@ -26,9 +26,7 @@ impl std::fmt::Debug for MacKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut ids: Vec<_> = self.keys.keys().collect();
         ids.sort();
-        f.debug_struct("MacKeys")
-            .field("ids", &ids)
-            .finish_non_exhaustive()
+        f.debug_struct("MacKeys").field("ids", &ids).finish_non_exhaustive()
     }
 }
 
@@ -83,10 +81,9 @@ impl MacKeys {
                 problem: "expected the secret as hex digits".into(),
             })?;
             keys.insert(id, secret).map_err(|e| match e {
-                KeyError::Invalid { problem, .. } => KeyError::Invalid {
-                    path: path.clone(),
-                    problem,
-                },
+                KeyError::Invalid { problem, .. } => {
+                    KeyError::Invalid { path: path.clone(), problem }
+                }
                 other => other,
             })?;
         }
@@ -105,10 +102,7 @@ impl MacKeys {
         if secret.len() < MIN_KEY_BYTES {
             return Err(KeyError::Invalid {
                 path: PathBuf::from(id),
-                problem: format!(
-                    "key is {} bytes, at least {MIN_KEY_BYTES} needed",
-                    secret.len()
-                ),
+                problem: format!("key is {} bytes, at least {MIN_KEY_BYTES} needed", secret.len()),
             });
         }
         self.keys.insert(id.to_owned(), secret);
@@ -134,9 +128,7 @@ impl MacKeys {
 /// Key ids are short, printable and safe in file names and logs.
 pub fn valid_key_id(id: &str) -> bool {
     (1..=MAX_KEY_ID_BYTES).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 #[cfg(test)]
@@ -154,38 +146,25 @@ mod tests {
         assert_eq!(keys.get("k1"), Some(&[0xAB; 32][..]));
         assert_eq!(keys.get("k2").map(<[u8]>::len), Some(40));
         assert_eq!(keys.get("k3"), None);
-        assert!(
-            !format!("{keys:?}").contains("abab"),
-            "Debug never shows secrets"
-        );
+        assert!(!format!("{keys:?}").contains("abab"), "Debug never shows secrets");
     }
 
     #[test]
     fn short_or_malformed_keys_are_refused_naming_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("short.key"), "ab".repeat(16)).expect("w");
-        let err = MacKeys::load_dir(dir.path())
-            .expect_err("too short")
-            .to_string();
-        assert!(
-            err.contains("short.key") && err.contains("at least 32"),
-            "{err}"
-        );
+        let err = MacKeys::load_dir(dir.path()).expect_err("too short").to_string();
+        assert!(err.contains("short.key") && err.contains("at least 32"), "{err}");
 
         std::fs::write(dir.path().join("short.key"), "zz".repeat(32)).expect("w");
-        let err = MacKeys::load_dir(dir.path())
-            .expect_err("not hex")
-            .to_string();
+        let err = MacKeys::load_dir(dir.path()).expect_err("not hex").to_string();
         assert!(err.contains("short.key") && err.contains("hex"), "{err}");
     }
 
     #[test]
     fn empty_directory_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert!(matches!(
-            MacKeys::load_dir(dir.path()),
-            Err(KeyError::Empty(_))
-        ));
+        assert!(matches!(MacKeys::load_dir(dir.path()), Err(KeyError::Empty(_))));
     }
 
     #[test]

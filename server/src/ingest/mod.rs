@@ -106,8 +106,7 @@ impl Ingest {
         match &result {
             Ok(_) => {
                 self.accepted.fetch_add(1, Ordering::Relaxed);
-                self.last_accept_unix_ms
-                    .fetch_max(now_unix_ms, Ordering::Relaxed);
+                self.last_accept_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
             }
             Err(_) => {
                 self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -153,9 +152,7 @@ impl Ingest {
 
 /// Milliseconds since the Unix epoch, by the system clock.
 pub fn unix_ms_now() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -199,34 +196,19 @@ mod tests {
         let second = signed(|r| r.sequence = 2);
         ingest.publish_at(first, NOW, Instant::now()).expect("fits");
         let full = ingest.publish_at(second.clone(), NOW, Instant::now());
-        assert_eq!(
-            full,
-            Err(IngestError::PoolFull(PoolFull {
-                free: 50,
-                needed: 100
-            }))
-        );
+        assert_eq!(full, Err(IngestError::PoolFull(PoolFull { free: 50, needed: 100 })));
         assert_eq!(pool.level(), 100);
         drop(pool.try_take(100).expect("drain"));
-        assert_eq!(
-            ingest.publish_at(second, NOW, Instant::now()),
-            Ok(100),
-            "not marked seen"
-        );
+        assert_eq!(ingest.publish_at(second, NOW, Instant::now()), Ok(100), "not marked seen");
     }
 
     #[test]
     fn provenance_names_the_sources() {
         let (_, ingest) = ingest(1024);
-        ingest
-            .publish_at(signed(|_| {}), NOW, Instant::now())
-            .expect("ok");
+        ingest.publish_at(signed(|_| {}), NOW, Instant::now()).expect("ok");
         let sources = ingest.sources();
         assert_eq!(sources.len(), 1);
-        assert_eq!(
-            (sources[0].name.as_str(), sources[0].contributed_bytes),
-            ("os", 100)
-        );
+        assert_eq!((sources[0].name.as_str(), sources[0].contributed_bytes), ("os", 100));
     }
 
     proptest! {
@@ -260,9 +242,7 @@ mod tests {
     fn stale_chunks_count_as_rejected() {
         let (_, ingest) = ingest(1024);
         let later = NOW + Duration::from_secs(61).as_millis() as i64;
-        let err = ingest
-            .publish_at(signed(|_| {}), later, Instant::now())
-            .unwrap_err();
+        let err = ingest.publish_at(signed(|_| {}), later, Instant::now()).unwrap_err();
         assert_eq!(err.reason(), "stale");
         assert_eq!(ingest.stats().chunks_rejected, 1);
     }

@@ -75,20 +75,13 @@ impl Provenance {
     /// Every tracked source, most recently reported first.
     pub fn snapshot(&self) -> Vec<SourceRecord> {
         let mut all: Vec<_> = self.sources.values().cloned().collect();
-        all.sort_by(|a, b| {
-            b.last_report
-                .cmp(&a.last_report)
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        all.sort_by(|a, b| b.last_report.cmp(&a.last_report).then_with(|| a.name.cmp(&b.name)));
         all
     }
 
     fn evict_oldest(&mut self) {
-        if let Some(key) = self
-            .sources
-            .iter()
-            .min_by_key(|(_, r)| r.last_report)
-            .map(|(k, _)| k.clone())
+        if let Some(key) =
+            self.sources.iter().min_by_key(|(_, r)| r.last_report).map(|(k, _)| k.clone())
         {
             self.sources.remove(&key);
         }
@@ -105,11 +98,7 @@ mod tests {
         SourceReport {
             name: name.into(),
             kind: SourceKind::Quantum,
-            health: if contributed {
-                SourceHealth::Healthy
-            } else {
-                SourceHealth::Quarantined
-            },
+            health: if contributed { SourceHealth::Healthy } else { SourceHealth::Quarantined },
             contributed,
         }
     }
@@ -120,13 +109,7 @@ mod tests {
         let now = Instant::now();
         let sources = [report("qa", true), report("qb", false)];
         p.record("c", Mixing::None, &sources, 100, now);
-        p.record(
-            "c",
-            Mixing::None,
-            &sources,
-            50,
-            now + Duration::from_secs(1),
-        );
+        p.record("c", Mixing::None, &sources, 50, now + Duration::from_secs(1));
         let snap = p.snapshot();
         let qa = snap.iter().find(|r| r.name == "qa").expect("qa");
         let qb = snap.iter().find(|r| r.name == "qb").expect("qb");
@@ -144,10 +127,7 @@ mod tests {
         }
         let snap = p.snapshot();
         assert_eq!(snap.len(), MAX_TRACKED_SOURCES);
-        assert!(
-            !snap.iter().any(|r| r.name == "s0"),
-            "the longest-silent source went first"
-        );
+        assert!(!snap.iter().any(|r| r.name == "s0"), "the longest-silent source went first");
         assert_eq!(snap[0].name, format!("s{}", MAX_TRACKED_SOURCES + 9));
     }
 }

@@ -65,11 +65,7 @@ impl ReplayGuard {
     /// A guard that tracks at most `max_streams` collector epochs, forgetting one after
     /// `2 * freshness_window` without an accepted chunk.
     pub fn new(max_streams: usize, freshness_window: Duration) -> Self {
-        Self {
-            streams: HashMap::new(),
-            max_streams,
-            forget_after: freshness_window * 2,
-        }
+        Self { streams: HashMap::new(), max_streams, forget_after: freshness_window * 2 }
     }
 
     /// Whether `sequence` of `stream` may be accepted. Changes nothing.
@@ -86,16 +82,11 @@ impl ReplayGuard {
     pub fn record(&mut self, stream: &StreamId, sequence: u64, now: Instant) {
         if !self.streams.contains_key(stream) && self.streams.len() >= self.max_streams {
             let forget_after = self.forget_after;
-            self.streams
-                .retain(|_, w| now.saturating_duration_since(w.last_accept) < forget_after);
+            self.streams.retain(|_, w| now.saturating_duration_since(w.last_accept) < forget_after);
         }
         self.streams
             .entry(stream.clone())
-            .or_insert_with(|| Window {
-                highest: sequence,
-                seen: [0; WORDS],
-                last_accept: now,
-            })
+            .or_insert_with(|| Window { highest: sequence, seen: [0; WORDS], last_accept: now })
             .record(sequence, now);
     }
 
@@ -121,10 +112,7 @@ impl Window {
         }
         let age = self.highest - sequence;
         if age >= WINDOW {
-            return Err(ReplayError::TooOld {
-                sequence,
-                highest: self.highest,
-            });
+            return Err(ReplayError::TooOld { sequence, highest: self.highest });
         }
         if self.bit(age) {
             return Err(ReplayError::Duplicate { sequence });
@@ -197,10 +185,7 @@ mod tests {
             accept(&mut g, &s, seq, now).expect("first time");
         }
         for seq in [5, 3, 9, 4, 1000, 6] {
-            assert_eq!(
-                accept(&mut g, &s, seq, now),
-                Err(ReplayError::Duplicate { sequence: seq })
-            );
+            assert_eq!(accept(&mut g, &s, seq, now), Err(ReplayError::Duplicate { sequence: seq }));
         }
         // Another epoch of the same collector is another stream.
         accept(&mut g, &("a".to_owned(), 8), 5, now).expect("new epoch");
@@ -213,10 +198,7 @@ mod tests {
         accept(&mut g, &s, 5000, now).expect("first");
         assert_eq!(
             accept(&mut g, &s, 5000 - WINDOW, now),
-            Err(ReplayError::TooOld {
-                sequence: 5000 - WINDOW,
-                highest: 5000
-            })
+            Err(ReplayError::TooOld { sequence: 5000 - WINDOW, highest: 5000 })
         );
         accept(&mut g, &s, 5000 - WINDOW + 1, now).expect("just inside the window");
     }
@@ -227,10 +209,7 @@ mod tests {
         let t0 = Instant::now();
         accept(&mut g, &stream("a"), 1, t0).expect("a");
         accept(&mut g, &stream("b"), 1, t0).expect("b");
-        assert_eq!(
-            accept(&mut g, &stream("c"), 1, t0 + W),
-            Err(ReplayError::TableFull(2))
-        );
+        assert_eq!(accept(&mut g, &stream("c"), 1, t0 + W), Err(ReplayError::TableFull(2)));
         // After 2W without traffic, "a" and "b" can be forgotten: all their chunks are stale.
         accept(&mut g, &stream("c"), 1, t0 + 2 * W).expect("c after expiry");
         assert_eq!(g.len(), 1);

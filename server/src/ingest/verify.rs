@@ -117,10 +117,7 @@ impl VerifyError {
 }
 
 fn malformed(field: &'static str, problem: impl Into<String>) -> VerifyError {
-    VerifyError::Malformed {
-        field,
-        problem: problem.into(),
-    }
+    VerifyError::Malformed { field, problem: problem.into() }
 }
 
 /// Verifies `req` against `keys` and `policy` at time `now_unix_ms`.
@@ -135,18 +132,11 @@ pub fn verify(
     if req.data.is_empty() || req.data.len() > policy.max_chunk_bytes {
         return Err(malformed(
             "data",
-            format!(
-                "{} bytes, must be 1..={}",
-                req.data.len(),
-                policy.max_chunk_bytes
-            ),
+            format!("{} bytes, must be 1..={}", req.data.len(), policy.max_chunk_bytes),
         ));
     }
     if req.mac.len() != MAC_LEN {
-        return Err(malformed(
-            "mac",
-            format!("{} bytes, must be {MAC_LEN}", req.mac.len()),
-        ));
+        return Err(malformed("mac", format!("{} bytes, must be {MAC_LEN}", req.mac.len())));
     }
     let mixing = parse_enum::<Mixing>("mixing", req.mixing)?;
     let sources = parse_sources(&req)?;
@@ -173,10 +163,7 @@ pub fn verify(
 
 fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), VerifyError> {
     if value.is_empty() || value.len() > max {
-        return Err(malformed(
-            field,
-            format!("{} bytes, must be 1..={max}", value.len()),
-        ));
+        return Err(malformed(field, format!("{} bytes, must be 1..={max}", value.len())));
     }
     if value.chars().any(char::is_control) {
         return Err(malformed(field, "must not contain control characters"));
@@ -191,10 +178,7 @@ where
 {
     match E::try_from(value) {
         Ok(v) if v != E::default() => Ok(v),
-        _ => Err(malformed(
-            field,
-            format!("{value} is not a valid, specified value"),
-        )),
+        _ => Err(malformed(field, format!("{value} is not a valid, specified value"))),
     }
 }
 
@@ -209,10 +193,7 @@ fn parse_sources(req: &PublishRequest) -> Result<Vec<SourceReport>, VerifyError>
     for s in &req.sources {
         check_name("sources.name", &s.name, MAX_NAME_BYTES)?;
         if out.iter().any(|o: &SourceReport| o.name == s.name) {
-            return Err(malformed(
-                "sources.name",
-                format!("{:?} is reported twice", s.name),
-            ));
+            return Err(malformed("sources.name", format!("{:?} is reported twice", s.name)));
         }
         let health = parse_enum::<SourceHealth>("sources.health", s.health)?;
         if s.contributed && health != SourceHealth::Healthy {
@@ -258,16 +239,10 @@ fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), Verif
     let window = i64::try_from(window_ms).unwrap_or(i64::MAX);
     let age = now.saturating_sub(ts);
     if age > window {
-        return Err(VerifyError::Stale {
-            age_ms: age,
-            window_ms,
-        });
+        return Err(VerifyError::Stale { age_ms: age, window_ms });
     }
     if age.saturating_neg() > window {
-        return Err(VerifyError::Future {
-            ahead_ms: age.saturating_neg(),
-            window_ms,
-        });
+        return Err(VerifyError::Future { ahead_ms: age.saturating_neg(), window_ms });
     }
     if ts < policy.started_unix_ms {
         return Err(VerifyError::SignedBeforeStart);
@@ -359,21 +334,9 @@ pub(crate) mod tests {
     #[test]
     fn timestamps_outside_the_window_are_refused() {
         let stale = check(signed(|r| r.timestamp_unix_ms = NOW - 60_001)).unwrap_err();
-        assert_eq!(
-            stale,
-            VerifyError::Stale {
-                age_ms: 60_001,
-                window_ms: 60_000
-            }
-        );
+        assert_eq!(stale, VerifyError::Stale { age_ms: 60_001, window_ms: 60_000 });
         let future = check(signed(|r| r.timestamp_unix_ms = NOW + 60_001)).unwrap_err();
-        assert_eq!(
-            future,
-            VerifyError::Future {
-                ahead_ms: 60_001,
-                window_ms: 60_000
-            }
-        );
+        assert_eq!(future, VerifyError::Future { ahead_ms: 60_001, window_ms: 60_000 });
         check(signed(|r| r.timestamp_unix_ms = NOW - 60_000)).expect("edge of the window");
         check(signed(|r| r.timestamp_unix_ms = NOW + 60_000)).expect("edge of the window");
     }
@@ -383,10 +346,7 @@ pub(crate) mod tests {
         let mut p = policy();
         p.started_unix_ms = NOW - 10;
         let req = signed(|r| r.timestamp_unix_ms = NOW - 11);
-        assert_eq!(
-            verify(req, &keys(), &p, NOW).unwrap_err(),
-            VerifyError::SignedBeforeStart
-        );
+        assert_eq!(verify(req, &keys(), &p, NOW).unwrap_err(), VerifyError::SignedBeforeStart);
     }
 
     #[test]
@@ -394,10 +354,7 @@ pub(crate) mod tests {
         type Edit = Box<dyn FnOnce(&mut PublishRequest)>;
         let cases: Vec<(&str, Edit)> = vec![
             ("collector_id", Box::new(|r| r.collector_id.clear())),
-            (
-                "collector_id",
-                Box::new(|r| r.collector_id = "x".repeat(65)),
-            ),
+            ("collector_id", Box::new(|r| r.collector_id = "x".repeat(65))),
             ("key_id", Box::new(|r| r.key_id.clear())),
             ("data", Box::new(|r| r.data.clear())),
             ("data", Box::new(|r| r.data = vec![1; 1025])),
@@ -407,14 +364,8 @@ pub(crate) mod tests {
             ("sources", Box::new(|r| r.sources.clear())),
             ("sources.kind", Box::new(|r| r.sources[0].kind = 0)),
             ("sources.health", Box::new(|r| r.sources[0].health = -3)),
-            (
-                "sources.name",
-                Box::new(|r| r.sources[0].name = "a\nb".into()),
-            ),
-            (
-                "sources.name",
-                Box::new(|r| r.sources.push(r.sources[0].clone())),
-            ),
+            ("sources.name", Box::new(|r| r.sources[0].name = "a\nb".into())),
+            ("sources.name", Box::new(|r| r.sources.push(r.sources[0].clone()))),
             (
                 "sources.contributed",
                 Box::new(|r| {
@@ -432,9 +383,6 @@ pub(crate) mod tests {
         }
         let mut req = signed(|_| {});
         req.mac.truncate(31);
-        assert!(matches!(
-            check(req),
-            Err(VerifyError::Malformed { field: "mac", .. })
-        ));
+        assert!(matches!(check(req), Err(VerifyError::Malformed { field: "mac", .. })));
     }
 }

@@ -37,10 +37,7 @@ impl Collector {
         chunk: usize,
         buffer: usize,
     ) -> Self {
-        let slots = sources
-            .into_iter()
-            .map(|s| SourceSlot::new(s, 7.0, 40))
-            .collect();
+        let slots = sources.into_iter().map(|s| SourceSlot::new(s, 7.0, 40)).collect();
         let signer = ChunkSigner::new("diode-test", MAC_KEY_ID, MAC_KEY.to_vec()).unwrap();
         let pipeline = Pipeline::new(slots, Scheme::Xor, 1, chunk, Duration::from_secs(1), signer);
         let publishers = gateways
@@ -60,11 +57,7 @@ impl Collector {
             shutdown.clone(),
             Duration::from_secs(2),
         ));
-        Self {
-            stats,
-            shutdown,
-            task,
-        }
+        Self { stats, shutdown, task }
     }
 
     async fn stop(self) -> Arc<RunStats> {
@@ -91,21 +84,13 @@ async fn eventually<F: AsyncFnMut() -> bool>(limit: Duration, mut f: F) -> bool 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
-    let sim = Simulator::new(SimulatorOptions {
-        rate_bytes_per_s: 400_000,
-        ..Default::default()
-    });
+    let sim = Simulator::new(SimulatorOptions { rate_bytes_per_s: 400_000, ..Default::default() });
     let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
     let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
-    let listener = simulator::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let listener = simulator::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let sim_addr = listener.local_addr().unwrap();
     let sim_stop = CancellationToken::new();
-    let sim_task = tokio::spawn(
-        sim.clone()
-            .serve_https(listener, tls.clone(), sim_stop.clone()),
-    );
+    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls.clone(), sim_stop.clone()));
 
     let gw = start(test_config(|_| {})).await;
     let quantis = QuantisSource::new(
@@ -124,28 +109,16 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
     let collector = Collector::start(vec![Box::new(quantis)], &[&gw], 8192, 4);
 
     assert!(
-        eventually(Duration::from_secs(15), async || gw
-            .status()
-            .await
-            .chunks_accepted_total
-            >= 3)
-        .await,
+        eventually(Duration::from_secs(15), async || gw.status().await.chunks_accepted_total >= 3)
+            .await,
         "chunks flow from the simulator to the gateway"
     );
     let mut client = gw.client().await;
-    let bytes = client
-        .get_random(authed(GetRandomRequest {
-            num_bytes: 1024,
-            encoding: 0,
-        }))
-        .await;
+    let bytes = client.get_random(authed(GetRandomRequest { num_bytes: 1024, encoding: 0 })).await;
     assert_eq!(bytes.expect("entropy").into_inner().data.len(), 1024);
     let status = gw.status().await;
-    let source = status
-        .sources
-        .iter()
-        .find(|s| s.name == "quantis-sim")
-        .expect("provenance names it");
+    let source =
+        status.sources.iter().find(|s| s.name == "quantis-sim").expect("provenance names it");
     assert_eq!(
         (source.collector_id.as_str(), source.kind),
         ("diode-test", SourceKind::Quantum as i32)
@@ -157,11 +130,7 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
     tokio::time::sleep(Duration::from_millis(1500)).await; // in-flight and buffered chunks land
     let before = gw.status().await.chunks_accepted_total;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        gw.status().await.chunks_accepted_total,
-        before,
-        "nothing arrives while it is down"
-    );
+    assert_eq!(gw.status().await.chunks_accepted_total, before, "nothing arrives while it is down");
     assert!(collector.stats.rounds_skipped.load(Ordering::Relaxed) > 0);
 
     // Bring it back on the same address with the same certificate: flow resumes after a
@@ -170,10 +139,7 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
     let sim_stop = CancellationToken::new();
     let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls, sim_stop.clone()));
     assert!(
-        eventually(Duration::from_secs(20), async || gw
-            .status()
-            .await
-            .chunks_accepted_total
+        eventually(Duration::from_secs(20), async || gw.status().await.chunks_accepted_total
             > before)
         .await,
         "chunks flow again after the appliance returns"
@@ -207,10 +173,7 @@ async fn with_two_gateways_each_chunk_is_stored_by_exactly_one() {
         stored,
         "no chunk stored twice"
     );
-    assert_eq!(
-        sa.ingested_bytes_total + sb.ingested_bytes_total,
-        stored * (16 << 10)
-    );
+    assert_eq!(sa.ingested_bytes_total + sb.ingested_bytes_total, stored * (16 << 10));
     let signed = stats.signed.load(Ordering::Relaxed);
     assert_eq!(
         signed,
@@ -225,12 +188,7 @@ async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
     let gw = start(test_config(|c| c.pool_capacity_bytes = 1 << 20)).await;
     let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&gw], 64 << 10, 4);
     assert!(
-        eventually(Duration::from_secs(10), async || gw
-            .status()
-            .await
-            .pool_bytes
-            == 1 << 20)
-        .await,
+        eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
         "the pool fills"
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -245,33 +203,20 @@ async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
     let mut client = gw.client().await;
     for _ in 0..4 {
         client
-            .get_random(authed(GetRandomRequest {
-                num_bytes: 1 << 18,
-                encoding: 0,
-            }))
+            .get_random(authed(GetRandomRequest { num_bytes: 1 << 18, encoding: 0 }))
             .await
             .expect("drain");
     }
     let accepted_before = gw.status().await.chunks_accepted_total;
     assert!(
-        eventually(Duration::from_secs(10), async || gw
-            .status()
-            .await
-            .chunks_accepted_total
+        eventually(Duration::from_secs(10), async || gw.status().await.chunks_accepted_total
             > accepted_before)
         .await
     );
     let stats = collector.stop().await;
-    assert_eq!(
-        stats.refused.load(Ordering::Relaxed),
-        0,
-        "a full pool never drops a chunk"
-    );
+    assert_eq!(stats.refused.load(Ordering::Relaxed), 0, "a full pool never drops a chunk");
     let status = gw.status().await;
-    assert_eq!(
-        status.chunks_accepted_total,
-        stats.stored.load(Ordering::Relaxed)
-    );
+    assert_eq!(status.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
     assert_eq!(
         stats.signed.load(Ordering::Relaxed),
         stats.delivered() + stats.abandoned.load(Ordering::Relaxed),
@@ -287,14 +232,8 @@ async fn a_resent_chunk_counts_as_delivered_and_is_stored_once() {
     let endpoint = Endpoint::from_shared(format!("http://{}", gw.ingest)).unwrap();
     let mut publisher = Publisher::new(endpoint, RetryPolicy::default());
     let never = CancellationToken::new();
-    assert!(matches!(
-        publisher.deliver(&chunk, &never).await,
-        Delivery::Stored
-    ));
-    assert!(matches!(
-        publisher.deliver(&chunk, &never).await,
-        Delivery::AlreadyStored
-    ));
+    assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::Stored));
+    assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::AlreadyStored));
     let status = gw.status().await;
     assert_eq!((status.pool_bytes, status.chunks_accepted_total), (4096, 1));
     gw.stop().await;

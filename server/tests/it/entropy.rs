@@ -19,10 +19,7 @@ async fn get_random_returns_exactly_the_bytes_asked_for() {
     let mut client = gw.client().await;
     for n in [1u32, 32, 1000, 1 << 20] {
         let resp = client
-            .get_random(authed(GetRandomRequest {
-                num_bytes: n,
-                encoding: 0,
-            }))
+            .get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0 }))
             .await
             .expect("bytes")
             .into_inner();
@@ -30,25 +27,15 @@ async fn get_random_returns_exactly_the_bytes_asked_for() {
         assert!(resp.text.is_empty());
     }
     let hex = client
-        .get_random(authed(GetRandomRequest {
-            num_bytes: 16,
-            encoding: Encoding::Hex as i32,
-        }))
+        .get_random(authed(GetRandomRequest { num_bytes: 16, encoding: Encoding::Hex as i32 }))
         .await
         .expect("hex")
         .into_inner();
     assert!(hex.data.is_empty());
     assert_eq!(hex.text.len(), 32);
-    assert!(
-        hex.text
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    );
+    assert!(hex.text.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     let b64 = client
-        .get_random(authed(GetRandomRequest {
-            num_bytes: 16,
-            encoding: Encoding::Base64 as i32,
-        }))
+        .get_random(authed(GetRandomRequest { num_bytes: 16, encoding: Encoding::Base64 as i32 }))
         .await
         .expect("base64")
         .into_inner();
@@ -63,23 +50,13 @@ async fn get_random_bounds_name_the_field() {
     let mut client = gw.client().await;
     for n in [0u32, (1 << 20) + 1, u32::MAX] {
         assert_status(
-            client
-                .get_random(authed(GetRandomRequest {
-                    num_bytes: n,
-                    encoding: 0,
-                }))
-                .await,
+            client.get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0 })).await,
             Code::InvalidArgument,
             &["num_bytes", "1..=1048576"],
         );
     }
     assert_status(
-        client
-            .get_random(authed(GetRandomRequest {
-                num_bytes: 1,
-                encoding: 7,
-            }))
-            .await,
+        client.get_random(authed(GetRandomRequest { num_bytes: 1, encoding: 7 })).await,
         Code::InvalidArgument,
         &["encoding"],
     );
@@ -91,55 +68,27 @@ async fn keys_are_required_and_checked() {
     let mut gw = start(test_config(|_| {})).await;
     gw.feed(4096, 4096, |_| 1).await;
     let mut client = gw.client().await;
-    let req = || GetRandomRequest {
-        num_bytes: 8,
-        encoding: 0,
-    };
+    let req = || GetRandomRequest { num_bytes: 8, encoding: 0 };
     assert_status(
         client.get_random(Request::new(req())).await,
         Code::Unauthenticated,
         &["missing"],
     );
-    for bad in [
-        "Bearer wrong",
-        "Bearer ",
-        "Basic dGVzdA==",
-        &format!("Bearer {}", "k".repeat(4000)),
-    ] {
+    for bad in
+        ["Bearer wrong", "Bearer ", "Basic dGVzdA==", &format!("Bearer {}", "k".repeat(4000))]
+    {
         let mut r = Request::new(req());
-        r.metadata_mut()
-            .insert("authorization", bad.parse().unwrap());
+        r.metadata_mut().insert("authorization", bad.parse().unwrap());
         assert_status(client.get_random(r).await, Code::Unauthenticated, &[]);
     }
     let mut r = Request::new(req());
-    r.metadata_mut()
-        .insert("x-api-key", super::support::API_KEY.parse().unwrap());
-    assert_eq!(
-        client
-            .get_random(r)
-            .await
-            .expect("x-api-key works")
-            .into_inner()
-            .data
-            .len(),
-        8
-    );
+    r.metadata_mut().insert("x-api-key", super::support::API_KEY.parse().unwrap());
+    assert_eq!(client.get_random(r).await.expect("x-api-key works").into_inner().data.len(), 8);
     let mut r = Request::new(req());
-    r.metadata_mut().insert(
-        "authorization",
-        format!("bearer {}", super::support::API_KEY)
-            .parse()
-            .unwrap(),
-    );
-    client
-        .get_random(r)
-        .await
-        .expect("scheme is case-insensitive");
-    assert_eq!(
-        gw.status().await.served_bytes_total,
-        16,
-        "failed calls consumed nothing"
-    );
+    r.metadata_mut()
+        .insert("authorization", format!("bearer {}", super::support::API_KEY).parse().unwrap());
+    client.get_random(r).await.expect("scheme is case-insensitive");
+    assert_eq!(gw.status().await.served_bytes_total, 16, "failed calls consumed nothing");
     gw.stop().await;
 }
 
@@ -149,10 +98,7 @@ async fn stream_delivers_exactly_total_bytes() {
     gw.feed(3 << 20, 256 << 10, |i| i as u8).await;
     let mut client = gw.client().await;
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest {
-            chunk_bytes: 65536,
-            total_bytes: 1 << 20,
-        }))
+        .stream_random(authed(StreamRandomRequest { chunk_bytes: 65536, total_bytes: 1 << 20 }))
         .await
         .expect("stream")
         .into_inner();
@@ -164,10 +110,7 @@ async fn stream_delivers_exactly_total_bytes() {
 
     // Default chunk size, and a total that is not a multiple of it.
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest {
-            chunk_bytes: 0,
-            total_bytes: 40_000,
-        }))
+        .stream_random(authed(StreamRandomRequest { chunk_bytes: 0, total_bytes: 40_000 }))
         .await
         .expect("stream")
         .into_inner();
@@ -195,11 +138,7 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     gw.feed(1 << 20, 64 << 10, |i| (i * 7 + 3) as u8).await;
     let mut client = gw.client().await;
     let dice = client
-        .get_integers(authed(GetIntegersRequest {
-            min: 1,
-            max: 6,
-            count: 10_000,
-        }))
+        .get_integers(authed(GetIntegersRequest { min: 1, max: 6, count: 10_000 }))
         .await
         .expect("dice")
         .into_inner()
@@ -210,22 +149,14 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     assert_eq!(faces.len(), 6, "every face shows up in 10,000 rolls");
 
     let full = client
-        .get_integers(authed(GetIntegersRequest {
-            min: i64::MIN,
-            max: i64::MAX,
-            count: 100,
-        }))
+        .get_integers(authed(GetIntegersRequest { min: i64::MIN, max: i64::MAX, count: 100 }))
         .await
         .expect("full range")
         .into_inner()
         .values;
     assert_eq!(full.len(), 100);
     let constant = client
-        .get_integers(authed(GetIntegersRequest {
-            min: -5,
-            max: -5,
-            count: 3,
-        }))
+        .get_integers(authed(GetIntegersRequest { min: -5, max: -5, count: 3 }))
         .await
         .expect("one-value range")
         .into_inner()
@@ -233,25 +164,13 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     assert_eq!(constant, vec![-5, -5, -5]);
 
     assert_status(
-        client
-            .get_integers(authed(GetIntegersRequest {
-                min: 2,
-                max: 1,
-                count: 1,
-            }))
-            .await,
+        client.get_integers(authed(GetIntegersRequest { min: 2, max: 1, count: 1 })).await,
         Code::InvalidArgument,
         &["min", "max"],
     );
     for count in [0, 10_001] {
         assert_status(
-            client
-                .get_integers(authed(GetIntegersRequest {
-                    min: 0,
-                    max: 1,
-                    count,
-                }))
-                .await,
+            client.get_integers(authed(GetIntegersRequest { min: 0, max: 1, count })).await,
             Code::InvalidArgument,
             &["count", "1..=10000"],
         );
@@ -311,12 +230,7 @@ async fn an_empty_pool_times_out_and_consumes_nothing() {
     // The server's max wait ends it: UNAVAILABLE.
     let started = std::time::Instant::now();
     assert_status(
-        client
-            .get_random(authed(GetRandomRequest {
-                num_bytes: 101,
-                encoding: 0,
-            }))
-            .await,
+        client.get_random(authed(GetRandomRequest { num_bytes: 101, encoding: 0 })).await,
         Code::Unavailable,
         &["nothing consumed"],
     );
@@ -326,41 +240,21 @@ async fn an_empty_pool_times_out_and_consumes_nothing() {
     let mut gw2 = start(test_config(|c| c.max_wait_ms = 5_000)).await;
     gw2.feed(100, 100, |_| 9).await;
     let mut client2 = gw2.client().await;
-    let mut req = authed(GetRandomRequest {
-        num_bytes: 101,
-        encoding: 0,
-    });
+    let mut req = authed(GetRandomRequest { num_bytes: 101, encoding: 0 });
     req.set_timeout(Duration::from_millis(150));
-    assert_status(
-        client2.get_random(req).await,
-        Code::DeadlineExceeded,
-        &["nothing consumed"],
-    );
+    assert_status(client2.get_random(req).await, Code::DeadlineExceeded, &["nothing consumed"]);
 
     // A multi-draw call (integers) that cannot finish gives back what it drew.
-    let mut req = authed(GetIntegersRequest {
-        min: 0,
-        max: 255,
-        count: 101,
-    });
+    let mut req = authed(GetIntegersRequest { min: 0, max: 255, count: 101 });
     req.set_timeout(Duration::from_millis(150));
     assert_status(client2.get_integers(req).await, Code::DeadlineExceeded, &[]);
 
     for g in [&gw, &gw2] {
         let s = g.status().await;
-        assert_eq!(
-            (s.pool_bytes, s.served_bytes_total),
-            (100, 0),
-            "nothing consumed"
-        );
+        assert_eq!((s.pool_bytes, s.served_bytes_total), (100, 0), "nothing consumed");
     }
     // The bytes are still there for the next caller.
-    let r = client
-        .get_random(authed(GetRandomRequest {
-            num_bytes: 100,
-            encoding: 0,
-        }))
-        .await;
+    let r = client.get_random(authed(GetRandomRequest { num_bytes: 100, encoding: 0 })).await;
     assert_eq!(r.expect("bytes").into_inner().data, vec![9; 100]);
     gw.stop().await;
     gw2.stop().await;
@@ -371,32 +265,16 @@ async fn status_reports_pool_counters_and_provenance() {
     let mut gw = start(test_config(|_| {})).await;
     gw.feed(10_000, 1000, |_| 0).await;
     let mut client = gw.client().await;
-    client
-        .get_random(authed(GetRandomRequest {
-            num_bytes: 300,
-            encoding: 0,
-        }))
-        .await
-        .expect("ok");
+    client.get_random(authed(GetRandomRequest { num_bytes: 300, encoding: 0 })).await.expect("ok");
     let s = gw.status().await;
     assert_eq!(s.pool_capacity_bytes, 4 << 20);
-    assert_eq!(
-        (s.ingested_bytes_total, s.served_bytes_total, s.pool_bytes),
-        (10_000, 300, 9_700)
-    );
+    assert_eq!((s.ingested_bytes_total, s.served_bytes_total, s.pool_bytes), (10_000, 300, 9_700));
     assert_eq!((s.chunks_accepted_total, s.chunks_rejected_total), (10, 0));
     assert!(s.last_chunk_age_ms.is_some());
     assert_eq!(s.sources.len(), 1);
     let src = &s.sources[0];
-    assert_eq!(
-        (src.collector_id.as_str(), src.name.as_str()),
-        ("test-collector", "os")
-    );
-    assert_eq!(
-        src.kind,
-        SourceKind::Os as i32,
-        "the OS source is labelled as such"
-    );
+    assert_eq!((src.collector_id.as_str(), src.name.as_str()), ("test-collector", "os"));
+    assert_eq!(src.kind, SourceKind::Os as i32, "the OS source is labelled as such");
     assert_eq!(src.contributed_bytes_total, 10_000);
     gw.stop().await;
 }
@@ -416,30 +294,19 @@ async fn thirty_two_concurrent_takers_never_share_a_byte() {
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             if t % 4 == 0 {
-                let req = StreamRandomRequest {
-                    chunk_bytes: 8 * (64 + t),
-                    total_bytes: 8 * 4096,
-                };
+                let req = StreamRandomRequest { chunk_bytes: 8 * (64 + t), total_bytes: 8 * 4096 };
                 // Streams wait for entropy without limit; the deadline ends them once the
                 // unary takers have drained the pool.
                 let mut req = authed(req);
                 req.set_timeout(Duration::from_secs(3));
-                let mut stream = client
-                    .stream_random(req)
-                    .await
-                    .expect("stream")
-                    .into_inner();
+                let mut stream = client.stream_random(req).await.expect("stream").into_inner();
                 while let Some(Ok(msg)) = stream.next().await {
                     got.extend_from_slice(&msg.data);
                 }
             } else {
                 let n = 8 * (1 + t * 37 % 512);
-                while let Ok(r) = client
-                    .get_random(authed(GetRandomRequest {
-                        num_bytes: n,
-                        encoding: 0,
-                    }))
-                    .await
+                while let Ok(r) =
+                    client.get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0 })).await
                 {
                     got.extend_from_slice(&r.into_inner().data);
                 }
@@ -461,15 +328,7 @@ async fn thirty_two_concurrent_takers_never_share_a_byte() {
         }
     }
     let s = gw.status().await;
-    assert_eq!(
-        received * 8,
-        s.served_bytes_total,
-        "every byte served reached a caller"
-    );
-    assert_eq!(
-        s.served_bytes_total + s.pool_bytes,
-        WORDS * 8,
-        "nothing lost or invented"
-    );
+    assert_eq!(received * 8, s.served_bytes_total, "every byte served reached a caller");
+    assert_eq!(s.served_bytes_total + s.pool_bytes, WORDS * 8, "nothing lost or invented");
     gw.stop().await;
 }

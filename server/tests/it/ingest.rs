@@ -11,20 +11,9 @@ async fn a_replayed_chunk_is_already_exists_and_stores_nothing() {
     let mut ingest = gw.ingest_client().await;
     let chunk = gw.sign(vec![7; 1000]);
     ingest.publish(chunk.clone()).await.expect("first delivery");
-    assert_status(
-        ingest.publish(chunk).await,
-        Code::AlreadyExists,
-        &["already accepted"],
-    );
+    assert_status(ingest.publish(chunk).await, Code::AlreadyExists, &["already accepted"]);
     let s = gw.status().await;
-    assert_eq!(
-        (
-            s.pool_bytes,
-            s.chunks_accepted_total,
-            s.chunks_rejected_total
-        ),
-        (1000, 1, 1)
-    );
+    assert_eq!((s.pool_bytes, s.chunks_accepted_total, s.chunks_rejected_total), (1000, 1, 1));
     gw.stop().await;
 }
 
@@ -37,36 +26,20 @@ async fn forged_stale_future_and_malformed_chunks_are_refused() {
     let mut forged = gw.sign(vec![1; 100]);
     forged.data[0] ^= 1;
     forged.crc32c = crc32c::crc32c(&forged.data);
-    assert_status(
-        ingest.publish(forged).await,
-        Code::Unauthenticated,
-        &["mac"],
-    );
+    assert_status(ingest.publish(forged).await, Code::Unauthenticated, &["mac"]);
 
     let mut wrong_key = gw.sign(vec![1; 100]);
     wrong_key.mac = chunk_mac(&[0x43; 32], &wrong_key).to_vec();
-    assert_status(
-        ingest.publish(wrong_key).await,
-        Code::Unauthenticated,
-        &["mac"],
-    );
+    assert_status(ingest.publish(wrong_key).await, Code::Unauthenticated, &["mac"]);
 
     let mut unknown_id = gw.sign(vec![1; 100]);
     unknown_id.key_id = "k9".into();
     unknown_id.mac = chunk_mac(&MAC_KEY, &unknown_id).to_vec();
-    assert_status(
-        ingest.publish(unknown_id).await,
-        Code::Unauthenticated,
-        &["key_id"],
-    );
+    assert_status(ingest.publish(unknown_id).await, Code::Unauthenticated, &["key_id"]);
 
     let mut bad_crc = gw.sign(vec![1; 100]);
     bad_crc.crc32c ^= 1;
-    assert_status(
-        ingest.publish(bad_crc).await,
-        Code::InvalidArgument,
-        &["crc32c"],
-    );
+    assert_status(ingest.publish(bad_crc).await, Code::InvalidArgument, &["crc32c"]);
 
     let sources = vec![super::support::os_source()];
     let stale = gw.signer.sign_at(
@@ -75,39 +48,16 @@ async fn forged_stale_future_and_malformed_chunks_are_refused() {
         sources.clone(),
         now - 61_000,
     );
-    assert_status(
-        ingest.publish(stale).await,
-        Code::FailedPrecondition,
-        &["stale", "60000"],
-    );
-    let future = gw.signer.sign_at(
-        vec![1; 100],
-        entropy_proto::v1::Mixing::None,
-        sources,
-        now + 61_000,
-    );
-    assert_status(
-        ingest.publish(future).await,
-        Code::FailedPrecondition,
-        &["future"],
-    );
+    assert_status(ingest.publish(stale).await, Code::FailedPrecondition, &["stale", "60000"]);
+    let future =
+        gw.signer.sign_at(vec![1; 100], entropy_proto::v1::Mixing::None, sources, now + 61_000);
+    assert_status(ingest.publish(future).await, Code::FailedPrecondition, &["future"]);
 
     let oversize = gw.sign(vec![1; 4097]);
-    assert_status(
-        ingest.publish(oversize).await,
-        Code::InvalidArgument,
-        &["data", "1..=4096"],
-    );
+    assert_status(ingest.publish(oversize).await, Code::InvalidArgument, &["data", "1..=4096"]);
 
     let s = gw.status().await;
-    assert_eq!(
-        (
-            s.pool_bytes,
-            s.chunks_accepted_total,
-            s.chunks_rejected_total
-        ),
-        (0, 0, 7)
-    );
+    assert_eq!((s.pool_bytes, s.chunks_accepted_total, s.chunks_rejected_total), (0, 0, 7));
     gw.stop().await;
 }
 
@@ -139,31 +89,14 @@ async fn a_full_pool_refuses_whole_chunks_and_takes_them_later() {
         ingest.publish(chunk).await.expect("fits");
     }
     let extra = gw.sign(vec![4; 1000]);
-    assert_status(
-        ingest.publish(extra.clone()).await,
-        Code::ResourceExhausted,
-        &["room"],
-    );
-    assert_eq!(
-        gw.status().await.pool_bytes,
-        1 << 20,
-        "nothing partially stored"
-    );
+    assert_status(ingest.publish(extra.clone()).await, Code::ResourceExhausted, &["room"]);
+    assert_eq!(gw.status().await.pool_bytes, 1 << 20, "nothing partially stored");
 
     // Make room; the same signed chunk is then accepted (a refusal for room is not a replay).
     let mut client = gw.client().await;
-    let req = entropy_proto::v1::GetRandomRequest {
-        num_bytes: 1000,
-        encoding: 0,
-    };
-    client
-        .get_random(super::support::authed(req))
-        .await
-        .expect("draw");
-    ingest
-        .publish(extra)
-        .await
-        .expect("accepted once there is room");
+    let req = entropy_proto::v1::GetRandomRequest { num_bytes: 1000, encoding: 0 };
+    client.get_random(super::support::authed(req)).await.expect("draw");
+    ingest.publish(extra).await.expect("accepted once there is room");
     assert_eq!(gw.status().await.pool_bytes, 1 << 20);
     gw.stop().await;
 }

@@ -22,10 +22,7 @@ async fn a_cancelled_stream_stops_drawing() {
         .unwrap();
     let mut client = entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel);
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest {
-            chunk_bytes: 4096,
-            total_bytes: 0,
-        }))
+        .stream_random(authed(StreamRandomRequest { chunk_bytes: 4096, total_bytes: 0 }))
         .await
         .expect("stream")
         .into_inner();
@@ -39,16 +36,9 @@ async fn a_cancelled_stream_stops_drawing() {
     // hyper's 400 KiB send buffer and (STREAM_BUFFER_MESSAGES + 1) chunks: well short of the
     // 2 MiB a stream that kept drawing would have taken.
     let bound = 3 * 4096 + (64 << 10) + (400 << 10) + 3 * 4096;
-    assert!(
-        after_cancel <= bound,
-        "stream drew {after_cancel} bytes, bound {bound}"
-    );
+    assert!(after_cancel <= bound, "stream drew {after_cancel} bytes, bound {bound}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        gw.status().await.served_bytes_total,
-        after_cancel,
-        "no drawing after cancel"
-    );
+    assert_eq!(gw.status().await.served_bytes_total, after_cancel, "no drawing after cancel");
     gw.stop().await;
 }
 
@@ -58,10 +48,7 @@ async fn shutdown_ends_an_open_stream_with_unavailable() {
     let mut client = gw.client().await;
     // The pool is empty: the stream is parked waiting for entropy when shutdown comes.
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest {
-            chunk_bytes: 0,
-            total_bytes: 0,
-        }))
+        .stream_random(authed(StreamRandomRequest { chunk_bytes: 0, total_bytes: 0 }))
         .await
         .expect("stream")
         .into_inner();
@@ -70,9 +57,7 @@ async fn shutdown_ends_an_open_stream_with_unavailable() {
     let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
         .await
         .expect("stream ends promptly");
-    let status = end
-        .expect("a final status")
-        .expect_err("ends with an error status");
+    let status = end.expect("a final status").expect_err("ends with an error status");
     assert_eq!(status.code(), Code::Unavailable, "{}", status.message());
     tokio::time::timeout(Duration::from_secs(5), gw.handle)
         .await
@@ -90,19 +75,12 @@ async fn health_follows_the_low_watermark() {
         .await
         .unwrap();
     let mut health = HealthClient::new(channel);
-    let check = |service: &str| HealthCheckRequest {
-        service: service.into(),
-    };
+    let check = |service: &str| HealthCheckRequest { service: service.into() };
     let status_of = async |health: &mut HealthClient<_>, service: &str| {
         // Readiness is sampled every 100 ms: poll for up to 2 s.
         let mut last = ServingStatus::Unknown;
         for _ in 0..20 {
-            last = health
-                .check(check(service))
-                .await
-                .expect("check")
-                .into_inner()
-                .status();
+            last = health.check(check(service)).await.expect("check").into_inner().status();
             if last == ServingStatus::Serving {
                 break;
             }
@@ -111,23 +89,12 @@ async fn health_follows_the_low_watermark() {
         last
     };
     tokio::time::sleep(Duration::from_millis(250)).await;
-    let empty = health
-        .check(check("entropy.v1.EntropyService"))
-        .await
-        .expect("check")
-        .into_inner();
-    assert_eq!(
-        empty.status(),
-        ServingStatus::NotServing,
-        "empty pool is not ready"
-    );
+    let empty = health.check(check("entropy.v1.EntropyService")).await.expect("check").into_inner();
+    assert_eq!(empty.status(), ServingStatus::NotServing, "empty pool is not ready");
     assert!(!gw.status().await.serving);
 
     gw.feed(20_000, 10_000, |_| 0).await;
-    assert_eq!(
-        status_of(&mut health, "entropy.v1.EntropyService").await,
-        ServingStatus::Serving
-    );
+    assert_eq!(status_of(&mut health, "entropy.v1.EntropyService").await, ServingStatus::Serving);
     assert_eq!(status_of(&mut health, "").await, ServingStatus::Serving);
     assert!(gw.status().await.serving);
     gw.stop().await;

@@ -50,20 +50,12 @@ pub async fn start(config: GatewayConfig) -> TestGateway {
     let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let mut mac_keys = MacKeys::default();
-    mac_keys
-        .insert(MAC_KEY_ID, MAC_KEY.to_vec())
-        .expect("valid key");
+    mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
     let gateway = Gateway::new(config, ApiKeys::single("test", API_KEY), mac_keys);
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec()).expect("signer");
-    TestGateway {
-        public: public_addr,
-        ingest: ingest_addr,
-        shutdown,
-        handle,
-        signer,
-    }
+    TestGateway { public: public_addr, ingest: ingest_addr, shutdown, handle, signer }
 }
 
 impl TestGateway {
@@ -138,10 +130,7 @@ pub fn os_source() -> SourceReport {
 /// A request carrying the test API key.
 pub fn authed<T>(message: T) -> Request<T> {
     let mut request = Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {API_KEY}").parse().unwrap(),
-    );
+    request.metadata_mut().insert("authorization", format!("Bearer {API_KEY}").parse().unwrap());
     request
 }
 
@@ -154,10 +143,6 @@ pub fn assert_status<T: std::fmt::Debug>(
     let status = result.expect_err("call should fail");
     assert_eq!(status.code(), code, "message: {}", status.message());
     for w in words {
-        assert!(
-            status.message().contains(w),
-            "{:?} lacks {w:?}",
-            status.message()
-        );
+        assert!(status.message().contains(w), "{:?} lacks {w:?}", status.message());
     }
 }
