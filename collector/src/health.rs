@@ -36,6 +36,10 @@
 
 use std::collections::{HashSet, VecDeque};
 
+/// Seeded per process (foldhash's RandomState): fast on 16-byte keys, and a source cannot
+/// predict the seed to aim collisions at the set.
+type WordSet = HashSet<u128, foldhash::fast::RandomState>;
+
 use entropy_proto::v1::SourceHealth;
 
 /// Bytes a source must pass before its output is used (after start and after quarantine).
@@ -160,7 +164,7 @@ pub struct HealthMonitor {
     word: [u8; BLOCK_WORD_BYTES],
     word_len: usize,
     recent: VecDeque<u128>,
-    recent_set: HashSet<u128>,
+    recent_set: WordSet,
     // Counters
     failures: u64,
     recoveries: u64,
@@ -197,7 +201,7 @@ impl HealthMonitor {
             word: [0; BLOCK_WORD_BYTES],
             word_len: 0,
             recent: VecDeque::with_capacity(BLOCK_WINDOW_WORDS),
-            recent_set: HashSet::with_capacity(BLOCK_WINDOW_WORDS),
+            recent_set: WordSet::with_capacity_and_hasher(BLOCK_WINDOW_WORDS, Default::default()),
             failures: 0,
             recoveries: 0,
             last_failure: None,
