@@ -21,7 +21,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Endpoint;
 
-use super::support::{MAC_KEY, MAC_KEY_ID, TestGateway, authed, start, test_config};
+use super::support::{MAC_KEY, MAC_KEY_ID, TestGateway, authed, start, start_on, test_config};
 
 /// A collector run in the background, publishing to `gateways`.
 struct Collector {
@@ -37,14 +37,24 @@ impl Collector {
         chunk: usize,
         buffer: usize,
     ) -> Self {
+        let endpoints: Vec<String> =
+            gateways.iter().map(|g| format!("http://{}", g.ingest)).collect();
+        Self::start_to(sources, &endpoints, chunk, buffer)
+    }
+
+    fn start_to(
+        sources: Vec<Box<dyn Source>>,
+        endpoints: &[String],
+        chunk: usize,
+        buffer: usize,
+    ) -> Self {
         let slots = sources.into_iter().map(|s| SourceSlot::new(s, 7.0, 40)).collect();
         let signer = ChunkSigner::new("diode-test", MAC_KEY_ID, MAC_KEY.to_vec()).unwrap();
         let pipeline = Pipeline::new(slots, Scheme::Xor, 1, chunk, Duration::from_secs(1), signer);
-        let publishers = gateways
+        let publishers = endpoints
             .iter()
-            .map(|g| {
-                let endpoint = Endpoint::from_shared(format!("http://{}", g.ingest)).unwrap();
-                Publisher::new(endpoint, RetryPolicy::default())
+            .map(|e| {
+                Publisher::new(Endpoint::from_shared(e.clone()).unwrap(), RetryPolicy::default())
             })
             .collect();
         let stats = Arc::new(RunStats::default());
@@ -236,5 +246,47 @@ async fn a_resent_chunk_counts_as_delivered_and_is_stored_once() {
     assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::AlreadyStored));
     let status = gw.status().await;
     assert_eq!((status.pool_bytes, status.chunks_accepted_total), (4096, 1));
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_that_starts_late_gets_fresh_chunks_and_refuses_older_ones() {
+    // Reserve the ingest address, then leave it closed: the collector dials nothing there.
+    let reserved = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ingest_addr = reserved.local_addr().unwrap();
+    drop(reserved);
+    let collector = Collector::start_to(
+        vec![Box::new(OsSource::new("os"))],
+        &[format!("http://{ingest_addr}")],
+        16 << 10,
+        2,
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(collector.stats.delivered(), 0, "nothing delivered while the gateway is down");
+    let signed_before = collector.stats.signed.load(Ordering::Relaxed);
+    assert!(signed_before >= 1, "chunks were signed and are waiting");
+
+    let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ingest = tokio::net::TcpListener::bind(ingest_addr).await.unwrap();
+    let gw = start_on(test_config(|_| {}), public, ingest);
+    assert!(
+        eventually(Duration::from_secs(15), async || gw.status().await.chunks_accepted_total >= 3)
+            .await,
+        "chunks flow once the gateway is up"
+    );
+    let stats = collector.stop().await;
+    // Chunks signed before the gateway started were refused (it cannot know whether an earlier
+    // run stored them), counted, and never re-signed as new data.
+    let refused = stats.refused.load(Ordering::Relaxed);
+    assert!(
+        refused >= 1 && refused <= signed_before,
+        "refused {refused}, signed before {signed_before}"
+    );
+    let status = gw.status().await;
+    assert_eq!(status.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
+    assert_eq!(
+        stats.signed.load(Ordering::Relaxed),
+        stats.stored.load(Ordering::Relaxed) + refused + stats.abandoned.load(Ordering::Relaxed)
+    );
     gw.stop().await;
 }

@@ -48,6 +48,11 @@ pub fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
 pub async fn start(config: GatewayConfig) -> TestGateway {
     let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
     let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
+    start_on(config, public, ingest)
+}
+
+/// Starts a gateway on listeners the caller bound.
+pub fn start_on(config: GatewayConfig, public: TcpListener, ingest: TcpListener) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
