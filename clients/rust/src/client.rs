@@ -1,0 +1,172 @@
+//! Connecting with a key (and TLS), and the unary calls.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
+use entropy_proto::v1::{
+    GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse,
+    GetUuidsRequest,
+};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::error::Error;
+use crate::stream::RandomStream;
+
+/// Adds `authorization: Bearer <key>` to every call.
+#[derive(Clone)]
+pub(crate) struct BearerKey(MetadataValue<Ascii>);
+
+impl Interceptor for BearerKey {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        request.metadata_mut().insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+pub(crate) type Inner = EntropyServiceClient<InterceptedService<Channel, BearerKey>>;
+
+/// A connection to a gateway. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    inner: Inner,
+    timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("timeout", &self.timeout).finish_non_exhaustive()
+    }
+}
+
+/// Settings for [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    endpoint: String,
+    api_key: String,
+    ca_file: Option<PathBuf>,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
+}
+
+impl ClientBuilder {
+    /// Calls go to `endpoint` (`http://host:50051`, or `https://` for TLS) with `api_key`.
+    pub fn new(endpoint: impl Into<String>, api_key: impl Into<String>) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            api_key: api_key.into(),
+            ca_file: None,
+            timeout: None,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Trust the CA certificates in this PEM file for `https://` (default: the web PKI roots).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Deadline of each unary call (sent as `grpc-timeout`).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Connects.
+    pub async fn connect(self) -> Result<Client, Error> {
+        let key = format!("Bearer {}", self.api_key)
+            .parse::<MetadataValue<Ascii>>()
+            .map_err(|_| Error::Config("the API key must be printable ASCII".into()))?;
+        let mut endpoint = Endpoint::from_shared(self.endpoint.clone())
+            .map_err(|e| Error::Config(format!("endpoint {:?}: {e}", self.endpoint)))?
+            .connect_timeout(self.connect_timeout)
+            .tcp_nodelay(true)
+            // Streams move megabytes: the 64 KiB default window caps them on links with latency.
+            .initial_stream_window_size(Some(4 << 20))
+            .initial_connection_window_size(Some(16 << 20))
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_while_idle(true);
+        if self.endpoint.starts_with("https://") {
+            let mut tls = ClientTlsConfig::new();
+            tls = match &self.ca_file {
+                Some(path) => {
+                    let pem = std::fs::read(path)
+                        .map_err(|e| Error::Config(format!("ca file {}: {e}", path.display())))?;
+                    tls.ca_certificate(Certificate::from_pem(pem))
+                }
+                None => tls.with_webpki_roots(),
+            };
+            endpoint = endpoint.tls_config(tls).map_err(|e| Error::Config(e.to_string()))?;
+        }
+        let channel = endpoint.connect().await?;
+        let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
+            .max_decoding_message_size(4 << 20);
+        Ok(Client { inner, timeout: self.timeout })
+    }
+}
+
+impl Client {
+    /// Connects to `endpoint` with `api_key` and default settings.
+    pub async fn connect(endpoint: &str, api_key: &str) -> Result<Self, Error> {
+        ClientBuilder::new(endpoint, api_key).connect().await
+    }
+
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(t) = self.timeout {
+            request.set_timeout(t);
+        }
+        request
+    }
+
+    /// Exactly `n` random bytes (1..=1048576).
+    pub async fn get_bytes(&self, n: u32) -> Result<Vec<u8>, Error> {
+        let request = self.request(GetRandomRequest { num_bytes: n, encoding: 0 });
+        Ok(self.inner.clone().get_random(request).await?.into_inner().data)
+    }
+
+    /// `count` (1..=10000) uniform integers in `[min, max]`, unbiased.
+    pub async fn get_integers(&self, min: i64, max: i64, count: u32) -> Result<Vec<i64>, Error> {
+        let request = self.request(GetIntegersRequest { min, max, count });
+        Ok(self.inner.clone().get_integers(request).await?.into_inner().values)
+    }
+
+    /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
+    pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
+        let request = self.request(GetFloatsRequest { count });
+        Ok(self.inner.clone().get_floats(request).await?.into_inner().values)
+    }
+
+    /// `count` (1..=10000) random (version 4) UUIDs.
+    pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
+        let request = self.request(GetUuidsRequest { count });
+        let uuids = self.inner.clone().get_uuids(request).await?.into_inner().uuids;
+        uuids
+            .iter()
+            .map(|u| {
+                uuid::Uuid::parse_str(u).map_err(|_| Error::Other {
+                    code: tonic::Code::Internal,
+                    message: format!("gateway sent a malformed UUID {u:?}"),
+                })
+            })
+            .collect()
+    }
+
+    /// The gateway's pool, counters and sources.
+    pub async fn status(&self) -> Result<GetStatusResponse, Error> {
+        Ok(self.inner.clone().get_status(self.request(GetStatusRequest {})).await?.into_inner())
+    }
+
+    /// A byte stream of `total` bytes (or endless with `None`), fetched in messages of
+    /// `chunk_bytes`; it implements `AsyncRead` and reconnects after transport errors.
+    pub fn stream(&self, total: Option<u64>, chunk_bytes: u32) -> RandomStream {
+        RandomStream::new(self.inner.clone(), total, chunk_bytes)
+    }
+}

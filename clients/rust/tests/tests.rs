@@ -1,0 +1,212 @@
+//! Integration tests of the Rust client and the `entropy` CLI against a real in-process
+//! dev-mode gateway on 127.0.0.1:0.
+
+// Test harness code panics on setup failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use entropy_client::{Client, ClientBuilder, Error};
+use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::{Gateway, dev};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+const KEY: &str = "client-test-key";
+
+struct DevGateway {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+}
+
+impl Drop for DevGateway {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A dev-mode gateway (OS source through the real ingest path), ready when it returns.
+async fn dev_gateway() -> DevGateway {
+    let public = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ingest = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
+    let keys = dev::keys(Some(KEY.into())).unwrap();
+    let shutdown = CancellationToken::new();
+    dev::spawn_feed(ingest_addr, keys.mac_secret.clone(), shutdown.clone()).unwrap();
+    let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
+    let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys);
+    tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
+    let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
+    for _ in 0..100 {
+        if client.status().await.is_ok_and(|s| s.pool_bytes >= 4 << 20) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    DevGateway { addr, shutdown }
+}
+
+fn no_repeated_blocks(bytes: &[u8]) -> bool {
+    let mut seen = HashSet::new();
+    bytes.chunks_exact(16).all(|b| seen.insert(b.to_vec()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unary_calls_return_what_they_promise() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    assert_eq!(client.get_bytes(32).await.unwrap().len(), 32);
+    let dice = client.get_integers(1, 6, 1000).await.unwrap();
+    assert!(dice.len() == 1000 && dice.iter().all(|v| (1..=6).contains(v)));
+    assert_eq!(client.get_integers(i64::MIN, i64::MAX, 5).await.unwrap().len(), 5);
+    let floats = client.get_floats(100).await.unwrap();
+    assert!(floats.iter().all(|f| (0.0..1.0).contains(f)));
+    let uuids = client.get_uuids(20).await.unwrap();
+    assert!(uuids.iter().all(|u| u.get_version_num() == 4));
+    assert_eq!(uuids.iter().collect::<HashSet<_>>().len(), 20);
+    let status = client.status().await.unwrap();
+    assert_eq!(status.pool_capacity_bytes, 8 << 20);
+    assert!(status.sources.iter().any(|s| s.name == "os"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_map_to_their_variants() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    match client.get_bytes(0).await {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("num_bytes"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(client.get_integers(2, 1, 1).await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(client.get_uuids(0).await, Err(Error::InvalidArgument(_))));
+    let wrong = Client::connect(&format!("http://{}", gw.addr), "wrong").await.unwrap();
+    assert!(matches!(wrong.get_bytes(8).await, Err(Error::Unauthenticated(_))));
+    assert!(matches!(
+        ClientBuilder::new(format!("http://{}", gw.addr), "bad\nkey").connect().await,
+        Err(Error::Config(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_reads_exactly_its_total() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    let total = (1 << 20) + 123;
+    let mut out = Vec::new();
+    client.stream(Some(total), 64 << 10).read_to_end(&mut out).await.unwrap();
+    assert_eq!(out.len() as u64, total);
+    assert!(no_repeated_blocks(&out));
+}
+
+/// A TCP proxy to `target` that cuts its first connection once `cut_after` bytes have gone
+/// from the server to the client; later connections pass through untouched.
+async fn cutting_proxy(target: SocketAddr, cut_after: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = TcpStream::connect(target).await else { return };
+            let limit = if first { Some(cut_after) } else { None };
+            first = false;
+            tokio::spawn(async move {
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                let upstream = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                });
+                let mut sent = 0usize;
+                let mut buf = vec![0u8; 64 << 10];
+                while let Ok(n) = server_read.read(&mut buf).await {
+                    if n == 0 || client_write.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    sent += n;
+                    if limit.is_some_and(|l| sent >= l) {
+                        break; // cut: dropping both halves closes both sockets
+                    }
+                }
+                upstream.abort();
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_reconnects_after_a_cut_without_losing_or_repeating() {
+    let gw = dev_gateway().await;
+    let proxy = cutting_proxy(gw.addr, 300 << 10).await;
+    let client = Client::connect(&format!("http://{proxy}"), KEY).await.unwrap();
+    let total = 3 << 20;
+    let mut stream = client.stream(Some(total), 32 << 10);
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).await.unwrap();
+    assert!(stream.reconnects() >= 1, "the cut forced a reconnect");
+    assert_eq!(out.len() as u64, total, "every byte owed arrived");
+    assert!(no_repeated_blocks(&out), "nothing repeated across the reconnect");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rand_adapters_seed_and_serve() {
+    use rand::{RngExt, SeedableRng};
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    let mut a: rand::rngs::StdRng = client.seed().await.unwrap();
+    let mut b: rand::rngs::StdRng = client.seed().await.unwrap();
+    assert_ne!(a.random::<u128>(), b.random::<u128>(), "fresh seeds differ");
+    let rng = client.prefetched_rng(64).await.unwrap();
+    let mut rng = rand_core::UnwrapErr(rng);
+    let roll: u8 = rng.random_range(1..=6);
+    assert!((1..=6).contains(&roll));
+    let _ = rand::rngs::StdRng::from_rng(&mut rng);
+}
+
+fn cli(gw: &DevGateway, key: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+        .args(args)
+        .env("ENTROPY_ENDPOINT", format!("http://{}", gw.addr))
+        .env("ENTROPY_API_KEY", key)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_does_what_its_help_says() {
+    let gw = dev_gateway().await;
+    let gw = &gw;
+    let run = |key: &'static str, args: &'static [&'static str]| async move {
+        tokio::task::block_in_place(|| cli(gw, key, args))
+    };
+    let out = run(KEY, &["bytes", "32", "--hex"]).await;
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success()
+            && text.trim().len() == 64
+            && text.trim().bytes().all(|b| b.is_ascii_hexdigit())
+    );
+
+    let out = run(KEY, &["int", "--min", "-3", "--max", "3", "--count", "50"]).await;
+    let values: Vec<i64> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert!(values.len() == 50 && values.iter().all(|v| (-3..=3).contains(v)));
+
+    let out = run(KEY, &["stream", "--total", "100KiB", "--chunk", "16KiB"]).await;
+    assert!(out.status.success());
+    assert_eq!(out.stdout.len(), 100 << 10);
+
+    let out = run(KEY, &["uuid", "--count", "2"]).await;
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    let out = run(KEY, &["status"]).await;
+    assert!(String::from_utf8(out.stdout).unwrap().contains("SOURCE_KIND_OS"));
+
+    let out = run("wrong", &["bytes", "8"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("unauthenticated"));
+    let out = run(KEY, &["bytes", "0"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("num_bytes"));
+}
