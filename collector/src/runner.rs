@@ -34,7 +34,7 @@ pub struct RunStats {
     pub already_stored: AtomicU64,
     /// Chunks a gateway refused for good.
     pub refused: AtomicU64,
-    /// Signed chunks not delivered when the grace period ended.
+    /// Signed chunks not delivered when the grace period ended (set when the run ends).
     pub abandoned: AtomicU64,
     /// Rounds that published nothing for lack of healthy sources.
     pub rounds_skipped: AtomicU64,
@@ -66,6 +66,8 @@ pub async fn run(
     }
 
     let mut last_skip_log: Option<tokio::time::Instant> = None;
+    // A chunk signed but not yet queued when shutdown came: it is delivered in the flush.
+    let mut pending: Option<PublishRequest> = None;
     loop {
         let round = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -74,10 +76,17 @@ pub async fn run(
         match round {
             Round::Chunk(chunk) => {
                 stats.signed.fetch_add(1, Ordering::Relaxed);
-                // Waits while the buffer is full (backpressure); on shutdown the chunk is
-                // still queued, since it is already signed.
-                if tx.send(chunk).await.is_err() {
-                    break;
+                // Waits while the buffer is full (backpressure), but not past shutdown: a full
+                // queue behind a full or absent gateway must not keep the process alive.
+                tokio::select! {
+                    slot = tx.reserve() => match slot {
+                        Ok(slot) => slot.send(chunk),
+                        Err(_) => break,
+                    },
+                    () = shutdown.cancelled() => {
+                        pending = Some(chunk);
+                        break;
+                    }
                 }
             }
             Round::TooFewSources { healthy, needed, starting } => {
@@ -103,15 +112,26 @@ pub async fn run(
             }
         }
     }
-    drop(tx);
     tracing::info!("collector stopping: delivering chunks already signed");
-    let drained = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(grace, drained).await.is_err() {
+    let flush = async {
+        if let Some(chunk) = pending
+            && let Ok(slot) = tx.reserve().await
+        {
+            slot.send(chunk);
+        }
+        drop(tx);
+        while tasks.join_next().await.is_some() {}
+    };
+    if tokio::time::timeout(grace, flush).await.is_err() {
         abandon.cancel();
         while tasks.join_next().await.is_some() {}
     }
-    let left = rx.lock().await.len() as u64;
-    stats.abandoned.fetch_add(left, Ordering::Relaxed);
+    // Whatever was signed and neither delivered nor refused was abandoned: still queued,
+    // pending, or being retried when the grace period ended.
+    let settled = stats.delivered() + stats.refused.load(Ordering::Relaxed);
+    stats
+        .abandoned
+        .store(stats.signed.load(Ordering::Relaxed).saturating_sub(settled), Ordering::Relaxed);
 }
 
 async fn publish_loop(
@@ -145,10 +165,7 @@ async fn publish_loop(
                     status.message()
                 );
             }
-            Delivery::Abandoned => {
-                stats.abandoned.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+            Delivery::Abandoned => return,
         }
     }
 }

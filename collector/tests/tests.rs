@@ -50,8 +50,12 @@ async fn start_sim(fault: Fault, https: bool) -> RunningSim {
 }
 
 fn quantis(sim: &RunningSim, timeout: Duration) -> QuantisSource {
+    quantis_named("quantis-sim", sim, timeout)
+}
+
+fn quantis_named(name: &str, sim: &RunningSim, timeout: Duration) -> QuantisSource {
     QuantisSource::new(
-        "quantis-sim",
+        name,
         QuantisOptions {
             base_url: sim.url.clone(),
             trust: sim.trust.clone(),
@@ -190,56 +194,24 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     assert!(chunk.sources.iter().all(|s| s.contributed));
 
     // Replace the OS source by a stuck appliance: one healthy of two needed → nothing.
-    let slots = vec![
-        SourceSlot::new(Box::new(quantis(&good, Duration::from_secs(1))), 7.0, 40),
-        SourceSlot::new(
-            Box::new(
-                QuantisSource::new(
-                    "stuck",
-                    QuantisOptions {
-                        base_url: bad.url.clone(),
-                        trust: TrustAnchor::WebPki,
-                        allow_http: true,
-                        request_timeout: Duration::from_secs(1),
-                        attempts: 1,
-                        initial_backoff: Duration::from_millis(1),
-                        max_backoff: Duration::from_millis(1),
-                    },
-                )
-                .unwrap(),
+    let good_and_stuck = || {
+        vec![
+            SourceSlot::new(Box::new(quantis(&good, Duration::from_secs(1))), 7.0, 40),
+            SourceSlot::new(
+                Box::new(quantis_named("stuck", &bad, Duration::from_secs(1))),
+                7.0,
+                40,
             ),
-            7.0,
-            40,
-        ),
-    ];
+        ]
+    };
+    let slots = good_and_stuck();
     let mut p = pipeline(slots, Scheme::Hkdf, 2);
     for _ in 0..3 {
         assert!(matches!(p.round().await, Round::TooFewSources { needed: 2, .. }));
     }
     // With min_sources = 1 the healthy one is published alone, and the chunk reports the
     // quarantined one as not contributing.
-    let slots = vec![
-        SourceSlot::new(Box::new(quantis(&good, Duration::from_secs(1))), 7.0, 40),
-        SourceSlot::new(
-            Box::new(
-                QuantisSource::new(
-                    "stuck",
-                    QuantisOptions {
-                        base_url: bad.url.clone(),
-                        trust: TrustAnchor::WebPki,
-                        allow_http: true,
-                        request_timeout: Duration::from_secs(1),
-                        attempts: 1,
-                        initial_backoff: Duration::from_millis(1),
-                        max_backoff: Duration::from_millis(1),
-                    },
-                )
-                .unwrap(),
-            ),
-            7.0,
-            40,
-        ),
-    ];
+    let slots = good_and_stuck();
     let mut p = pipeline(slots, Scheme::Hkdf, 1);
     p.round().await;
     let Round::Chunk(chunk) = p.round().await else { panic!("one healthy source allowed") };

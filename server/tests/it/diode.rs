@@ -290,3 +290,25 @@ async fn a_gateway_that_starts_late_gets_fresh_chunks_and_refuses_older_ones() {
     );
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_while_blocked_on_a_full_gateway_ends_within_the_grace_period() {
+    let gw = start(test_config(|c| c.pool_capacity_bytes = 1 << 20)).await;
+    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&gw], 64 << 10, 2);
+    assert!(
+        eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
+        "the pool fills"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await; // queue full, a round blocked on it
+    let started = tokio::time::Instant::now();
+    let stats = collector.stop().await; // grace period: 2 s
+    assert!(started.elapsed() < Duration::from_secs(5), "stopped after {:?}", started.elapsed());
+    assert_eq!(stats.refused.load(Ordering::Relaxed), 0);
+    assert!(stats.abandoned.load(Ordering::Relaxed) >= 1, "chunks still waiting were abandoned");
+    assert_eq!(
+        stats.signed.load(Ordering::Relaxed),
+        stats.delivered() + stats.abandoned.load(Ordering::Relaxed)
+    );
+    assert_eq!(gw.status().await.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
+    gw.stop().await;
+}
