@@ -65,10 +65,10 @@ def messages(stdout):
     return out
 
 
-def readme_recipes():
-    """grpcurl lines from the README block marked `<!-- smoke: grpcurl recipes -->`."""
+def readme_recipes(marker_text="<!-- smoke: grpcurl recipes"):
+    """grpcurl lines from the README block after the given marker comment."""
     readme = (ROOT / "README.md").read_text()
-    marker = readme.index("<!-- smoke: grpcurl recipes")
+    marker = readme.index(marker_text)
     block = re.search(r"```(?:sh|bash)\n(.*?)```", readme[marker:], re.S).group(1)
     lines, current = [], ""
     for line in block.splitlines():
@@ -130,8 +130,43 @@ def config_errors(binary):
             check("key-file gateway stops cleanly on SIGTERM", code == 0, f"exit {code}")
 
 
+def tls_recipes(binary):
+    """The README's TLS recipes against a dev gateway serving TLS with dev-certs."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([binary, "dev-certs", "--out", tmp], capture_output=True, text=True, timeout=30)
+        check("dev-certs writes a CA and certificates", r.returncode == 0 and Path(tmp, "ca.pem").exists(), r.stderr)
+        port = free_port()
+        env = dict(os.environ, ENTROPY_DEV_API_KEY=KEY)
+        proc = subprocess.Popen(
+            [binary, "--dev", "--listen-addr", f"127.0.0.1:{port}",
+             "--tls-cert-file", f"{tmp}/gateway.pem", "--tls-key-file", f"{tmp}/gateway.key"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(100):
+                r = subprocess.run(["grpcurl", "-cacert", f"{tmp}/ca.pem", f"localhost:{port}",
+                                    "grpc.health.v1.Health/Check"], capture_output=True, text=True, timeout=30)
+                if r.returncode == 0 and '"SERVING"' in r.stdout:
+                    break
+                time.sleep(0.2)
+            r = subprocess.run(["grpcurl", "-plaintext", f"127.0.0.1:{port}", "list"],
+                               capture_output=True, text=True, timeout=30)
+            check("plaintext is refused by the TLS listener", r.returncode != 0, r.stdout)
+            recipes = readme_recipes("<!-- smoke: grpcurl tls recipes")
+            check("README has TLS recipes", len(recipes) >= 2, str(len(recipes)))
+            for recipe in recipes:
+                cmd = recipe.replace("certs/", f"{tmp}/").replace("localhost:50051", f"localhost:{port}")
+                r = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=30)
+                check(f"README TLS recipe: {recipe[:80]}", r.returncode == 0, r.stderr)
+        finally:
+            proc.send_signal(15)
+            code = proc.wait(timeout=15)
+            check("TLS dev gateway stops cleanly", code == 0, f"exit {code}")
+
+
 def main(binary):
     config_errors(binary)
+    tls_recipes(binary)
     port = free_port()
     addr = f"127.0.0.1:{port}"
     env = dict(os.environ, ENTROPY_DEV_API_KEY=KEY)

@@ -62,8 +62,37 @@ pub struct CollectorConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
-    /// `http://host:50052` (TLS and mTLS arrive with the Security work).
+    /// `http://host:50052`, or `https://host:50052` for TLS.
     pub endpoint: String,
+    /// https: PEM CA certificate(s) to trust for the gateway (default: web PKI roots).
+    pub ca_file: Option<PathBuf>,
+    /// https: PEM client certificate to present (mTLS), with `client_key_file`.
+    pub client_cert_file: Option<PathBuf>,
+    /// https: PEM private key of the client certificate.
+    pub client_key_file: Option<PathBuf>,
+}
+
+impl GatewayConfig {
+    /// The tonic endpoint, with TLS (and a client identity for mTLS) for https:// URLs.
+    pub fn endpoint(&self) -> Result<tonic::transport::Endpoint, ConfigError> {
+        let bad = |problem: String| ConfigError { key: "gateway.endpoint".into(), problem };
+        let endpoint = tonic::transport::Endpoint::from_shared(self.endpoint.clone())
+            .map_err(|e| bad(format!("{:?}: {e}", self.endpoint)))?;
+        if !self.endpoint.starts_with("https://") {
+            return Ok(endpoint);
+        }
+        let read =
+            |path: &Path| std::fs::read(path).map_err(|e| bad(format!("{}: {e}", path.display())));
+        let mut tls = tonic::transport::ClientTlsConfig::new();
+        tls = match &self.ca_file {
+            Some(ca) => tls.ca_certificate(tonic::transport::Certificate::from_pem(read(ca)?)),
+            None => tls.with_webpki_roots(),
+        };
+        if let (Some(cert), Some(key)) = (&self.client_cert_file, &self.client_key_file) {
+            tls = tls.identity(tonic::transport::Identity::from_pem(read(cert)?, read(key)?));
+        }
+        endpoint.tls_config(tls).map_err(|e| bad(e.to_string()))
+    }
 }
 
 /// Which kind of source a `[[source]]` table describes.
@@ -236,6 +265,20 @@ impl CollectorConfig {
             return bad("gateway", "at least one [[gateway]] is needed");
         }
         for (i, g) in self.gateway.iter().enumerate() {
+            if g.client_cert_file.is_some() != g.client_key_file.is_some() {
+                return bad(
+                    format!("gateway[{i}].client_key_file"),
+                    "client_cert_file and client_key_file go together",
+                );
+            }
+            if !g.endpoint.starts_with("https://")
+                && (g.ca_file.is_some() || g.client_cert_file.is_some())
+            {
+                return bad(
+                    format!("gateway[{i}].endpoint"),
+                    "TLS settings need an https:// endpoint",
+                );
+            }
             if tonic::transport::Endpoint::from_shared(g.endpoint.clone()).is_err() {
                 return bad(
                     format!("gateway[{i}].endpoint"),

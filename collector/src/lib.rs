@@ -81,10 +81,7 @@ pub fn build(
     let publishers = config
         .gateway
         .iter()
-        .map(|g| {
-            let endpoint = tonic::transport::Endpoint::from_shared(g.endpoint.clone())?;
-            Ok(Publisher::new(endpoint, RetryPolicy::default()))
-        })
+        .map(|g| Ok(Publisher::new(g.endpoint()?, RetryPolicy::default())))
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok((Arc::new(Mutex::new(pipeline)), publishers))
 }

@@ -29,6 +29,20 @@ pub struct GatewayConfig {
     /// Directory of `<key_id>.key` files holding chunk MAC keys as hex. Required outside dev
     /// mode.
     pub ingest_keys_dir: Option<PathBuf>,
+    /// PEM certificate chain for TLS on the public listener (with `tls_key_file`); plaintext
+    /// when unset.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key for TLS on the public listener.
+    pub tls_key_file: Option<PathBuf>,
+    /// Accept TLS 1.2 as well as TLS 1.3 (both listeners).
+    pub tls_allow_tls12: bool,
+    /// PEM certificate chain for TLS on the ingest listener (with `ingest_tls_key_file`).
+    pub ingest_tls_cert_file: Option<PathBuf>,
+    /// PEM private key for TLS on the ingest listener.
+    pub ingest_tls_key_file: Option<PathBuf>,
+    /// PEM CA certificates: when set, collectors must present a client certificate chaining
+    /// to one (mTLS). Needs ingest TLS.
+    pub ingest_client_ca_file: Option<PathBuf>,
     /// Most bytes the pool holds.
     pub pool_capacity_bytes: usize,
     /// Below this many pool bytes, grpc.health.v1 reports NOT_SERVING.
@@ -66,6 +80,12 @@ pub const KEYS: &[&str] = &[
     "ingest_listen_addr",
     "api_keys_file",
     "ingest_keys_dir",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_allow_tls12",
+    "ingest_tls_cert_file",
+    "ingest_tls_key_file",
+    "ingest_client_ca_file",
     "pool_capacity_bytes",
     "pool_low_watermark_bytes",
     "max_wait_ms",
@@ -84,6 +104,12 @@ impl Default for GatewayConfig {
             ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 50052)),
             api_keys_file: None,
             ingest_keys_dir: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_allow_tls12: false,
+            ingest_tls_cert_file: None,
+            ingest_tls_key_file: None,
+            ingest_client_ca_file: None,
             pool_capacity_bytes: 16 << 20,
             pool_low_watermark_bytes: 64 << 10,
             max_wait_ms: 2_000,
@@ -178,6 +204,29 @@ impl GatewayConfig {
         if tracing_subscriber::EnvFilter::try_new(&self.log_filter).is_err() {
             return bad("log_filter", format!("{:?} is not a valid filter", self.log_filter));
         }
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return bad("tls_key_file", "tls_cert_file and tls_key_file go together".into());
+        }
+        if self.ingest_tls_cert_file.is_some() != self.ingest_tls_key_file.is_some() {
+            return bad(
+                "ingest_tls_key_file",
+                "ingest_tls_cert_file and ingest_tls_key_file go together".into(),
+            );
+        }
+        if self.ingest_client_ca_file.is_some() && self.ingest_tls_cert_file.is_none() {
+            return bad(
+                "ingest_client_ca_file",
+                "mTLS needs TLS on the ingest listener: set ingest_tls_cert_file and \
+                 ingest_tls_key_file"
+                    .into(),
+            );
+        }
+        if dev && (self.ingest_tls_cert_file.is_some() || self.ingest_client_ca_file.is_some()) {
+            return bad(
+                "ingest_tls_cert_file",
+                "dev mode's ingest listener is in-process only; TLS applies to listen_addr".into(),
+            );
+        }
         if !dev {
             if self.api_keys_file.is_none() {
                 return bad("api_keys_file", "required (or run with --dev)".into());
@@ -219,6 +268,30 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "DIR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingest_keys_dir: Option<PathBuf>,
+    /// TLS certificate chain (PEM) for the public listener
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// TLS private key (PEM) for the public listener
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Accept TLS 1.2 as well as 1.3 [default: false]
+    #[arg(long, value_name = "BOOL")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_allow_tls12: Option<bool>,
+    /// TLS certificate chain (PEM) for the ingest listener
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_tls_cert_file: Option<PathBuf>,
+    /// TLS private key (PEM) for the ingest listener
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_tls_key_file: Option<PathBuf>,
+    /// CA (PEM) that collector client certificates must chain to (mTLS)
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_client_ca_file: Option<PathBuf>,
     /// Pool capacity in bytes [default: 16777216]
     #[arg(long, value_name = "BYTES")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -321,6 +394,11 @@ mod tests {
         let full = GatewayConfig {
             api_keys_file: Some("k".into()),
             ingest_keys_dir: Some("d".into()),
+            tls_cert_file: Some("c".into()),
+            tls_key_file: Some("k".into()),
+            ingest_tls_cert_file: Some("c".into()),
+            ingest_tls_key_file: Some("k".into()),
+            ingest_client_ca_file: Some("ca".into()),
             ..GatewayConfig::default()
         };
         let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
@@ -332,6 +410,12 @@ mod tests {
             ingest_listen_addr: Some(full.ingest_listen_addr),
             api_keys_file: full.api_keys_file.clone(),
             ingest_keys_dir: full.ingest_keys_dir.clone(),
+            tls_cert_file: full.tls_cert_file.clone(),
+            tls_key_file: full.tls_key_file.clone(),
+            tls_allow_tls12: Some(true),
+            ingest_tls_cert_file: full.ingest_tls_cert_file.clone(),
+            ingest_tls_key_file: full.ingest_tls_key_file.clone(),
+            ingest_client_ca_file: full.ingest_client_ca_file.clone(),
             pool_capacity_bytes: Some(1),
             pool_low_watermark_bytes: Some(1),
             max_wait_ms: Some(1),
@@ -405,8 +489,18 @@ mod tests {
         listed.sort();
         assert_eq!(keys, listed, "the example shows every key");
         let c = load_with_env(Some(path), false, &ConfigFlags::default(), no_env()).expect("valid");
+        assert!(c.tls_cert_file.is_some() && c.ingest_client_ca_file.is_some(), "TLS is shown set");
         assert_eq!(
-            GatewayConfig { api_keys_file: None, ingest_keys_dir: None, ..c },
+            GatewayConfig {
+                api_keys_file: None,
+                ingest_keys_dir: None,
+                tls_cert_file: None,
+                tls_key_file: None,
+                ingest_tls_cert_file: None,
+                ingest_tls_key_file: None,
+                ingest_client_ca_file: None,
+                ..c
+            },
             GatewayConfig::default(),
             "the example shows the defaults"
         );

@@ -9,17 +9,20 @@
 //! - [`health`]: readiness from the pool level, for grpc.health.v1.
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
-//! - [`server`]: wires the two listeners and runs until shutdown.
+//! - [`server`]: wires the two listeners and runs until shutdown; [`tls`]: rustls for them.
 //! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
+//! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
 pub mod auth;
 pub mod config;
 pub mod dev;
+pub mod devcerts;
 pub mod grpc;
 pub mod health;
 pub mod ingest;
 pub mod pool;
 pub mod sampling;
 pub mod server;
+pub mod tls;
 
 pub use server::Gateway;

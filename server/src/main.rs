@@ -13,6 +13,8 @@ use clap::Parser;
 use entropy_gateway::config::{self, ConfigFlags, GatewayConfig, LogFormat};
 use entropy_gateway::dev;
 use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::server::ListenerTls;
+use entropy_gateway::tls::{self, TlsFiles};
 use entropy_gateway::{Gateway, auth::ApiKeys};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +37,22 @@ struct Cli {
     print_config: bool,
     #[command(flatten)]
     flags: ConfigFlags,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Write a throwaway CA, a gateway server certificate and a collector client certificate
+    /// into DIR, for trying TLS and mTLS (development only), then exit.
+    DevCerts {
+        /// Directory to write ca.pem, gateway.pem/.key, collector.pem/.key into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Host names and IP addresses the gateway certificate is valid for.
+        #[arg(long = "host", value_name = "NAME", default_values = ["localhost", "127.0.0.1"])]
+        hosts: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -49,6 +67,28 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    if let Some(Command::DevCerts { out, hosts }) = &cli.command {
+        return match entropy_gateway::devcerts::generate(out, hosts) {
+            Ok(c) => {
+                println!("CA (trust it):         {}", c.ca.display());
+                println!(
+                    "gateway certificate:   {} (key {})",
+                    c.server_cert.display(),
+                    c.server_key.display()
+                );
+                println!(
+                    "collector certificate: {} (key {})",
+                    c.client_cert.display(),
+                    c.client_key.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("entropy-gateway: dev-certs: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = match config::load(cli.config.as_deref(), cli.dev, &cli.flags) {
         Ok(config) => config,
         Err(e) => {
@@ -70,6 +110,13 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
+    let tls = match load_tls(&config) {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("entropy-gateway: {e:#}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
     init_logging(&config);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -78,7 +125,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config, keys)) {
+    match runtime.block_on(run(config, keys, tls)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -107,6 +154,36 @@ fn load_keys(config: &GatewayConfig, dev_mode: bool) -> anyhow::Result<Keys> {
     Ok(Keys::Files(api, mac))
 }
 
+fn load_tls(config: &GatewayConfig) -> anyhow::Result<ListenerTls> {
+    let public = match (&config.tls_cert_file, &config.tls_key_file) {
+        (Some(cert), Some(key)) => Some(
+            tls::server_config(&TlsFiles {
+                cert,
+                key,
+                client_ca: None,
+                allow_tls12: config.tls_allow_tls12,
+            })
+            .context("invalid config key tls_cert_file/tls_key_file")?,
+        ),
+        _ => None,
+    };
+    let ingest = match (&config.ingest_tls_cert_file, &config.ingest_tls_key_file) {
+        (Some(cert), Some(key)) => Some(
+            tls::server_config(&TlsFiles {
+                cert,
+                key,
+                client_ca: config.ingest_client_ca_file.as_deref(),
+                allow_tls12: config.tls_allow_tls12,
+            })
+            .context(
+                "invalid config key ingest_tls_cert_file/ingest_tls_key_file/ingest_client_ca_file",
+            )?,
+        ),
+        _ => None,
+    };
+    Ok(ListenerTls { public, ingest })
+}
+
 fn init_logging(config: &GatewayConfig) {
     let filter = tracing_subscriber::EnvFilter::new(&config.log_filter);
     let builder = tracing_subscriber::fmt()
@@ -119,7 +196,7 @@ fn init_logging(config: &GatewayConfig) {
     }
 }
 
-async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
+async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Result<()> {
     let public = bind(config.listen_addr, "listen_addr").await?;
     let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
     let public_addr = public.local_addr()?;
@@ -129,11 +206,11 @@ async fn run(config: GatewayConfig, keys: Keys) -> anyhow::Result<()> {
 
     let grace = config.shutdown_grace();
     let (gateway, feed) = match keys {
-        Keys::Files(api, mac) => (Gateway::new(config, api, mac), None),
+        Keys::Files(api, mac) => (Gateway::new(config, api, mac).with_tls(tls), None),
         Keys::Dev(dev_keys) => {
             let feed = dev::spawn_feed(ingest_addr, dev_keys.mac_secret.clone(), shutdown.clone())?;
             println!("{}", dev::banner(public_addr, &dev_keys));
-            (Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys), Some(feed))
+            (Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys).with_tls(tls), Some(feed))
         }
     };
     tracing::info!(%public_addr, %ingest_addr, "entropy gateway serving");

@@ -40,6 +40,16 @@ pub struct Gateway {
     pool: Arc<Pool>,
     ingest: Arc<Ingest>,
     readiness: Arc<Readiness>,
+    tls: ListenerTls,
+}
+
+/// TLS for each listener; `None` serves plaintext.
+#[derive(Debug, Clone, Default)]
+pub struct ListenerTls {
+    /// The public listener.
+    pub public: Option<Arc<rustls::ServerConfig>>,
+    /// The ingest listener (with a client verifier for mTLS when configured).
+    pub ingest: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Why serving stopped with an error.
@@ -71,7 +81,20 @@ impl Gateway {
         let ingest =
             Arc::new(Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams));
         let readiness = Arc::new(Readiness::new(pool.clone(), config.pool_low_watermark_bytes));
-        Self { config, api_keys: Arc::new(api_keys), pool, ingest, readiness }
+        Self {
+            config,
+            api_keys: Arc::new(api_keys),
+            pool,
+            ingest,
+            readiness,
+            tls: ListenerTls::default(),
+        }
+    }
+
+    /// Serves TLS on the listeners `tls` names.
+    pub fn with_tls(mut self, tls: ListenerTls) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// The pool (for benchmarks and in-process checks).
@@ -133,14 +156,14 @@ impl Gateway {
             .add_service(entropy)
             .add_service(public_health_service)
             .add_service(reflection_v1)
-            .add_service(reflection_v1alpha)
-            .serve_with_incoming_shutdown(incoming(public), shutdown.clone().cancelled_owned());
+            .add_service(reflection_v1alpha);
+        let public_server = serve_router(public_server, public, self.tls.public, shutdown.clone());
         // Ingest receives up to a MiB per call: larger windows keep one collector from being
         // throttled by flow control.
         let ingest_server = base_server(4 << 20, 16 << 20)
             .add_service(ingest_api)
-            .add_service(ingest_health_service)
-            .serve_with_incoming_shutdown(incoming(ingest), shutdown.clone().cancelled_owned());
+            .add_service(ingest_health_service);
+        let ingest_server = serve_router(ingest_server, ingest, self.tls.ingest, shutdown.clone());
 
         let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);
         streams.close();
@@ -170,6 +193,23 @@ fn base_server(stream_window: u32, connection_window: u32) -> Server {
         .initial_connection_window_size(connection_window)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+}
+
+/// Serves `router` on `listener`, over TLS when `tls` is set, until `shutdown`.
+async fn serve_router(
+    router: tonic::transport::server::Router,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: CancellationToken,
+) -> Result<(), tonic::transport::Error> {
+    let signal = shutdown.clone().cancelled_owned();
+    match tls {
+        None => router.serve_with_incoming_shutdown(incoming(listener), signal).await,
+        Some(config) => {
+            let tls_incoming = crate::tls::incoming(listener, config, shutdown);
+            router.serve_with_incoming_shutdown(tls_incoming, signal).await
+        }
+    }
 }
 
 /// Accepted sockets with TCP_NODELAY: `Server::tcp_nodelay` does not apply to

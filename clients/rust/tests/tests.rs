@@ -30,6 +30,11 @@ impl Drop for DevGateway {
 
 /// A dev-mode gateway (OS source through the real ingest path), ready when it returns.
 async fn dev_gateway() -> DevGateway {
+    dev_gateway_with_tls(None).await
+}
+
+/// The same, serving TLS on the public listener when `tls` is given.
+async fn dev_gateway_with_tls(tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> DevGateway {
     let public = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ingest = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
@@ -37,14 +42,18 @@ async fn dev_gateway() -> DevGateway {
     let shutdown = CancellationToken::new();
     dev::spawn_feed(ingest_addr, keys.mac_secret.clone(), shutdown.clone()).unwrap();
     let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
-    let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys);
+    let tls_on = tls.is_some();
+    let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
+        .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });
     tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
-    let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
-    for _ in 0..100 {
-        if client.status().await.is_ok_and(|s| s.pool_bytes >= 4 << 20) {
-            break;
+    if !tls_on {
+        let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
+        for _ in 0..100 {
+            if client.status().await.is_ok_and(|s| s.pool_bytes >= 4 << 20) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     DevGateway { addr, shutdown }
 }
@@ -209,4 +218,30 @@ async fn the_cli_does_what_its_help_says() {
     let out = run(KEY, &["bytes", "0"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("num_bytes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = entropy_gateway::devcerts::generate(dir.path(), &["localhost".into()]).unwrap();
+    let files = entropy_gateway::tls::TlsFiles {
+        cert: &certs.server_cert,
+        key: &certs.server_key,
+        client_ca: None,
+        allow_tls12: false,
+    };
+    let gw = dev_gateway_with_tls(Some(entropy_gateway::tls::server_config(&files).unwrap())).await;
+    let url = format!("https://localhost:{}", gw.addr.port());
+    let client = ClientBuilder::new(&url, KEY).ca_file(&certs.ca).connect().await.expect("TLS");
+    let mut bytes = Err(Error::Unavailable("not yet".into()));
+    for _ in 0..50 {
+        bytes = client.get_bytes(16).await;
+        if bytes.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(bytes.expect("bytes over TLS").len(), 16);
+    // Without the CA, the self-issued certificate is not trusted.
+    assert!(Client::connect(&url, KEY).await.is_err());
 }

@@ -5,3 +5,4 @@ mod entropy;
 mod ingest;
 mod lifecycle;
 mod support;
+mod tls;

@@ -8,7 +8,7 @@ use entropy_gateway::Gateway;
 use entropy_gateway::auth::ApiKeys;
 use entropy_gateway::config::GatewayConfig;
 use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::server::ServeError;
+use entropy_gateway::server::{ListenerTls, ServeError};
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{
@@ -53,10 +53,20 @@ pub async fn start(config: GatewayConfig) -> TestGateway {
 
 /// Starts a gateway on listeners the caller bound.
 pub fn start_on(config: GatewayConfig, public: TcpListener, ingest: TcpListener) -> TestGateway {
+    start_with_tls(config, public, ingest, ListenerTls::default())
+}
+
+/// Starts a gateway on listeners the caller bound, with TLS where `tls` says.
+pub fn start_with_tls(
+    config: GatewayConfig,
+    public: TcpListener,
+    ingest: TcpListener,
+    tls: ListenerTls,
+) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
-    let gateway = Gateway::new(config, ApiKeys::single("test", API_KEY), mac_keys);
+    let gateway = Gateway::new(config, ApiKeys::single("test", API_KEY), mac_keys).with_tls(tls);
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec()).expect("signer");

@@ -1,0 +1,109 @@
+//! A throwaway CA and certificates for trying TLS and mTLS (`entropy-gateway dev-certs`).
+//!
+//! Writes into a directory: `ca.pem` (the CA certificate, to trust), `gateway.pem` and
+//! `gateway.key` (a server certificate for the given host names), `collector.pem` and
+//! `collector.key` (a client certificate for mTLS on the ingest listener). The CA's private
+//! key is not written: no further certificates can be issued from it, by design. Keys are
+//! written with mode 0600. For development and tests only.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+/// Paths of the files written.
+#[derive(Debug, Clone)]
+pub struct DevCerts {
+    /// CA certificate (PEM).
+    pub ca: PathBuf,
+    /// Server certificate chain (PEM).
+    pub server_cert: PathBuf,
+    /// Server private key (PEM).
+    pub server_key: PathBuf,
+    /// Client certificate (PEM).
+    pub client_cert: PathBuf,
+    /// Client private key (PEM).
+    pub client_key: PathBuf,
+}
+
+/// Generates a CA, a server certificate for `hosts` (DNS names or IP addresses) and a client
+/// certificate, and writes them into `dir` (created if missing).
+pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+
+    let ca_key = KeyPair::generate().map_err(|e| err(&e))?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| err(&e))?;
+    ca_params.distinguished_name.push(DnType::CommonName, "Entropy Diode dev CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(|e| err(&e))?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let leaf = |names: Vec<String>,
+                cn: &str,
+                usage: ExtendedKeyUsagePurpose|
+     -> Result<(String, String), String> {
+        let key = KeyPair::generate().map_err(|e| err(&e))?;
+        let mut params = CertificateParams::new(names).map_err(|e| err(&e))?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &issuer).map_err(|e| err(&e))?;
+        Ok((cert.pem(), key.serialize_pem()))
+    };
+    let (server_pem, server_key) =
+        leaf(hosts.to_vec(), "entropy-gateway", ExtendedKeyUsagePurpose::ServerAuth)?;
+    let (client_pem, client_key) = leaf(
+        vec!["entropy-collector".into()],
+        "entropy-collector",
+        ExtendedKeyUsagePurpose::ClientAuth,
+    )?;
+
+    let out = DevCerts {
+        ca: dir.join("ca.pem"),
+        server_cert: dir.join("gateway.pem"),
+        server_key: dir.join("gateway.key"),
+        client_cert: dir.join("collector.pem"),
+        client_key: dir.join("collector.key"),
+    };
+    write(&out.ca, &ca_cert.pem(), false)?;
+    write(&out.server_cert, &server_pem, false)?;
+    write(&out.server_key, &server_key, true)?;
+    write(&out.client_cert, &client_pem, false)?;
+    write(&out.client_key, &client_key, true)?;
+    Ok(out)
+}
+
+fn write(path: &Path, text: &str, secret: bool) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true).mode(if secret { 0o600 } else { 0o644 });
+    let mut file = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::{TlsFiles, server_config};
+
+    #[test]
+    fn writes_certificates_the_gateway_accepts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let certs = generate(dir.path(), &["localhost".into(), "127.0.0.1".into()]).expect("certs");
+        let files = TlsFiles {
+            cert: &certs.server_cert,
+            key: &certs.server_key,
+            client_ca: Some(&certs.ca),
+            allow_tls12: false,
+        };
+        server_config(&files).expect("a valid mTLS server config");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&certs.server_key).expect("key").permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "private keys are not world-readable");
+    }
+}
