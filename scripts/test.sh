@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of the project. Installs the tools it needs (Go tools via `go install`),
-# so a fresh machine with Rust, Go and Python needs nothing else.
+# Runs every test of the project. Installs the tools it needs (Go tools via `go install`,
+# Python packages into a venv via pip, npm packages from the lock file), so a fresh machine with
+# Rust, Go, Python 3 and Node 20 needs nothing else.
 #
 #   scripts/test.sh            everything
 #   SKIP_LINT=1 scripts/test.sh   skip fmt/clippy/buf (quicker local loop)
@@ -50,3 +51,6 @@ python3 scripts/smoke_dev.py target/release/entropy-gateway
 
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
 python3 scripts/smoke_diode.py target/release
+
+step "clients: generated code in sync, Python/Go/TypeScript suites, conformance of all languages"
+GATEWAY_BIN=target/release/entropy-gateway clients/test.sh

@@ -79,7 +79,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects.
+    /// Builds the client. Like other gRPC clients it connects lazily: the first call dials,
+    /// and a call's deadline covers connecting too. An unreachable gateway shows up as
+    /// `Unavailable` (or `DeadlineExceeded`) on the first call.
     pub async fn connect(self) -> Result<Client, Error> {
         let key = format!("Bearer {}", self.api_key)
             .parse::<MetadataValue<Ascii>>()
@@ -105,7 +107,7 @@ impl ClientBuilder {
             };
             endpoint = endpoint.tls_config(tls).map_err(|e| Error::Config(e.to_string()))?;
         }
-        let channel = endpoint.connect().await?;
+        let channel = endpoint.connect_lazy();
         let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
             .max_decoding_message_size(4 << 20);
         Ok(Client { inner, timeout: self.timeout })
@@ -126,28 +128,53 @@ impl Client {
         request
     }
 
+    /// Awaits a call, bounded by the deadline here too: `grpc-timeout` only tells the server,
+    /// and a server that never answers (or a connection that never completes) must not hang us.
+    async fn call<T>(
+        &self,
+        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    ) -> Result<T, Error> {
+        let Some(t) = self.timeout else {
+            return Ok(call.await?.into_inner());
+        };
+        let deadline = tokio::time::Instant::now() + t;
+        let late = || Error::DeadlineExceeded(format!("no answer within {t:?}"));
+        match tokio::time::timeout_at(deadline, call).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            // tonic enforces grpc-timeout on the client too, reporting it as CANCELLED.
+            Ok(Err(status))
+                if status.code() == tonic::Code::Cancelled
+                    && tokio::time::Instant::now() >= deadline =>
+            {
+                Err(late())
+            }
+            Ok(Err(status)) => Err(status.into()),
+            Err(_) => Err(late()),
+        }
+    }
+
     /// Exactly `n` random bytes (1..=1048576).
     pub async fn get_bytes(&self, n: u32) -> Result<Vec<u8>, Error> {
         let request = self.request(GetRandomRequest { num_bytes: n, encoding: 0 });
-        Ok(self.inner.clone().get_random(request).await?.into_inner().data)
+        Ok(self.call(self.inner.clone().get_random(request)).await?.data)
     }
 
     /// `count` (1..=10000) uniform integers in `[min, max]`, unbiased.
     pub async fn get_integers(&self, min: i64, max: i64, count: u32) -> Result<Vec<i64>, Error> {
         let request = self.request(GetIntegersRequest { min, max, count });
-        Ok(self.inner.clone().get_integers(request).await?.into_inner().values)
+        Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
     }
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
         let request = self.request(GetFloatsRequest { count });
-        Ok(self.inner.clone().get_floats(request).await?.into_inner().values)
+        Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
         let request = self.request(GetUuidsRequest { count });
-        let uuids = self.inner.clone().get_uuids(request).await?.into_inner().uuids;
+        let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids
             .iter()
             .map(|u| {
@@ -161,7 +188,7 @@ impl Client {
 
     /// The gateway's pool, counters and sources.
     pub async fn status(&self) -> Result<GetStatusResponse, Error> {
-        Ok(self.inner.clone().get_status(self.request(GetStatusRequest {})).await?.into_inner())
+        self.call(self.inner.clone().get_status(self.request(GetStatusRequest {}))).await
     }
 
     /// A byte stream of `total` bytes (or endless with `None`), fetched in messages of

@@ -243,5 +243,28 @@ async fn tls_with_a_ca_file() {
     }
     assert_eq!(bytes.expect("bytes over TLS").len(), 16);
     // Without the CA, the self-issued certificate is not trusted.
-    assert!(Client::connect(&url, KEY).await.is_err());
+    let untrusting = Client::connect(&url, KEY).await.expect("lazy");
+    assert!(matches!(untrusting.get_bytes(16).await, Err(Error::Unavailable(_))));
+}
+
+#[tokio::test]
+async fn a_deadline_bounds_a_gateway_that_never_answers() {
+    // Accepts TCP connections and never says a word.
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let client = ClientBuilder::new(format!("http://{addr}"), KEY)
+        .timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let result = client.get_bytes(32).await;
+    assert!(matches!(result, Err(Error::DeadlineExceeded(_))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
 }

@@ -1,0 +1,204 @@
+"""The asyncio client (grpc.aio): the same calls as `EntropyClient`, awaitable, and an
+`AsyncStreamReader` with the same reconnect rule as the sync `StreamReader`."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from . import errors
+from ._common import (
+    DEFAULT_TIMEOUT,
+    Credentials,
+    StreamState,
+    auth_metadata,
+    build,
+    channel_credentials,
+    uuids_from_pb,
+)
+from ._gen.entropy.v1 import entropy_pb2 as pb
+from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
+from .types import Status, status_from_pb
+
+__all__ = ["AsyncEntropyClient", "AsyncStreamReader"]
+
+
+class AsyncEntropyClient:
+    """A connection to an Entropy Diode gateway for asyncio code.
+
+    >>> async with AsyncEntropyClient("127.0.0.1:50051", api_key, tls=False) as client:
+    ...     await client.get_bytes(32)
+
+    Create it inside the running event loop (grpc.aio channels belong to one loop).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        api_key: str,
+        *,
+        tls: Credentials = True,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        creds = channel_credentials(tls)
+        if creds is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, creds, options=options)
+        self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = auth_metadata(api_key)
+        self._timeout = timeout
+
+    async def get_bytes(self, num_bytes: int, *, timeout: float | None = None) -> bytes:
+        """Exactly `num_bytes` random bytes (1..=1048576)."""
+        req = build(pb.GetRandomRequest, num_bytes=num_bytes)
+        resp: pb.GetRandomResponse = await self._call(self._stub.GetRandom, req, timeout)
+        return resp.data
+
+    async def get_integers(
+        self, low: int, high: int, count: int = 1, *, timeout: float | None = None
+    ) -> list[int]:
+        """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
+        req = build(pb.GetIntegersRequest, min=low, max=high, count=count)
+        resp: pb.GetIntegersResponse = await self._call(self._stub.GetIntegers, req, timeout)
+        return list(resp.values)
+
+    async def get_floats(self, count: int = 1, *, timeout: float | None = None) -> list[float]:
+        """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
+        req = build(pb.GetFloatsRequest, count=count)
+        resp: pb.GetFloatsResponse = await self._call(self._stub.GetFloats, req, timeout)
+        return list(resp.values)
+
+    async def get_uuids(self, count: int = 1, *, timeout: float | None = None) -> list[uuid.UUID]:
+        """`count` (1..=10000) random version 4 UUIDs."""
+        req = build(pb.GetUuidsRequest, count=count)
+        resp: pb.GetUuidsResponse = await self._call(self._stub.GetUuids, req, timeout)
+        return uuids_from_pb(resp)
+
+    async def status(self, *, timeout: float | None = None) -> Status:
+        """The gateway's pool, counters and sources."""
+        resp: pb.GetStatusResponse = await self._call(
+            self._stub.GetStatus, pb.GetStatusRequest(), timeout
+        )
+        return status_from_pb(resp)
+
+    def reader(
+        self, total_bytes: int | None = None, *, chunk_bytes: int = 0
+    ) -> AsyncStreamReader:
+        """An async reader over StreamRandom; see `AsyncStreamReader`."""
+        return AsyncStreamReader(self._open_stream, total_bytes, chunk_bytes)
+
+    async def close(self) -> None:
+        await self._channel.close(grace=None)
+
+    async def __aenter__(self) -> AsyncEntropyClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
+        return self._stub.StreamRandom(req, metadata=self._metadata)
+
+    async def _call(self, method: Any, req: Any, timeout: float | None) -> Any:
+        try:
+            return await method(
+                req,
+                metadata=self._metadata,
+                timeout=self._timeout if timeout is None else timeout,
+            )
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+
+class AsyncStreamReader:
+    """Random bytes from StreamRandom for asyncio code: `await read(n)` returns exactly n bytes
+    (fewer only at the end of a bounded stream), `async for chunk in reader` yields them as they
+    arrive. Reconnects after UNAVAILABLE for exactly the bytes still owed, like `StreamReader`."""
+
+    def __init__(
+        self,
+        open_stream: Callable[[pb.StreamRandomRequest], Any],
+        total_bytes: int | None,
+        chunk_bytes: int = 0,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._open = open_stream
+        self._state = StreamState(total_bytes, chunk_bytes)
+        self._call: Any = None
+        self._sleep = sleep
+        self._closed = False
+
+    @property
+    def streams_opened(self) -> int:
+        """How many StreamRandom calls this reader has made (1 + reconnects)."""
+        return self._state.opens
+
+    async def read(self, size: int) -> bytes:
+        if self._closed:
+            raise ValueError("I/O operation on a closed AsyncStreamReader")
+        if size < 0:
+            raise ValueError("size must be >= 0")
+        while len(self._state.buffer) < size and await self._fill():
+            pass
+        return self._state.take(size)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        while True:
+            if not self._state.buffer and not await self._fill():
+                return
+            yield self._state.take(len(self._state.buffer))
+
+    def close(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+        self._closed = True
+
+    async def __aenter__(self) -> AsyncStreamReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def _fill(self) -> bool:
+        """Receive one more message into the buffer; False once a bounded stream is complete."""
+        state = self._state
+        while not state.exhausted:
+            if self._call is None:
+                self._call = self._open(state.request())
+            try:
+                msg = await self._call.read()
+            except grpc.RpcError as e:
+                self._call = None
+                delay = state.retry_delay(e)
+                if delay is None:
+                    raise errors.from_rpc_error(e) from None
+                await self._sleep(delay)
+                continue
+            # grpc.aio.EOF is missing from grpc-stubs, hence the ignore.
+            if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
+                self._call = None
+                raise state.ended_early()
+            state.accept(msg.data)
+            if state.exhausted:
+                self._call.cancel()
+                self._call = None
+            return True
+        return False

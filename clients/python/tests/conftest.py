@@ -1,0 +1,95 @@
+"""Fixtures: one live dev gateway for the whole session (or the one named by
+ENTROPY_TEST_ENDPOINT / ENTROPY_TEST_API_KEY), and clients connected to it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from entropy_diode import EntropyClient, EntropyError
+
+REPO = Path(__file__).resolve().parents[3]
+POOL_CAPACITY = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Gateway:
+    target: str
+    api_key: str
+    # The pool capacity the gateway was started with; None for an external gateway.
+    pool_capacity: int | None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_serving(target: str, api_key: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    with EntropyClient(target, api_key, tls=False, timeout=1.0) as client:
+        while True:
+            try:
+                if client.status().serving:
+                    return
+            except EntropyError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gateway at {target} not serving after {timeout}s")
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def gateway() -> Iterator[Gateway]:
+    if os.environ.get("ENTROPY_TEST_ENDPOINT"):
+        gw = Gateway(os.environ["ENTROPY_TEST_ENDPOINT"], os.environ["ENTROPY_TEST_API_KEY"], None)
+        wait_serving(gw.target, gw.api_key)
+        yield gw
+        return
+    binary = os.environ.get("GATEWAY_BIN") or str(REPO / "target/release/entropy-gateway")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no gateway binary at {binary} (set GATEWAY_BIN)")
+    gw = Gateway(f"127.0.0.1:{free_port()}", "py-test-" + secrets.token_hex(8), POOL_CAPACITY)
+    proc = subprocess.Popen(
+        [binary, "--dev", "--listen-addr", gw.target, "--pool-capacity-bytes", str(POOL_CAPACITY)],
+        env=dict(os.environ, ENTROPY_DEV_API_KEY=gw.api_key),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_serving(gw.target, gw.api_key)
+        yield gw
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def client(gateway: Gateway) -> Iterator[EntropyClient]:
+    with EntropyClient(gateway.target, gateway.api_key, tls=False) as c:
+        yield c
+
+
+def blocks16(data: bytes) -> list[bytes]:
+    """The 16-byte blocks of `data`: two equal blocks of real random data have probability
+    ~2^-128 per pair, so any repeat means bytes were served or returned twice."""
+    return [data[i : i + 16] for i in range(0, len(data) - len(data) % 16, 16)]
+
+
+def assert_no_repeated_block(data: bytes) -> None:
+    blocks = blocks16(data)
+    assert len(set(blocks)) == len(blocks), "a 16-byte block appeared twice"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Tests every client library: the one entry point for the project's test command.
+#
+#   clients/test.sh                       uses target/release/entropy-gateway
+#   GATEWAY_BIN=/path/to/entropy-gateway clients/test.sh
+#
+# Needs Go, Node 20+ (npm) and Python 3.10+ (with venv); installs everything else itself,
+# pinned: generators (clients/generate.sh), Python packages into python/.venv, npm packages
+# from typescript/package-lock.json, Go modules from go/go.sum. Steps, in order, stopping at the
+# first failure:
+#   1. regenerate all generated code and fail if it differs from what is checked in
+#   2. Python: mypy --strict, pytest        (each suite starts its own dev gateway)
+#   3. Go: gofmt, go vet, go test
+#   4. TypeScript: tsc --strict, node --test
+#   5. conformance: every language against ONE gateway; its last line is the summary
+set -euo pipefail
+
+CLIENTS="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$CLIENTS")"
+GATEWAY_BIN="${GATEWAY_BIN:-$ROOT/target/release/entropy-gateway}"
+case "$GATEWAY_BIN" in /*) ;; *) GATEWAY_BIN="$PWD/$GATEWAY_BIN" ;; esac # the suites chdir
+export GATEWAY_BIN
+
+step() { printf '\n==> %s\n' "$*"; }
+
+for tool in go node npm python3; do
+  command -v "$tool" >/dev/null || { echo "clients/test.sh needs $tool on PATH" >&2; exit 1; }
+done
+export PATH="$(go env GOPATH)/bin:$PATH"
+if [ ! -x "$GATEWAY_BIN" ]; then
+  echo "no gateway binary at $GATEWAY_BIN: build it (cargo build --release -p entropy-gateway)" \
+    "or set GATEWAY_BIN" >&2
+  exit 1
+fi
+
+step "generated code matches proto/ (clients/generate.sh)"
+GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen)
+snapshot="$(mktemp -d)"
+trap 'rm -rf "$snapshot"' EXIT
+for dir in "${GENERATED[@]}"; do
+  mkdir -p "$snapshot/$dir"
+  if [ -d "$CLIENTS/$dir" ]; then cp -a "$CLIENTS/$dir/." "$snapshot/$dir/"; fi
+done
+"$CLIENTS/generate.sh" # also installs the pinned generators and each language's packages
+stale=0
+for dir in "${GENERATED[@]}"; do
+  diff -ru "$snapshot/$dir" "$CLIENTS/$dir" || stale=1
+done
+if [ "$stale" != 0 ]; then
+  echo "generated code was out of date with proto/: the tree now holds the regenerated code;" \
+    "review and commit it" >&2
+  exit 1
+fi
+
+step "python: install, mypy --strict, pytest"
+cd "$CLIENTS/python"
+# Editable, without build isolation: setuptools is pinned in requirements-dev.txt, so this needs
+# no index and tests run against the source tree.
+.venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
+.venv/bin/mypy
+.venv/bin/pytest -q -p no:cacheprovider
+
+step "go: gofmt, vet, test"
+cd "$CLIENTS/go"
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -count=1 ./...
+
+step "typescript: tsc --strict, node --test"
+cd "$CLIENTS/typescript"
+npm test --silent
+
+step "conformance: every language against one gateway"
+python3 "$CLIENTS/conformance/run.py" --gateway "$GATEWAY_BIN"

@@ -1,0 +1,10 @@
+// A 20-character password: each character an unbiased draw from the alphabet.
+import { EntropyClient } from "../src";
+
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&*+-=?@^_";
+const endpoint = process.env.ENTROPY_ENDPOINT ?? "127.0.0.1:50051";
+const client = new EntropyClient(endpoint, process.env.ENTROPY_API_KEY ?? "", { insecure: true });
+client
+  .getIntegers(0, ALPHABET.length - 1, 20)
+  .then((picks) => console.log(picks.map((i) => ALPHABET[i]).join("")))
+  .finally(() => client.close());

@@ -1,0 +1,234 @@
+// Shared by the test files: a live dev gateway, a scripted fake server, a proxy whose
+// connections can be cut, and a server that never answers.
+
+import * as grpc from "@grpc/grpc-js";
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import * as net from "node:net";
+import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { EntropyClient } from "../src";
+import {
+  EntropyServiceService,
+  type EntropyServiceServer,
+  type StreamRandomRequest,
+  type StreamRandomResponse,
+} from "../src/gen/entropy/v1/entropy";
+
+export const MIB = 1 << 20;
+
+export interface Gateway {
+  target: string;
+  apiKey: string;
+  /** The pool capacity it was started with; undefined for an external gateway. */
+  poolCapacity: bigint | undefined;
+  stop(): Promise<void>;
+}
+
+/** A live dev gateway from $GATEWAY_BIN (default the repo's target/release/entropy-gateway), or
+ * the one in ENTROPY_TEST_ENDPOINT / ENTROPY_TEST_API_KEY. Resolves once it is serving. */
+export async function startGateway(): Promise<Gateway> {
+  const external = process.env.ENTROPY_TEST_ENDPOINT;
+  if (external) {
+    const gw = { target: external, apiKey: process.env.ENTROPY_TEST_API_KEY ?? "", poolCapacity: undefined };
+    await waitServing(gw.target, gw.apiKey);
+    return { ...gw, stop: async () => {} };
+  }
+  // Compiled to dist/test/, so the repo root is four levels up.
+  const bin =
+    process.env.GATEWAY_BIN || path.resolve(__dirname, "../../../../target/release/entropy-gateway");
+  const target = `127.0.0.1:${await freePort()}`;
+  const apiKey = `ts-test-${randomBytes(8).toString("hex")}`;
+  const poolCapacity = 16n * 1024n * 1024n;
+  const proc: ChildProcess = spawn(
+    bin,
+    ["--dev", "--listen-addr", target, "--pool-capacity-bytes", String(poolCapacity)],
+    { env: { ...process.env, ENTROPY_DEV_API_KEY: apiKey }, stdio: "ignore" },
+  );
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await waitServing(target, apiKey);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { target, apiKey, poolCapacity, stop };
+}
+
+async function waitServing(target: string, apiKey: string): Promise<void> {
+  const client = new EntropyClient(target, apiKey, { insecure: true, timeoutMs: 1000 });
+  try {
+    for (let i = 0; i < 200; i++) {
+      try {
+        if ((await client.status()).serving) return;
+      } catch {
+        // not up yet
+      }
+      await sleep(100);
+    }
+    throw new Error(`gateway at ${target} not serving after 20 s`);
+  } finally {
+    client.close();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Throws if a 16-byte block of `data` appears twice: for random data a repeat has probability
+ * ~2^-128 per pair, so one means bytes were served or returned twice. */
+export function assertNoRepeatedBlock(data: Buffer): void {
+  const seen = new Set<string>();
+  for (let i = 0; i + 16 <= data.length; i += 16) {
+    const block = data.toString("hex", i, i + 16);
+    if (seen.has(block)) throw new Error(`16-byte block at offset ${i} appeared before`);
+    seen.add(block);
+  }
+}
+
+/** One scripted StreamRandom call: send `chunks` messages (undefined: all that was asked for),
+ * then end with `code` (undefined: OK). */
+export interface Step {
+  chunks?: number;
+  code?: grpc.status;
+}
+
+/** A scripted EntropyService, for what a live gateway cannot be made to do on cue. */
+export class FakeEntropy {
+  readonly requests: Array<[number, number]> = [];
+  sent = Buffer.alloc(0);
+  unaryError: { code: grpc.status; details: string; trailers: grpc.Metadata } | undefined;
+  private server = new grpc.Server();
+
+  constructor(
+    private script: Step[] = [],
+    private chunkSize = 1000,
+  ) {}
+
+  async start(): Promise<string> {
+    const impl: Partial<EntropyServiceServer> = {
+      streamRandom: (call) => void this.stream(call),
+      getRandom: (call, callback) => {
+        if (this.unaryError) {
+          const { code, details, trailers } = this.unaryError;
+          callback({ code, details, metadata: trailers, name: "", message: details });
+        } else {
+          callback(null, { data: randomBytes(call.request.numBytes), text: "" });
+        }
+      },
+    };
+    this.server.addService(EntropyServiceService, impl as EntropyServiceServer);
+    const port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    return `127.0.0.1:${port}`;
+  }
+
+  stop(): void {
+    this.server.forceShutdown();
+  }
+
+  private async stream(call: grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>) {
+    const req = call.request;
+    this.requests.push([req.chunkBytes, Number(req.totalBytes)]);
+    const step = this.script.shift() ?? {};
+    const size = req.chunkBytes || this.chunkSize;
+    let left = req.totalBytes > 0n ? Number(req.totalBytes) : Infinity;
+    for (let i = 0; i < (step.chunks ?? 10_000) && left > 0 && !call.cancelled; i++) {
+      const data = randomBytes(Math.min(size, left));
+      left -= data.length;
+      this.sent = Buffer.concat([this.sent, data]);
+      // Wait for each write to be flushed so every chunk goes out before the status.
+      await new Promise<void>((resolve) => call.write({ data }, () => resolve()));
+    }
+    if (step.code === undefined) call.end();
+    else call.emit("error", { code: step.code, details: "injected by the test" });
+  }
+}
+
+/** Accepts connections and never answers: a server too slow for any deadline. */
+export async function blackHole(): Promise<{ target: string; close(): void }> {
+  const held: net.Socket[] = [];
+  const server = net.createServer((s) => held.push(s));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    target: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    close: () => {
+      held.forEach((s) => s.destroy());
+      server.close();
+    },
+  };
+}
+
+/** Relays 127.0.0.1 to `upstream`. The first connection passes at most `firstLimit` bytes
+ * towards the client and then stalls, so a test knows a stream cannot have finished before it
+ * calls cut(); later connections are unlimited. */
+export class CutProxy {
+  connections = 0;
+  private sockets: net.Socket[] = [];
+  private server: net.Server;
+
+  private constructor(
+    private upstream: string,
+    private firstLimit: number,
+  ) {
+    this.server = net.createServer((down) => this.relay(down));
+  }
+
+  static async start(upstream: string, firstLimit: number): Promise<CutProxy> {
+    const p = new CutProxy(upstream, firstLimit);
+    await new Promise<void>((resolve) => p.server.listen(0, "127.0.0.1", resolve));
+    return p;
+  }
+
+  get target(): string {
+    return `127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+  }
+
+  /** Resets every open connection; the listener stays up so clients can reconnect. */
+  cut(): void {
+    this.sockets.forEach((s) => s.resetAndDestroy());
+    this.sockets = [];
+  }
+
+  close(): void {
+    this.cut();
+    this.server.close();
+  }
+
+  private relay(down: net.Socket): void {
+    const [host, port] = this.upstream.split(":");
+    const up = net.connect(Number(port), host);
+    this.sockets.push(down, up);
+    const limit = ++this.connections === 1 ? this.firstLimit : Infinity;
+    let sent = 0;
+    down.on("data", (d) => up.write(d));
+    up.on("data", (d: Buffer) => {
+      if (sent >= limit) return; // stalled: drop everything until cut()
+      const part = d.subarray(0, limit - sent);
+      sent += part.length;
+      down.write(part);
+    });
+    for (const s of [down, up]) {
+      s.on("error", () => {});
+      s.on("close", () => {
+        down.destroy();
+        up.destroy();
+      });
+    }
+  }
+}
