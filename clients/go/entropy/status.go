@@ -18,7 +18,9 @@ type Status struct {
 	ServedBytesTotal      uint64
 	ChunksAcceptedTotal   uint64
 	ChunksRejectedTotal   uint64
-	UptimeMs              uint64
+	// ChunksDeferredTotal counts chunks refused only because the pool was full (resent later).
+	ChunksDeferredTotal uint64
+	UptimeMs            uint64
 	// LastChunkAgeMs is nil when no chunk has been accepted yet.
 	LastChunkAgeMs *uint64
 	Sources        []Source
@@ -47,6 +49,7 @@ func statusFromPB(m *entropyv1.GetStatusResponse) *Status {
 		ServedBytesTotal:      m.GetServedBytesTotal(),
 		ChunksAcceptedTotal:   m.GetChunksAcceptedTotal(),
 		ChunksRejectedTotal:   m.GetChunksRejectedTotal(),
+		ChunksDeferredTotal:   m.GetChunksDeferredTotal(),
 		UptimeMs:              m.GetUptimeMs(),
 		LastChunkAgeMs:        m.LastChunkAgeMs,
 		Serving:               m.GetServing(),

@@ -25,6 +25,8 @@ export interface Status {
   servedBytesTotal: bigint;
   chunksAcceptedTotal: bigint;
   chunksRejectedTotal: bigint;
+  /** Chunks refused only because the pool was full (the collector sends them again). */
+  chunksDeferredTotal: bigint;
   uptimeMs: bigint;
   /** Undefined when no chunk has been accepted yet. */
   lastChunkAgeMs: bigint | undefined;
@@ -42,6 +44,7 @@ export function statusFromPb(m: GetStatusResponse): Status {
     servedBytesTotal: m.servedBytesTotal,
     chunksAcceptedTotal: m.chunksAcceptedTotal,
     chunksRejectedTotal: m.chunksRejectedTotal,
+    chunksDeferredTotal: m.chunksDeferredTotal,
     uptimeMs: m.uptimeMs,
     lastChunkAgeMs: m.lastChunkAgeMs,
     sources: m.sources.map((s) => ({

@@ -275,6 +275,7 @@ impl EntropyService for EntropyApi {
                 .map(|t| u64::try_from(now_unix_ms.saturating_sub(t)).unwrap_or(0)),
             sources,
             serving: self.readiness.is_serving(),
+            chunks_deferred_total: ingest.chunks_deferred,
         }))
     }
 }

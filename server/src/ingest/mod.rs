@@ -53,8 +53,10 @@ impl IngestError {
 pub struct IngestStats {
     /// Chunks stored.
     pub chunks_accepted: u64,
-    /// Chunks refused, for any reason.
+    /// Chunks refused by verification or as replays.
     pub chunks_rejected: u64,
+    /// Chunks refused only because the pool was full (to be sent again).
+    pub chunks_deferred: u64,
     /// When the last chunk was stored (Unix ms), if any was.
     pub last_accept_unix_ms: Option<i64>,
 }
@@ -71,6 +73,7 @@ pub struct Ingest {
     provenance: Mutex<Provenance>,
     accepted: AtomicU64,
     rejected: AtomicU64,
+    deferred: AtomicU64,
     last_accept_unix_ms: AtomicI64,
 }
 
@@ -86,6 +89,7 @@ impl Ingest {
             provenance: Mutex::new(Provenance::default()),
             accepted: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
+            deferred: AtomicU64::new(0),
             last_accept_unix_ms: AtomicI64::new(i64::MIN),
         }
     }
@@ -107,6 +111,9 @@ impl Ingest {
             Ok(_) => {
                 self.accepted.fetch_add(1, Ordering::Relaxed);
                 self.last_accept_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
+            }
+            Err(IngestError::PoolFull(_)) => {
+                self.deferred.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
                 self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -140,6 +147,7 @@ impl Ingest {
         IngestStats {
             chunks_accepted: self.accepted.load(Ordering::Relaxed),
             chunks_rejected: self.rejected.load(Ordering::Relaxed),
+            chunks_deferred: self.deferred.load(Ordering::Relaxed),
             last_accept_unix_ms: (last != i64::MIN).then_some(last),
         }
     }
@@ -200,6 +208,12 @@ mod tests {
         assert_eq!(pool.level(), 100);
         drop(pool.try_take(100).expect("drain"));
         assert_eq!(ingest.publish_at(second, NOW, Instant::now()), Ok(100), "not marked seen");
+        let stats = ingest.stats();
+        assert_eq!(
+            (stats.chunks_accepted, stats.chunks_rejected, stats.chunks_deferred),
+            (2, 0, 1),
+            "a full pool defers; it does not reject"
+        );
     }
 
     #[test]

@@ -90,7 +90,9 @@ async fn a_full_pool_refuses_whole_chunks_and_takes_them_later() {
     }
     let extra = gw.sign(vec![4; 1000]);
     assert_status(ingest.publish(extra.clone()).await, Code::ResourceExhausted, &["room"]);
-    assert_eq!(gw.status().await.pool_bytes, 1 << 20, "nothing partially stored");
+    let s = gw.status().await;
+    assert_eq!(s.pool_bytes, 1 << 20, "nothing partially stored");
+    assert_eq!((s.chunks_rejected_total, s.chunks_deferred_total), (0, 1));
 
     // Make room; the same signed chunk is then accepted (a refusal for room is not a replay).
     let mut client = gw.client().await;

@@ -35,6 +35,7 @@ class Status:
     served_bytes_total: int
     chunks_accepted_total: int
     chunks_rejected_total: int
+    chunks_deferred_total: int
     uptime_ms: int
     last_chunk_age_ms: int | None
     sources: tuple[SourceStatus, ...]
@@ -61,6 +62,7 @@ def status_from_pb(msg: entropy_pb2.GetStatusResponse) -> Status:
         served_bytes_total=msg.served_bytes_total,
         chunks_accepted_total=msg.chunks_accepted_total,
         chunks_rejected_total=msg.chunks_rejected_total,
+        chunks_deferred_total=msg.chunks_deferred_total,
         uptime_ms=msg.uptime_ms,
         last_chunk_age_ms=msg.last_chunk_age_ms if msg.HasField("last_chunk_age_ms") else None,
         sources=tuple(

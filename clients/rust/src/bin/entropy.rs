@@ -234,8 +234,11 @@ fn print_status(out: &mut impl Write, s: &entropy_client::Status) -> std::io::Re
     writeln!(out, "waiters:        {}", s.waiters)?;
     writeln!(
         out,
-        "ingested:       {} bytes in {} chunks ({} rejected)",
-        s.ingested_bytes_total, s.chunks_accepted_total, s.chunks_rejected_total
+        "ingested:       {} bytes in {} chunks ({} rejected, {} deferred for room)",
+        s.ingested_bytes_total,
+        s.chunks_accepted_total,
+        s.chunks_rejected_total,
+        s.chunks_deferred_total
     )?;
     writeln!(out, "served:         {} bytes", s.served_bytes_total)?;
     writeln!(out, "uptime:         {} ms", s.uptime_ms)?;

@@ -656,7 +656,8 @@ type GetStatusResponse struct {
 	ServedBytesTotal uint64 `protobuf:"varint,6,opt,name=served_bytes_total,json=servedBytesTotal,proto3" json:"served_bytes_total,omitempty"`
 	// Chunks accepted since the gateway started.
 	ChunksAcceptedTotal uint64 `protobuf:"varint,7,opt,name=chunks_accepted_total,json=chunksAcceptedTotal,proto3" json:"chunks_accepted_total,omitempty"`
-	// Chunks rejected since the gateway started, for any reason.
+	// Chunks rejected since the gateway started: failed verification or replays. Chunks refused
+	// only because the pool was full are counted in `chunks_deferred_total` instead.
 	ChunksRejectedTotal uint64 `protobuf:"varint,8,opt,name=chunks_rejected_total,json=chunksRejectedTotal,proto3" json:"chunks_rejected_total,omitempty"`
 	// Milliseconds since the gateway started.
 	UptimeMs uint64 `protobuf:"varint,9,opt,name=uptime_ms,json=uptimeMs,proto3" json:"uptime_ms,omitempty"`
@@ -665,9 +666,12 @@ type GetStatusResponse struct {
 	// Every source a collector has reported, most recently seen first.
 	Sources []*SourceStatus `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
 	// True when the gateway is serving (pool at or above the low watermark, not shutting down).
-	Serving       bool `protobuf:"varint,12,opt,name=serving,proto3" json:"serving,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Serving bool `protobuf:"varint,12,opt,name=serving,proto3" json:"serving,omitempty"`
+	// Publish calls refused with RESOURCE_EXHAUSTED because the pool had no room. Normal back
+	// pressure when nobody draws: the collector keeps the chunk and sends it again later.
+	ChunksDeferredTotal uint64 `protobuf:"varint,13,opt,name=chunks_deferred_total,json=chunksDeferredTotal,proto3" json:"chunks_deferred_total,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
@@ -782,6 +786,13 @@ func (x *GetStatusResponse) GetServing() bool {
 		return x.Serving
 	}
 	return false
+}
+
+func (x *GetStatusResponse) GetChunksDeferredTotal() uint64 {
+	if x != nil {
+		return x.ChunksDeferredTotal
+	}
+	return 0
 }
 
 // What the gateway knows of one source, from the provenance of the chunks it accepted.
@@ -918,7 +929,7 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"(\n" +
 	"\x10GetUuidsResponse\x12\x14\n" +
 	"\x05uuids\x18\x01 \x03(\tR\x05uuids\"\x12\n" +
-	"\x10GetStatusRequest\"\xae\x04\n" +
+	"\x10GetStatusRequest\"\xe2\x04\n" +
 	"\x11GetStatusResponse\x12\x1d\n" +
 	"\n" +
 	"pool_bytes\x18\x01 \x01(\x04R\tpoolBytes\x12.\n" +
@@ -933,7 +944,8 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x11last_chunk_age_ms\x18\n" +
 	" \x01(\x04H\x00R\x0elastChunkAgeMs\x88\x01\x01\x122\n" +
 	"\asources\x18\v \x03(\v2\x18.entropy.v1.SourceStatusR\asources\x12\x18\n" +
-	"\aserving\x18\f \x01(\bR\aservingB\x14\n" +
+	"\aserving\x18\f \x01(\bR\aserving\x122\n" +
+	"\x15chunks_deferred_total\x18\r \x01(\x04R\x13chunksDeferredTotalB\x14\n" +
 	"\x12_last_chunk_age_ms\"\xbd\x02\n" +
 	"\fSourceStatus\x12!\n" +
 	"\fcollector_id\x18\x01 \x01(\tR\vcollectorId\x12\x12\n" +

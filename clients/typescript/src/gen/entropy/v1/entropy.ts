@@ -164,7 +164,10 @@ export interface GetStatusResponse {
   servedBytesTotal: bigint;
   /** Chunks accepted since the gateway started. */
   chunksAcceptedTotal: bigint;
-  /** Chunks rejected since the gateway started, for any reason. */
+  /**
+   * Chunks rejected since the gateway started: failed verification or replays. Chunks refused
+   * only because the pool was full are counted in `chunks_deferred_total` instead.
+   */
   chunksRejectedTotal: bigint;
   /** Milliseconds since the gateway started. */
   uptimeMs: bigint;
@@ -176,6 +179,11 @@ export interface GetStatusResponse {
   sources: SourceStatus[];
   /** True when the gateway is serving (pool at or above the low watermark, not shutting down). */
   serving: boolean;
+  /**
+   * Publish calls refused with RESOURCE_EXHAUSTED because the pool had no room. Normal back
+   * pressure when nobody draws: the collector keeps the chunk and sends it again later.
+   */
+  chunksDeferredTotal: bigint;
 }
 
 /** What the gateway knows of one source, from the provenance of the chunks it accepted. */
@@ -803,6 +811,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     lastChunkAgeMs: undefined,
     sources: [],
     serving: false,
+    chunksDeferredTotal: 0n,
   };
 }
 
@@ -873,6 +882,12 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     }
     if (message.serving !== false) {
       writer.uint32(96).bool(message.serving);
+    }
+    if (message.chunksDeferredTotal !== 0n) {
+      if (BigInt.asUintN(64, message.chunksDeferredTotal) !== message.chunksDeferredTotal) {
+        throw new globalThis.Error("value provided for field message.chunksDeferredTotal of type uint64 too large");
+      }
+      writer.uint32(104).uint64(message.chunksDeferredTotal);
     }
     return writer;
   },
@@ -984,6 +999,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.serving = reader.bool();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.chunksDeferredTotal = reader.uint64() as bigint;
             continue;
           }
         }
