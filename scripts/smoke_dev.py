@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -124,6 +125,26 @@ def config_errors(binary):
             check("key-file gateway: valid key, empty pool is UNAVAILABLE", error_code(r) == 14, r.stderr)
             r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key="prod-wrong")
             check("key-file gateway: wrong key is UNAUTHENTICATED", error_code(r) == 16, r.stderr)
+
+            # keygen prints a secret and an entry; SIGHUP swaps the keys without a restart.
+            r = subprocess.run([binary, "keygen", "--name", "rotated"], capture_output=True, text=True, timeout=30)
+            new_secret = r.stdout.strip()
+            entry = r.stderr[r.stderr.index("[[key]]"):] if "[[key]]" in r.stderr else ""
+            check("keygen prints a secret and a keys-file entry without it",
+                  r.returncode == 0 and new_secret.startswith("edk_") and new_secret not in entry and "sha256" in entry,
+                  r.stdout + r.stderr)
+            keys.write_text(entry)
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=new_secret)
+            check("after SIGHUP the new key is accepted", error_code(r) == 14, r.stderr)
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=secret)
+            check("after SIGHUP the removed key is refused", error_code(r) == 16, r.stderr)
+            keys.write_text("not toml [[[")
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=new_secret)
+            check("a bad keys file on SIGHUP keeps the old keys", error_code(r) == 14 and proc.poll() is None, r.stderr)
         finally:
             proc.send_signal(15)
             code = proc.wait(timeout=15)

@@ -10,13 +10,23 @@
 //! [[key]]
 //! name = "alice"                                   # shown in logs, never the secret
 //! sha256 = "<64 hex digits: SHA-256 of the secret>"
+//! scopes = ["entropy:read", "status:read"]         # optional; this is the default
+//! requests_per_second = 100                        # optional limits; absent = unlimited
+//! bytes_per_second = 10000000
+//! max_streams = 4
 //! ```
+//!
+//! `entropy-gateway keygen --name alice` makes a secret and prints it once, with its entry.
 
+use std::num::NonZeroU32;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+use crate::quota::{KeyQuota, Limits};
 
 /// Longest key accepted in a request, in bytes; longer ones are refused without hashing.
 pub const MAX_PRESENTED_KEY_BYTES: usize = 512;
@@ -29,13 +39,54 @@ pub struct ApiKeys {
 
 #[derive(Clone)]
 struct ApiKey {
-    name: String,
     digest: [u8; 32],
+    grant: Arc<KeyGrant>,
+}
+
+/// What a scope allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Draw entropy: GetRandom, StreamRandom, GetIntegers, GetFloats, GetUuids.
+    EntropyRead,
+    /// Read GetStatus.
+    StatusRead,
+}
+
+impl Scope {
+    /// The scope's name in keys files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EntropyRead => "entropy:read",
+            Self::StatusRead => "status:read",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [Self::EntropyRead, Self::StatusRead].into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// An authenticated key: its name (for logs), what it may do, and its live quota.
+#[derive(Debug)]
+pub struct KeyGrant {
+    /// The key's name.
+    pub name: String,
+    /// Its scopes.
+    pub scopes: Vec<Scope>,
+    /// Its quota state.
+    pub quota: KeyQuota,
+}
+
+impl KeyGrant {
+    /// True when the key holds `scope`.
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
 }
 
 impl std::fmt::Debug for ApiKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<_> = self.keys.iter().map(|k| &k.name).collect();
+        let names: Vec<_> = self.keys.iter().map(|k| &k.grant.name).collect();
         f.debug_struct("ApiKeys").field("names", &names).finish_non_exhaustive()
     }
 }
@@ -83,6 +134,10 @@ struct KeysFile {
 struct KeyEntry {
     name: String,
     sha256: String,
+    scopes: Option<Vec<String>>,
+    requests_per_second: Option<u32>,
+    bytes_per_second: Option<u32>,
+    max_streams: Option<usize>,
 }
 
 impl ApiKeys {
@@ -103,14 +158,35 @@ impl ApiKeys {
             if !valid_name(&entry.name) {
                 return Err(invalid("name must be 1..=64 characters of [A-Za-z0-9._-]"));
             }
-            if keys.keys.iter().any(|k| k.name == entry.name) {
+            if keys.keys.iter().any(|k| k.grant.name == entry.name) {
                 return Err(invalid("name is used twice"));
             }
             let digest = hex::decode(entry.sha256.trim())
                 .ok()
                 .and_then(|d| <[u8; 32]>::try_from(d).ok())
                 .ok_or_else(|| invalid("sha256 must be 64 hex digits"))?;
-            keys.keys.push(ApiKey { name: entry.name, digest });
+            let mut scopes = Vec::new();
+            for text in
+                entry.scopes.as_deref().unwrap_or(&["entropy:read".into(), "status:read".into()])
+            {
+                let scope = Scope::parse(text).ok_or_else(|| {
+                    invalid(&format!("unknown scope {text:?} (known: entropy:read, status:read)"))
+                })?;
+                scopes.push(scope);
+            }
+            let positive = |v: Option<u32>, what: &str| match v {
+                None => Ok(None),
+                Some(n) => NonZeroU32::new(n)
+                    .map(Some)
+                    .ok_or_else(|| invalid(&format!("{what} must be at least 1"))),
+            };
+            let limits = Limits {
+                requests_per_second: positive(entry.requests_per_second, "requests_per_second")?,
+                bytes_per_second: positive(entry.bytes_per_second, "bytes_per_second")?,
+                max_streams: entry.max_streams,
+            };
+            let grant = KeyGrant { name: entry.name, scopes, quota: KeyQuota::new(limits) };
+            keys.keys.push(ApiKey { digest, grant: Arc::new(grant) });
         }
         if keys.keys.is_empty() {
             return Err(ApiKeysError::Parse { path: shown, message: "no [[key]] entries".into() });
@@ -120,11 +196,16 @@ impl ApiKeys {
 
     /// A key set holding one key, given by its secret (dev mode).
     pub fn single(name: &str, secret: &str) -> Self {
-        Self { keys: vec![ApiKey { name: name.to_owned(), digest: digest(secret.as_bytes()) }] }
+        let grant = KeyGrant {
+            name: name.to_owned(),
+            scopes: vec![Scope::EntropyRead, Scope::StatusRead],
+            quota: KeyQuota::new(Limits::default()),
+        };
+        Self { keys: vec![ApiKey { digest: digest(secret.as_bytes()), grant: Arc::new(grant) }] }
     }
 
-    /// The name of the key `presented`, if it is one of ours.
-    pub fn authenticate(&self, presented: &[u8]) -> Option<&str> {
+    /// The grant of the key `presented`, if it is one of ours.
+    pub fn authenticate(&self, presented: &[u8]) -> Option<&Arc<KeyGrant>> {
         if presented.is_empty() || presented.len() > MAX_PRESENTED_KEY_BYTES {
             return None;
         }
@@ -137,7 +218,7 @@ impl ApiKeys {
             index.conditional_assign(&(i as u32), hit);
             found |= hit;
         }
-        bool::from(found).then(|| self.keys[index as usize].name.as_str())
+        bool::from(found).then(|| &self.keys[index as usize].grant)
     }
 
     /// Number of keys.
@@ -149,6 +230,22 @@ impl ApiKeys {
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
+}
+
+/// A new key: a random secret (shown once, never stored by the gateway) and the keys-file
+/// entry holding its SHA-256.
+pub fn generate_key(name: &str) -> Result<(String, String), String> {
+    if !valid_name(name) {
+        return Err("name must be 1..=64 characters of [A-Za-z0-9._-]".into());
+    }
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|e| e.to_string())?;
+    let secret = format!("edk_{}", hex::encode(raw));
+    let entry = format!(
+        "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\nscopes = [\"entropy:read\", \"status:read\"]\n",
+        hex::encode(digest(secret.as_bytes()))
+    );
+    Ok((secret, entry))
 }
 
 /// SHA-256 of a secret, as stored in keys files.
@@ -179,12 +276,40 @@ mod tests {
             hex::encode(digest(b"bob-secret")),
         );
         let keys = keys_file(&text).expect("valid file");
-        assert_eq!(keys.authenticate(b"alice-secret"), Some("alice"));
-        assert_eq!(keys.authenticate(b"bob-secret"), Some("bob"));
-        assert_eq!(keys.authenticate(b"bob-secret "), None);
-        assert_eq!(keys.authenticate(b""), None);
-        assert_eq!(keys.authenticate(&[b'a'; MAX_PRESENTED_KEY_BYTES + 1]), None);
+        assert_eq!(keys.authenticate(b"alice-secret").map(|g| g.name.as_str()), Some("alice"));
+        assert_eq!(keys.authenticate(b"bob-secret").map(|g| g.name.as_str()), Some("bob"));
+        assert!(keys.authenticate(b"bob-secret ").is_none());
+        assert!(keys.authenticate(b"").is_none());
+        assert!(keys.authenticate(&[b'a'; MAX_PRESENTED_KEY_BYTES + 1]).is_none());
         assert!(!format!("{keys:?}").contains(&hex::encode(digest(b"bob-secret"))));
+    }
+
+    #[test]
+    fn scopes_and_limits_are_read() {
+        let text = format!(
+            "[[key]]\nname = \"s\"\nsha256 = \"{}\"\nscopes = [\"status:read\"]\nrequests_per_second = 7\nmax_streams = 2\n",
+            hex::encode(digest(b"s"))
+        );
+        let keys = keys_file(&text).expect("valid");
+        let grant = keys.authenticate(b"s").expect("known");
+        assert!(grant.allows(Scope::StatusRead) && !grant.allows(Scope::EntropyRead));
+        assert_eq!(grant.quota.limits().requests_per_second.map(|n| n.get()), Some(7));
+        assert_eq!(grant.quota.limits().max_streams, Some(2));
+        assert_eq!(grant.quota.limits().bytes_per_second, None);
+
+        let bad = text.replace("status:read", "status:write");
+        assert!(keys_file(&bad).unwrap_err().to_string().contains("unknown scope"));
+        let zero = text.replace("requests_per_second = 7", "requests_per_second = 0");
+        assert!(keys_file(&zero).unwrap_err().to_string().contains("at least 1"));
+    }
+
+    #[test]
+    fn generated_keys_load_and_authenticate() {
+        let (secret, entry) = generate_key("new-key").expect("key");
+        let keys = keys_file(&entry).expect("the printed entry is valid");
+        assert_eq!(keys.authenticate(secret.as_bytes()).map(|g| g.name.as_str()), Some("new-key"));
+        assert!(!entry.contains(&secret), "the entry never holds the secret");
+        assert!(generate_key("bad name").is_err());
     }
 
     #[test]

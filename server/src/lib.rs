@@ -5,7 +5,8 @@
 //! - [`pool`]: the bounded, fair, all-or-nothing pool; the at-most-once promise lives here.
 //! - [`ingest`]: chunk verification (MAC, CRC, freshness), replay window, provenance.
 //! - [`sampling`]: unbiased integers, floats and UUIDs from bytes.
-//! - [`auth`]: client API keys (SHA-256 digests, constant-time match).
+//! - [`auth`]: client API keys (SHA-256 digests, constant-time match), scopes.
+//! - [`quota`]: per-key request, byte and stream limits.
 //! - [`health`]: readiness from the pool level, for grpc.health.v1.
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
@@ -21,6 +22,7 @@ pub mod grpc;
 pub mod health;
 pub mod ingest;
 pub mod pool;
+pub mod quota;
 pub mod sampling;
 pub mod server;
 pub mod tls;

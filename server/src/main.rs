@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use entropy_gateway::config::{self, ConfigFlags, GatewayConfig, LogFormat};
 use entropy_gateway::dev;
+use entropy_gateway::grpc::auth::KeyStore;
 use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::server::ListenerTls;
 use entropy_gateway::tls::{self, TlsFiles};
@@ -43,6 +44,13 @@ struct Cli {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
+    /// Make a new API key: prints the secret once, and the entry to add to the keys file
+    /// (which holds only its SHA-256), then exits.
+    Keygen {
+        /// The key's name, shown in logs instead of the secret.
+        #[arg(long)]
+        name: String,
+    },
     /// Write a throwaway CA, a gateway server certificate and a collector client certificate
     /// into DIR, for trying TLS and mTLS (development only), then exit.
     DevCerts {
@@ -67,6 +75,23 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    if let Some(Command::Keygen { name }) = &cli.command {
+        return match entropy_gateway::auth::generate_key(name) {
+            Ok((secret, entry)) => {
+                eprintln!("Secret (shown once; give it to the client, store it nowhere else):");
+                println!("{secret}");
+                eprintln!(
+                    "\nAdd to the keys file (api_keys_file), then send SIGHUP to the gateway:\n"
+                );
+                eprint!("{entry}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("entropy-gateway: keygen: {e}");
+                ExitCode::from(EX_USAGE)
+            }
+        };
+    }
     if let Some(Command::DevCerts { out, hosts }) = &cli.command {
         return match entropy_gateway::devcerts::generate(out, hosts) {
             Ok(c) => {
@@ -205,6 +230,7 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
     tokio::spawn(wait_for_signal(shutdown.clone()));
 
     let grace = config.shutdown_grace();
+    let keys_file = config.api_keys_file.clone();
     let (gateway, feed) = match keys {
         Keys::Files(api, mac) => (Gateway::new(config, api, mac).with_tls(tls), None),
         Keys::Dev(dev_keys) => {
@@ -214,6 +240,9 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
         }
     };
     tracing::info!(%public_addr, %ingest_addr, "entropy gateway serving");
+    if let Some(path) = keys_file {
+        tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
+    }
 
     let serve = gateway.serve(public, ingest, shutdown.clone());
     tokio::pin!(serve);
@@ -232,6 +261,29 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
     }
     tracing::info!("entropy gateway stopped");
     Ok(())
+}
+
+/// Reloads the keys file on SIGHUP. A file that does not load leaves the old keys in place.
+/// Open connections and streams are untouched; the next call sees the new keys.
+async fn reload_keys_on_sighup(path: PathBuf, store: KeyStore, shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot listen for SIGHUP; keys reload only on restart");
+        return;
+    };
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = hup.recv() => {}
+        }
+        match ApiKeys::load_file(&path) {
+            Ok(keys) => {
+                tracing::info!(keys = keys.len(), "SIGHUP: API keys reloaded");
+                store.store(std::sync::Arc::new(keys));
+            }
+            Err(e) => tracing::error!("SIGHUP: keeping the old API keys: {e}"),
+        }
+    }
 }
 
 async fn bind(addr: SocketAddr, key: &str) -> anyhow::Result<TcpListener> {

@@ -17,7 +17,7 @@ use tonic_health::ServingStatus;
 
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
-use crate::grpc::auth::ApiKeyAuth;
+use crate::grpc::auth::{ApiKeyAuth, KeyStore, key_store};
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
@@ -36,7 +36,7 @@ pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
 #[derive(Debug)]
 pub struct Gateway {
     config: GatewayConfig,
-    api_keys: Arc<ApiKeys>,
+    api_keys: KeyStore,
     pool: Arc<Pool>,
     ingest: Arc<Ingest>,
     readiness: Arc<Readiness>,
@@ -83,7 +83,7 @@ impl Gateway {
         let readiness = Arc::new(Readiness::new(pool.clone(), config.pool_low_watermark_bytes));
         Self {
             config,
-            api_keys: Arc::new(api_keys),
+            api_keys: key_store(api_keys),
             pool,
             ingest,
             readiness,
@@ -95,6 +95,11 @@ impl Gateway {
     pub fn with_tls(mut self, tls: ListenerTls) -> Self {
         self.tls = tls;
         self
+    }
+
+    /// The client keys in use; storing a new set takes effect for the next call (SIGHUP).
+    pub fn key_store(&self) -> KeyStore {
+        self.api_keys.clone()
     }
 
     /// The pool (for benchmarks and in-process checks).

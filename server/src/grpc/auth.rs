@@ -1,28 +1,35 @@
 //! The API-key interceptor: `authorization: Bearer KEY` (or `x-api-key: KEY`) metadata only.
 //!
-//! Keys are never read from a request field or a URL. The authenticated key's name is put in
-//! the request extensions for logs; the secret is never logged.
+//! Keys are never read from a request field or a URL. The authenticated key's grant (name,
+//! scopes, quota) goes into the request extensions; handlers check scope and quota with
+//! [`authorize`]. The secret is never logged. Keys live in a [`KeyStore`] that SIGHUP can swap
+//! without dropping connections.
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
-use crate::auth::ApiKeys;
+use crate::auth::{ApiKeys, KeyGrant, Scope};
 
-/// The name of the key a request was authenticated with.
-#[derive(Debug, Clone)]
-pub struct KeyName(pub Arc<str>);
+/// The current key set, replaceable while serving.
+pub type KeyStore = Arc<ArcSwap<ApiKeys>>;
+
+/// A key store holding `keys`.
+pub fn key_store(keys: ApiKeys) -> KeyStore {
+    Arc::new(ArcSwap::from_pointee(keys))
+}
 
 /// Checks every EntropyService call's key.
 #[derive(Debug, Clone)]
 pub struct ApiKeyAuth {
-    keys: Arc<ApiKeys>,
+    keys: KeyStore,
 }
 
 impl ApiKeyAuth {
-    /// An interceptor accepting `keys`.
-    pub fn new(keys: Arc<ApiKeys>) -> Self {
+    /// An interceptor accepting the keys in `keys`.
+    pub fn new(keys: KeyStore) -> Self {
         Self { keys }
     }
 }
@@ -50,12 +57,35 @@ impl Interceptor for ApiKeyAuth {
                 ));
             }
         };
-        let name = self
+        let grant = self
             .keys
+            .load()
             .authenticate(presented.trim_ascii())
+            .cloned()
             .ok_or_else(|| Status::unauthenticated("invalid API key"))?;
-        let name = KeyName(Arc::from(name));
-        request.extensions_mut().insert(name);
+        request.extensions_mut().insert(grant);
         Ok(request)
     }
+}
+
+/// The grant of an authenticated request, if it holds `scope` and its request quota admits
+/// one more call.
+pub fn authorize(extensions: &tonic::Extensions, scope: Scope) -> Result<Arc<KeyGrant>, Status> {
+    // The interceptor runs before every EntropyService handler and always inserts a grant.
+    let grant = extensions
+        .get::<Arc<KeyGrant>>()
+        .cloned()
+        .ok_or_else(|| Status::unauthenticated("missing API key"))?;
+    if !grant.allows(scope) {
+        return Err(Status::permission_denied(format!(
+            "key {:?} lacks the {} scope",
+            grant.name,
+            scope.as_str()
+        )));
+    }
+    grant.quota.admit_request().map_err(|e| {
+        tracing::info!(key = %grant.name, "quota: {e}");
+        super::errors::quota_exceeded(e)
+    })?;
+    Ok(grant)
 }

@@ -17,8 +17,10 @@ use tokio_util::task::TaskTracker;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
+use super::auth::authorize;
 use super::deadline::{self, Limit};
-use super::errors::{out_of_range, take_failed};
+use super::errors::{out_of_range, quota_exceeded, take_failed};
+use crate::auth::{KeyGrant, Scope};
 use crate::config::MAX_GET_RANDOM_BYTES;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
@@ -64,8 +66,18 @@ impl EntropyApi {
         Self { pool, ingest, readiness, max_wait, shutdown, streams, started: Instant::now() }
     }
 
-    /// Draws exactly `n` bytes within the client's deadline and the server's max wait.
-    async fn draw(&self, metadata: &MetadataMap, n: usize) -> Result<Drawn, Status> {
+    /// Draws exactly `n` bytes for `grant` within its byte quota, the client's deadline and
+    /// the server's max wait.
+    async fn draw(
+        &self,
+        metadata: &MetadataMap,
+        grant: &KeyGrant,
+        n: usize,
+    ) -> Result<Drawn, Status> {
+        grant.quota.admit_bytes(n).map_err(|e| {
+            tracing::info!(key = %grant.name, "quota: {e}");
+            quota_exceeded(e)
+        })?;
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
@@ -86,14 +98,15 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetRandomRequest>,
     ) -> Result<Response<GetRandomResponse>, Status> {
-        let (metadata, _, req) = request.into_parts();
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = authorize(&extensions, Scope::EntropyRead)?;
         let n = req.num_bytes as usize;
         if n == 0 || n > MAX_GET_RANDOM_BYTES {
             return Err(out_of_range("num_bytes", n, &format!("1..={MAX_GET_RANDOM_BYTES}")));
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
-        let mut drawn = self.draw(&metadata, n).await?;
+        let mut drawn = self.draw(&metadata, &grant, n).await?;
         let response = match encoding {
             Encoding::Unspecified => {
                 GetRandomResponse { data: std::mem::take(&mut *drawn), text: String::new() }
@@ -114,7 +127,8 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<StreamRandomRequest>,
     ) -> Result<Response<Self::StreamRandomStream>, Status> {
-        let (metadata, _, req) = request.into_parts();
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = authorize(&extensions, Scope::EntropyRead)?;
         let chunk = match req.chunk_bytes as usize {
             0 => DEFAULT_STREAM_CHUNK_BYTES,
             n if n > MAX_STREAM_CHUNK_BYTES => {
@@ -129,11 +143,13 @@ impl EntropyService for EntropyApi {
             n => n,
         };
         let total = req.total_bytes;
+        let stream_slot = grant.quota.open_stream().map_err(quota_exceeded)?;
         let client_deadline = deadline::client_deadline(&metadata, Instant::now());
         let (tx, rx) = mpsc::channel(STREAM_BUFFER_MESSAGES);
         let pool = self.pool.clone();
         let shutdown = self.shutdown.clone();
         self.streams.spawn(async move {
+            let _open = stream_slot; // counts against max_streams until the stream ends
             let mut sent: u64 = 0;
             loop {
                 let n = if total == 0 { chunk } else { chunk.min((total - sent) as usize) };
@@ -148,7 +164,11 @@ impl EntropyService for EntropyApi {
                     () = tx.closed() => break,
                     () = sleep_until(client_deadline) => Err(Status::deadline_exceeded(
                         "stream deadline reached")),
-                    r = pool.take(n, None) => r.map_err(|e| take_failed(e, Limit::Server, n)),
+                    // Metered as it flows: wait for the key's byte tokens, then draw.
+                    r = async {
+                        grant.quota.wait_bytes(n).await;
+                        pool.take(n, None).await
+                    } => r.map_err(|e| take_failed(e, Limit::Server, n)),
                 };
                 match drawn {
                     Ok(mut bytes) => {
@@ -169,7 +189,8 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
-        let (metadata, _, req) = request.into_parts();
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
         let range = IntRange::new(req.min, req.max).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -188,7 +209,7 @@ impl EntropyService for EntropyApi {
         // call consumes nothing.
         let mut rounds: Vec<Drawn> = Vec::new();
         while values.len() < count {
-            match self.draw(&metadata, (count - values.len()) * k).await {
+            match self.draw(&metadata, &grant, (count - values.len()) * k).await {
                 Ok(bytes) => {
                     values.extend(
                         bytes
@@ -213,9 +234,10 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetFloatsRequest>,
     ) -> Result<Response<GetFloatsResponse>, Status> {
-        let (metadata, _, req) = request.into_parts();
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(&metadata, count * FLOAT_BYTES).await?;
+        let bytes = self.draw(&metadata, &grant, count * FLOAT_BYTES).await?;
         let values = bytes
             .chunks_exact(FLOAT_BYTES)
             .map(|c| float_from(c.try_into().unwrap_or(&[0; FLOAT_BYTES])))
@@ -227,9 +249,10 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetUuidsRequest>,
     ) -> Result<Response<GetUuidsResponse>, Status> {
-        let (metadata, _, req) = request.into_parts();
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(&metadata, count * UUID_BYTES).await?;
+        let bytes = self.draw(&metadata, &grant, count * UUID_BYTES).await?;
         let uuids = bytes
             .chunks_exact(UUID_BYTES)
             .map(|c| uuid_v4_from(c.try_into().unwrap_or([0; UUID_BYTES])).to_string())
@@ -239,8 +262,9 @@ impl EntropyService for EntropyApi {
 
     async fn get_status(
         &self,
-        _request: Request<GetStatusRequest>,
+        request: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
+        authorize(request.extensions(), Scope::StatusRead)?;
         let pool = self.pool.stats();
         let ingest = self.ingest.stats();
         let now = Instant::now();

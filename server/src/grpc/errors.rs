@@ -9,6 +9,7 @@ use crate::ingest::IngestError;
 use crate::ingest::replay::ReplayError;
 use crate::ingest::verify::VerifyError;
 use crate::pool::TakeError;
+use crate::quota::QuotaError;
 
 use super::deadline::Limit;
 
@@ -56,4 +57,17 @@ pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
 /// INVALID_ARGUMENT naming a field and its bound.
 pub fn out_of_range(field: &str, value: impl std::fmt::Display, bound: &str) -> Status {
     Status::invalid_argument(format!("{field} is {value}, must be {bound}"))
+}
+
+/// RESOURCE_EXHAUSTED for a quota, with the wait in a `retry-after-ms` trailer when waiting
+/// helps.
+pub fn quota_exceeded(e: QuotaError) -> Status {
+    let mut status = Status::resource_exhausted(e.to_string());
+    if let Some(wait) = e.retry_after() {
+        let ms = wait.as_millis().max(1).to_string();
+        if let Ok(value) = ms.parse() {
+            status.metadata_mut().insert("retry-after-ms", value);
+        }
+    }
+    status
 }

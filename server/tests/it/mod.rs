@@ -4,5 +4,6 @@ mod diode;
 mod entropy;
 mod ingest;
 mod lifecycle;
+mod quota;
 mod support;
 mod tls;

@@ -63,10 +63,27 @@ pub fn start_with_tls(
     ingest: TcpListener,
     tls: ListenerTls,
 ) -> TestGateway {
+    start_full(config, public, ingest, tls, ApiKeys::single("test", API_KEY))
+}
+
+/// Starts a gateway accepting the client keys `keys` (instead of the one test key).
+pub async fn start_with_keys(config: GatewayConfig, keys: ApiKeys) -> TestGateway {
+    let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
+    let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
+    start_full(config, public, ingest, ListenerTls::default(), keys)
+}
+
+fn start_full(
+    config: GatewayConfig,
+    public: TcpListener,
+    ingest: TcpListener,
+    tls: ListenerTls,
+    keys: ApiKeys,
+) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
-    let gateway = Gateway::new(config, ApiKeys::single("test", API_KEY), mac_keys).with_tls(tls);
+    let gateway = Gateway::new(config, keys, mac_keys).with_tls(tls);
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec()).expect("signer");
@@ -144,8 +161,13 @@ pub fn os_source() -> SourceReport {
 
 /// A request carrying the test API key.
 pub fn authed<T>(message: T) -> Request<T> {
+    with_key(API_KEY, message)
+}
+
+/// A request carrying `key`.
+pub fn with_key<T>(key: &str, message: T) -> Request<T> {
     let mut request = Request::new(message);
-    request.metadata_mut().insert("authorization", format!("Bearer {API_KEY}").parse().unwrap());
+    request.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
     request
 }
 
