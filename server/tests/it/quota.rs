@@ -11,7 +11,7 @@ use tonic::Code;
 use super::support::{TestGateway, assert_status, start_with_keys, test_config, with_key};
 
 /// A gateway with the keys described by `entries` (TOML tables after name and sha256; each
-/// key's secret is its name), fed with 6 MiB.
+/// key's secret is its name), with its 8 MiB pool full.
 async fn gateway(entries: &[(&str, &str)]) -> TestGateway {
     let mut text = String::new();
     for (name, extra) in entries {
@@ -24,7 +24,7 @@ async fn gateway(entries: &[(&str, &str)]) -> TestGateway {
     std::fs::write(file.path(), text).unwrap();
     let keys = ApiKeys::load_file(file.path()).unwrap();
     let mut gw = start_with_keys(test_config(|c| c.pool_capacity_bytes = 8 << 20), keys).await;
-    gw.feed(6 << 20, 256 << 10, |i| i as u8).await;
+    gw.feed(8 << 20, 256 << 10, |i| i as u8).await;
     gw
 }
 
@@ -141,9 +141,12 @@ async fn streams_are_capped_per_key_and_metered_as_they_flow() {
     tokio::time::sleep(Duration::from_millis(200)).await; // the server notices the cancel
 
     // 2 MiB/s with a 2 MiB burst: 4 MiB takes at least ~1 s; the key is slowed, not refused.
+    // The first stream drew at most its burst plus ~0.5 s at 2 MiB/s, so the pool still holds
+    // the 4 MiB; the deadline turns any regression into a failure rather than a hang.
     let started = std::time::Instant::now();
-    let mut stream =
-        client.stream_random(open(4 << 20)).await.expect("slot came back").into_inner();
+    let mut request = open(4 << 20);
+    request.set_timeout(Duration::from_secs(20));
+    let mut stream = client.stream_random(request).await.expect("slot came back").into_inner();
     let mut got = 0;
     while let Some(message) = stream.next().await {
         got += message.expect("metered, never refused").data.len();
