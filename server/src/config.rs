@@ -58,6 +58,11 @@ pub struct GatewayConfig {
     pub replay_max_streams: usize,
     /// On SIGTERM/SIGINT, how long in-flight calls get to finish before the process exits.
     pub shutdown_grace_ms: u64,
+    /// Most open connections per listener; past it new connections are closed at once.
+    pub max_connections: usize,
+    /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
+    /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
+    pub max_streams_per_connection: u32,
     /// Log line format: "text" or "json".
     pub log_format: LogFormat,
     /// Log filter in `tracing` EnvFilter syntax (e.g. "info", "entropy_gateway=debug").
@@ -93,6 +98,8 @@ pub const KEYS: &[&str] = &[
     "max_chunk_bytes",
     "replay_max_streams",
     "shutdown_grace_ms",
+    "max_connections",
+    "max_streams_per_connection",
     "log_format",
     "log_filter",
 ];
@@ -117,6 +124,8 @@ impl Default for GatewayConfig {
             max_chunk_bytes: 1 << 20,
             replay_max_streams: 4_096,
             shutdown_grace_ms: 10_000,
+            max_connections: 10_000,
+            max_streams_per_connection: 256,
             log_format: LogFormat::Text,
             log_filter: "info".into(),
         }
@@ -193,6 +202,15 @@ impl GatewayConfig {
             return bad(
                 "replay_max_streams",
                 format!("{} must be 1..=1000000", self.replay_max_streams),
+            );
+        }
+        if !(1..=1_000_000).contains(&self.max_connections) {
+            return bad("max_connections", format!("{} must be 1..=1000000", self.max_connections));
+        }
+        if !(1..=100_000).contains(&self.max_streams_per_connection) {
+            return bad(
+                "max_streams_per_connection",
+                format!("{} must be 1..=100000", self.max_streams_per_connection),
             );
         }
         if self.shutdown_grace_ms > 600_000 {
@@ -320,6 +338,14 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shutdown_grace_ms: Option<u64>,
+    /// Most open connections per listener [default: 10000]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
+    /// Most concurrent calls per connection [default: 256]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_streams_per_connection: Option<u32>,
     /// Log format [default: text]
     #[arg(long, value_name = "FORMAT")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -423,6 +449,8 @@ mod tests {
             max_chunk_bytes: Some(1),
             replay_max_streams: Some(1),
             shutdown_grace_ms: Some(1),
+            max_connections: Some(1),
+            max_streams_per_connection: Some(1),
             log_format: Some(LogFormat::Json),
             log_filter: Some("x".into()),
         };

@@ -11,11 +11,13 @@
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
 //! - [`server`]: wires the two listeners and runs until shutdown; [`tls`]: rustls for them.
+//! - [`conn_limit`]: the cap on open connections per listener.
 //! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
 pub mod auth;
 pub mod config;
+pub mod conn_limit;
 pub mod dev;
 pub mod devcerts;
 pub mod grpc;

@@ -17,6 +17,7 @@ use tonic_health::ServingStatus;
 
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
+use crate::conn_limit;
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, key_store};
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
@@ -157,18 +158,34 @@ impl Gateway {
             }
         });
 
-        let public_server = base_server(1 << 20, 4 << 20)
+        let max_streams = self.config.max_streams_per_connection;
+        let public_server = base_server(1 << 20, 4 << 20, max_streams)
             .add_service(entropy)
             .add_service(public_health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
-        let public_server = serve_router(public_server, public, self.tls.public, shutdown.clone());
+        let max_conns = self.config.max_connections;
+        let public_server = serve_router(
+            public_server,
+            public,
+            self.tls.public,
+            max_conns,
+            "public",
+            shutdown.clone(),
+        );
         // Ingest receives up to a MiB per call: larger windows keep one collector from being
         // throttled by flow control.
-        let ingest_server = base_server(4 << 20, 16 << 20)
+        let ingest_server = base_server(4 << 20, 16 << 20, max_streams)
             .add_service(ingest_api)
             .add_service(ingest_health_service);
-        let ingest_server = serve_router(ingest_server, ingest, self.tls.ingest, shutdown.clone());
+        let ingest_server = serve_router(
+            ingest_server,
+            ingest,
+            self.tls.ingest,
+            max_conns,
+            "ingest",
+            shutdown.clone(),
+        );
 
         let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);
         streams.close();
@@ -192,8 +209,11 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
-fn base_server(stream_window: u32, connection_window: u32) -> Server {
+fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> Server {
     Server::builder()
+        // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: compliant clients queue past it; a stream
+        // opened anyway gets REFUSED_STREAM.
+        .max_concurrent_streams(max_streams)
         .initial_stream_window_size(stream_window)
         .initial_connection_window_size(connection_window)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
@@ -205,14 +225,20 @@ async fn serve_router(
     router: tonic::transport::server::Router,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
+    max_connections: usize,
+    name: &'static str,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     let signal = shutdown.clone().cancelled_owned();
     match tls {
-        None => router.serve_with_incoming_shutdown(incoming(listener), signal).await,
+        None => {
+            let limited = conn_limit::limit(incoming(listener), max_connections, name);
+            router.serve_with_incoming_shutdown(limited, signal).await
+        }
         Some(config) => {
             let tls_incoming = crate::tls::incoming(listener, config, shutdown);
-            router.serve_with_incoming_shutdown(tls_incoming, signal).await
+            let limited = conn_limit::limit(tls_incoming, max_connections, name);
+            router.serve_with_incoming_shutdown(limited, signal).await
         }
     }
 }

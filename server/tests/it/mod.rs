@@ -4,6 +4,7 @@ mod diode;
 mod entropy;
 mod ingest;
 mod lifecycle;
+mod limits;
 mod quota;
 mod support;
 mod tls;
