@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+"""The diode, proven on a real network path (issue #4, item 5).
+
+Two network namespaces joined by a veth pair stand for the two sides of the diode:
+
+    INSIDE  (ed-in-PID):  entropy-simulator (a stand-in Quantis appliance) -> entropy-collector
+                          nftables: new connections leave only towards the gateway's ingest port
+       | veth 10.213.77.1/30, fd00:e:d::1  <->  10.213.77.2/30, fd00:e:d::2
+    OUTSIDE (ed-out-PID): entropy-gateway (ingest on the veth address), grpcurl as the client
+
+The checks, in order:
+  1. control, before any rule: from outside, the simulator port, a probe listener and ping on
+     the inside answer, and from inside the gateway's public port answers; so the negative
+     checks below cannot pass because of a dead listener or a broken link;
+  2. the firewall is loaded in the inside namespace (outside cannot change it);
+  3. data flows: the collector starts inside, its chunks reach the gateway (GetStatus counts
+     grow) and a client outside draws bytes;
+  4. the outside side cannot open a connection to the inside at all: TCP to the simulator port,
+     to the probe listener (IPv4 and IPv6), to a closed port, and ping (IPv4 and IPv6) all get
+     no answer, not even a refusal; the firewall's drop counters count those packets; the probe
+     listener still answers from inside, and the inside can open nothing but the ingest port;
+  5. with the rules deleted again the same connect succeeds: the firewall is what blocks it.
+
+Everything (processes, namespaces with their veths, the temporary directory) is removed on exit,
+on failure and on Ctrl-C/SIGTERM too.
+
+Usage: netns_diode.py BIN_DIR
+Needs root, `ip netns`, nft (Debian: nftables), ping (Debian: iputils-ping) and grpcurl. Where
+root, network namespaces or the tools are missing it prints "SKIP: <reason>" and exits 0; any
+other failure exits 1.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PID = os.getpid()
+NS_IN = f"ed-in-{PID}"
+NS_OUT = f"ed-out-{PID}"
+VETH_IN = f"edi{PID}"  # interface names: at most 15 characters
+VETH_OUT = f"edo{PID}"
+IN4, OUT4 = "10.213.77.1", "10.213.77.2"
+IN6, OUT6 = "fd00:e:d::1", "fd00:e:d::2"
+PROBE_TIMEOUT_S = 5.0  # a veth answers in microseconds; no answer in 5 s means none is coming
+TABLE = "diode"
+
+# Run with `python3 -c` inside a namespace. Prints one word: connected (then the echo, if a
+# token was given), timeout, refused, or error:<reason>.
+CONNECT = r"""
+import socket, sys
+host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+s.settimeout(timeout)
+try:
+    s.connect((host, port))
+    if len(sys.argv) > 4:
+        s.sendall(sys.argv[4].encode())
+        print("connected echo=" + s.recv(256).decode())
+    else:
+        print("connected")
+except socket.timeout:
+    print("timeout")
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print("error:" + (e.strerror or str(e)))
+"""
+
+# A TCP echo listener on every address (IPv4 and IPv6) of its namespace, on a port the kernel
+# picks; prints the port, then echoes one message per connection.
+LISTENER = r"""
+import socket
+srv = socket.socket(socket.AF_INET6)
+srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+srv.bind(("::", 0))
+srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+while True:
+    conn, _ = srv.accept()
+    with conn:
+        conn.settimeout(5)
+        try:
+            conn.sendall(conn.recv(256))
+        except OSError:
+            pass
+"""
+
+FREE_PORT = 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
+
+
+class Skip(Exception):
+    """The environment cannot run this test (not a failure)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP: unwind through the cleanup like Ctrl-C does."""
+
+
+def firewall_rules(ingest_port):
+    """The inside namespace's ruleset: the diode itself."""
+    return f"""
+table inet {TABLE} {{
+  chain input {{
+    type filter hook input priority filter; policy drop;
+    iif "lo" accept
+    ct state established,related accept
+    counter drop comment "outside-new-dropped"
+  }}
+  chain output {{
+    type filter hook output priority filter; policy drop;
+    oif "lo" accept
+    ct state established,related accept
+    ip daddr {OUT4} tcp dport {ingest_port} ct state new accept
+    counter drop comment "inside-new-dropped"
+  }}
+}}
+"""
+
+
+def nsexec(ns, *cmd):
+    return ["ip", "netns", "exec", ns, *map(str, cmd)]
+
+
+def run(cmd, timeout=30, check=True):
+    r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+class Diode:
+    def __init__(self, bin_dir, grpcurl):
+        self.bin_dir = Path(bin_dir).resolve()
+        self.grpcurl_bin = grpcurl
+        self.work = Path(tempfile.mkdtemp(prefix="netns-diode-"))
+        self.namespaces = []
+        self.procs = {}
+        self.results = []
+        self.api_key = "netns-diode-" + os.urandom(12).hex()
+
+    # ---- transcript ----
+    def check(self, name, ok, detail=""):
+        self.results.append(bool(ok))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f"  [{detail}]" if detail else ""), flush=True)
+        return ok
+
+    def section(self, title):
+        print(f"\n-- {title}", flush=True)
+
+    # ---- network ----
+    def setup_network(self):
+        for ns in (NS_IN, NS_OUT):
+            self.namespaces.append(ns)  # first: a signal may come while `ip netns add` runs
+            r = run(["ip", "netns", "add", ns], check=False)
+            if r.returncode != 0:
+                raise Skip(f"cannot create a network namespace (ip netns add: {r.stderr.strip()})")
+        r = run(["ip", "link", "add", VETH_IN, "netns", NS_IN, "type", "veth",
+                 "peer", "name", VETH_OUT, "netns", NS_OUT], check=False)
+        if r.returncode != 0:
+            raise Skip(f"cannot create a veth pair: {r.stderr.strip()}")
+        for ns, dev, a4, a6 in ((NS_IN, VETH_IN, IN4, IN6), (NS_OUT, VETH_OUT, OUT4, OUT6)):
+            run(nsexec(ns, "ip", "link", "set", "lo", "up"))
+            run(nsexec(ns, "ip", "addr", "add", f"{a4}/30", "dev", dev))
+            run(nsexec(ns, "ip", "-6", "addr", "add", f"{a6}/64", "dev", dev, "nodad"))
+            run(nsexec(ns, "ip", "link", "set", dev, "up"))
+        # nft must work in a namespace, conntrack included; load and drop a throwaway table.
+        probe = "table inet edprobe {\n chain c { type filter hook input priority filter; ct state established accept; }\n}\n"
+        r = subprocess.run(nsexec(NS_IN, "nft", "-f", "-"), input=probe, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise Skip(f"nft cannot load rules in a namespace: {r.stderr.strip()}")
+        run(nsexec(NS_IN, "nft", "delete", "table", "inet", "edprobe"))
+        print(f"namespaces {NS_IN} ({IN4}, {IN6}) and {NS_OUT} ({OUT4}, {OUT6}), veth {VETH_IN}<->{VETH_OUT}")
+
+    def free_port(self, ns):
+        return int(run(nsexec(ns, sys.executable, "-c", FREE_PORT)).stdout)
+
+    def start_connects(self, ns, host, port, token=None):
+        """Starts one connect attempt; `finish` collects its outcome. Attempts run in parallel."""
+        cmd = nsexec(ns, sys.executable, "-c", CONNECT, host, port, PROBE_TIMEOUT_S)
+        if token:
+            cmd.append(token)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def start_ping(self, ns, host):
+        return subprocess.Popen(nsexec(ns, "ping", "-n", "-c", "2", "-W", str(int(PROBE_TIMEOUT_S)), host),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    @staticmethod
+    def finish(proc, ping=False):
+        out, _ = proc.communicate(timeout=PROBE_TIMEOUT_S * 4)
+        if ping:
+            return "replied" if proc.returncode == 0 else "no reply"
+        return out.strip().splitlines()[-1] if out.strip() else f"no output (exit {proc.returncode})"
+
+    def drop_counters(self):
+        """Packets counted by the two drop rules of the inside firewall."""
+        ruleset = json.loads(run(nsexec(NS_IN, "nft", "-j", "list", "table", "inet", TABLE)).stdout)
+        counts = {}
+        for item in ruleset["nftables"]:
+            rule = item.get("rule")
+            if rule and "comment" in rule:
+                for expr in rule["expr"]:
+                    if "counter" in expr:
+                        counts[rule["comment"]] = expr["counter"]["packets"]
+        return counts
+
+    # ---- programs ----
+    def spawn(self, name, ns, cmd):
+        log = open(self.work / f"{name}.log", "w")
+        self.procs[name] = subprocess.Popen(nsexec(ns, *cmd), stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        log.close()
+        return self.procs[name]
+
+    def log_tail(self, name, lines=15):
+        path = self.work / f"{name}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def grpc(self, method, data):
+        cmd = nsexec(NS_OUT, self.grpcurl_bin, "-plaintext", "-H", f"authorization: Bearer {self.api_key}",
+                     "-d", json.dumps(data), f"127.0.0.1:{self.public_port}", method)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+    def status(self):
+        r = self.grpc("entropy.v1.EntropyService/GetStatus", {})
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def wait_status(self, pred, seconds):
+        """Polls GetStatus until `pred` holds (or `seconds` pass); returns the last status."""
+        last = None
+        for _ in range(int(seconds * 5)):
+            last = self.status() or last
+            if last is not None and pred(last):
+                break
+            for name, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError(f"{name} exited {p.returncode}:\n{self.log_tail(name)}")
+            time.sleep(0.2)
+        return last or {}
+
+    def start_inside_services(self):
+        self.sim_port = self.free_port(NS_IN)
+        pem = self.work / "simulator.pem"
+        # On every inside address, so the outside could reach it were it not for the firewall.
+        self.spawn("simulator", NS_IN, [self.bin_dir / "entropy-simulator", "--listen-addr", f"0.0.0.0:{self.sim_port}",
+                                        "--tls", "--cert-out", pem, "--rate-bytes-per-s", "400000"])
+        listener = subprocess.Popen(nsexec(NS_IN, sys.executable, "-c", LISTENER), stdout=subprocess.PIPE,
+                                    text=True, start_new_session=True)
+        self.procs["probe-listener"] = listener
+        self.listen_port = int(listener.stdout.readline())
+        for _ in range(100):
+            if pem.exists() and pem.stat().st_size > 0:
+                break
+            time.sleep(0.1)
+        if not pem.exists():
+            raise RuntimeError(f"simulator did not start:\n{self.log_tail('simulator')}")
+        self.closed_port = self.free_port(NS_IN)  # nothing listens there
+        print(f"inside: simulator on *:{self.sim_port} (TLS), probe listener on *:{self.listen_port}, "
+              f"port {self.closed_port} closed")
+
+    def start_gateway(self):
+        self.public_port = self.free_port(NS_OUT)
+        self.ingest_port = self.free_port(NS_OUT)
+        keys = self.work / "mac-keys"
+        keys.mkdir(mode=0o700)
+        mac = os.urandom(32).hex()
+        (keys / "netns.key").write_text(mac)
+        (self.work / "collector-mac.key").write_text(mac)
+        digest = subprocess.run(["sha256sum"], input=self.api_key, capture_output=True, text=True).stdout.split()[0]
+        (self.work / "api-keys.toml").write_text(f'[[key]]\nname = "netns-diode"\nsha256 = "{digest}"\n')
+        self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--api-keys-file", self.work / "api-keys.toml",
+                                       "--ingest-keys-dir", keys, "--listen-addr", f"0.0.0.0:{self.public_port}",
+                                       "--ingest-listen-addr", f"{OUT4}:{self.ingest_port}",
+                                       "--pool-low-watermark-bytes", "8192"])
+        st = self.wait_status(lambda s: True, 30)
+        if not st:
+            raise RuntimeError(f"gateway did not answer GetStatus:\n{self.log_tail('gateway')}")
+        print(f"outside: gateway public *:{self.public_port}, ingest {OUT4}:{self.ingest_port}")
+
+    def start_collector(self):
+        cfg = self.work / "collector.toml"
+        cfg.write_text(
+            'collector_id = "netns-collector"\nkey_id = "netns"\n'
+            f'key_file = "{self.work / "collector-mac.key"}"\n'
+            'chunk_bytes = 16384\nmixing = "xor"\nmin_sources = 1\n'
+            f'[[gateway]]\nendpoint = "http://{OUT4}:{self.ingest_port}"\n'
+            '[[source]]\nname = "quantis-sim"\ntype = "quantis"\n'
+            f'url = "https://127.0.0.1:{self.sim_port}"\nca_file = "{self.work / "simulator.pem"}"\n')
+        self.spawn("collector", NS_IN, [self.bin_dir / "entropy-collector", "--config", cfg])
+
+    # ---- the test ----
+    def control(self):
+        self.section("control: no firewall yet, so everything below must connect")
+        probes = [
+            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(NS_OUT, IN4, self.sim_port), "connected"),
+            (f"outside -> inside {IN4}:{self.listen_port} (probe listener)",
+             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4"), "connected echo=hello-v4"),
+            (f"outside -> inside [{IN6}]:{self.listen_port} (probe listener)",
+             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6"), "connected echo=hello-v6"),
+            (f"outside -> inside {IN4}:{self.closed_port} (closed port)", self.start_connects(NS_OUT, IN4, self.closed_port), "refused"),
+            (f"inside -> outside {OUT4}:{self.public_port} (gateway public port)",
+             self.start_connects(NS_IN, OUT4, self.public_port), "connected"),
+        ]
+        pings = [(f"outside pings inside {IN4}", self.start_ping(NS_OUT, IN4)),
+                 (f"outside pings inside {IN6}", self.start_ping(NS_OUT, IN6))]
+        for name, proc, want in probes:
+            got = self.finish(proc)
+            self.check(name, got == want, got)
+        for name, proc in pings:
+            got = self.finish(proc, ping=True)
+            self.check(name, got == "replied", got)
+
+    def apply_firewall(self):
+        self.section("firewall: loaded in the INSIDE namespace")
+        r = subprocess.run(nsexec(NS_IN, "nft", "-f", "-"), input=firewall_rules(self.ingest_port),
+                           capture_output=True, text=True, timeout=30)
+        if not self.check("nft accepts the diode ruleset", r.returncode == 0, r.stderr.strip()):
+            raise RuntimeError("no firewall, nothing to test")
+        print(run(nsexec(NS_IN, "nft", "list", "table", "inet", TABLE)).stdout.rstrip())
+
+    def data_flows(self):
+        self.section("data flows inside -> outside through the firewall")
+        st = self.wait_status(lambda s: int(s.get("chunksAcceptedTotal", 0)) >= 3, 60)
+        accepted = int(st.get("chunksAcceptedTotal", 0))
+        self.check("collector's chunks reach the gateway (GetStatus chunks_accepted_total >= 3)", accepted >= 3,
+                   f"accepted {accepted}, ingested {st.get('ingestedBytesTotal', 0)} B, pool {st.get('poolBytes', 0)} B"
+                   + ("" if accepted >= 3 else f"\n{self.log_tail('collector')}"))
+        rejected = int(st.get("chunksRejectedTotal", 0))
+        self.check("no chunk was rejected", rejected == 0, f"rejected {rejected}" + ("" if rejected == 0 else json.dumps(st)))
+        self.check("provenance names the inside's (simulated) quantum source",
+                   any(s.get("collectorId") == "netns-collector" and s.get("name") == "quantis-sim"
+                       and s.get("kind") == "SOURCE_KIND_QUANTUM" for s in st.get("sources", [])),
+                   json.dumps(st.get("sources", [])))
+        r = self.grpc("entropy.v1.EntropyService/GetRandom", {"num_bytes": 64})
+        data = base64.b64decode(json.loads(r.stdout).get("data", "")) if r.returncode == 0 else b""
+        self.check("a client in the outside namespace draws 64 bytes (GetRandom)", len(data) == 64,
+                   f"{len(data)} bytes: {data[:8].hex()}..." if data else r.stderr.strip())
+        return accepted
+
+    def blocked(self, accepted_before):
+        self.section("the outside cannot open a connection to the inside")
+        before = self.drop_counters()
+        inbound = [
+            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(NS_OUT, IN4, self.sim_port)),
+            (f"outside -> inside {IN4}:{self.listen_port} (probe listener)",
+             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4")),
+            (f"outside -> inside [{IN6}]:{self.listen_port} (probe listener)",
+             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6")),
+            (f"outside -> inside {IN4}:{self.closed_port} (closed port: not even a refusal comes back)",
+             self.start_connects(NS_OUT, IN4, self.closed_port)),
+        ]
+        outbound = (f"inside -> outside {OUT4}:{self.public_port} (only the ingest port may be dialled)",
+                    self.start_connects(NS_IN, OUT4, self.public_port))
+        pings = [(f"outside pings inside {IN4}", self.start_ping(NS_OUT, IN4)),
+                 (f"outside pings inside {IN6}", self.start_ping(NS_OUT, IN6))]
+        alive = self.start_connects(NS_IN, IN4, self.listen_port, "from-inside")
+        for name, proc in inbound + [outbound]:
+            got = self.finish(proc)
+            self.check(name, got == "timeout", got)
+        for name, proc in pings:
+            got = self.finish(proc, ping=True)
+            self.check(name, got == "no reply", got)
+        got = self.finish(alive)
+        self.check(f"inside -> inside {IN4}:{self.listen_port}: the probe listener is alive",
+                   got == "connected echo=from-inside", got)
+        after = self.drop_counters()
+        dropped_in = after.get("outside-new-dropped", 0) - before.get("outside-new-dropped", 0)
+        dropped_out = after.get("inside-new-dropped", 0) - before.get("inside-new-dropped", 0)
+        # At least one packet per blocked attempt: 4 TCP connects and 2 x 2 pings.
+        self.check("the firewall's inbound drop rule counted those packets (>= 8)", dropped_in >= 8,
+                   f"{dropped_in} packets")
+        self.check("the firewall's outbound drop rule counted the inside's attempt (>= 1)", dropped_out >= 1,
+                   f"{dropped_out} packets")
+        st = self.wait_status(lambda s: int(s.get("chunksAcceptedTotal", 0)) > accepted_before, 60)
+        self.check("chunks keep flowing meanwhile", int(st.get("chunksAcceptedTotal", 0)) > accepted_before,
+                   f"accepted {accepted_before} -> {st.get('chunksAcceptedTotal', 0)}")
+
+    def rules_removed(self):
+        self.section("without the rules the same connect succeeds again: the firewall is what blocks it")
+        run(nsexec(NS_IN, "nft", "delete", "table", "inet", TABLE))
+        for host in (IN4, IN6):
+            got = self.finish(self.start_connects(NS_OUT, host, self.listen_port, "hello-again"))
+            shown = f"[{host}]" if ":" in host else host
+            self.check(f"outside -> inside {shown}:{self.listen_port} (probe listener), rules deleted",
+                       got == "connected echo=hello-again", got)
+
+    def run(self):
+        self.setup_network()
+        self.start_inside_services()
+        self.start_gateway()
+        self.control()
+        self.apply_firewall()
+        self.start_collector()
+        accepted = self.data_flows()
+        self.blocked(accepted)
+        self.rules_removed()
+
+    # ---- cleanup ----
+    def cleanup(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for ns in self.namespaces:
+            # Anything else still running in our namespaces was started by this script.
+            for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            run(["ip", "netns", "del", ns], check=False)  # removes its end of the veth too
+        shutil.rmtree(self.work, ignore_errors=True)
+        left = [ns for ns in run(["ip", "netns", "list"], check=False).stdout.split() if ns in (NS_IN, NS_OUT)]
+        return not left and not self.work.exists(), left
+
+
+def on_signal(signum, _frame):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def find_grpcurl():
+    found = shutil.which("grpcurl")
+    if found:
+        return found
+    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip() \
+        if shutil.which("go") else str(Path.home() / "go")
+    candidate = Path(gopath or Path.home() / "go", "bin", "grpcurl")
+    return str(candidate) if candidate.exists() else None
+
+
+def preconditions(bin_dir):
+    """Raises Skip where this machine cannot run the test; returns the grpcurl path."""
+    if not sys.platform.startswith("linux"):
+        raise Skip("network namespaces need Linux")
+    if os.geteuid() != 0:
+        raise Skip("not root (network namespaces and nftables need root)")
+    for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("ping", "iputils-ping")):
+        if not shutil.which(tool):
+            raise Skip(f"{tool} not found (Debian package {package})")
+    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator"):
+        if not os.access(Path(bin_dir, name), os.X_OK):
+            raise RuntimeError(f"no {name} in {bin_dir}: cargo build --release -p entropy-gateway -p entropy-collector")
+    grpcurl = find_grpcurl()
+    if not grpcurl:
+        raise RuntimeError("grpcurl not found (go install github.com/fullstorydev/grpcurl/cmd/grpcurl)")
+    return grpcurl
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    bin_dir = sys.argv[1]
+    try:
+        grpcurl = preconditions(bin_dir)
+    except Skip as e:
+        print(f"SKIP: {e}")
+        return 0
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    diode = Diode(bin_dir, grpcurl)
+    status = None
+    try:
+        diode.run()
+    except Skip as e:
+        status = f"SKIP: {e}"
+    except (KeyboardInterrupt, Interrupted) as e:
+        status = f"interrupted ({type(e).__name__} {e})"
+    except Exception as e:  # any other error is a failure of the test; say what and where
+        diode.check("the test ran to its end", False, f"{type(e).__name__}: {e}")
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # let the cleanup finish
+        clean, left = diode.cleanup()
+    if status and status.startswith("SKIP:"):
+        print(status)
+        return 0
+    diode.section("cleanup")
+    diode.check("processes stopped, namespaces, veths and temporary files removed", clean,
+                f"left: {left}" if left else "")
+    if status:
+        print(status)
+        return 130
+    passed = sum(diode.results)
+    print(f"\nnetns-diode: {passed} passed, {len(diode.results) - passed} failed")
+    return 0 if passed == len(diode.results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
