@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 PID = os.getpid()
 NS_IN = f"ed-in-{PID}"
 NS_OUT = f"ed-out-{PID}"
@@ -334,15 +335,25 @@ class Diode:
                    + ("" if accepted >= 3 else f"\n{self.log_tail('collector')}"))
         rejected = int(st.get("chunksRejectedTotal", 0))
         self.check("no chunk was rejected", rejected == 0, f"rejected {rejected}" + ("" if rejected == 0 else json.dumps(st)))
-        self.check("provenance names the inside's (simulated) quantum source",
-                   any(s.get("collectorId") == "netns-collector" and s.get("name") == "quantis-sim"
-                       and s.get("kind") == "SOURCE_KIND_QUANTUM" for s in st.get("sources", [])),
-                   json.dumps(st.get("sources", [])))
+        sources = st.get("sources", [])
+        named = any(s.get("collectorId") == "netns-collector" and s.get("name") == "quantis-sim"
+                    and s.get("kind") == "SOURCE_KIND_QUANTUM" for s in sources)
+        self.check("provenance names the inside's (simulated) quantum source", named,
+                   "netns-collector/quantis-sim, SOURCE_KIND_QUANTUM" if named else json.dumps(sources))
         r = self.grpc("entropy.v1.EntropyService/GetRandom", {"num_bytes": 64})
         data = base64.b64decode(json.loads(r.stdout).get("data", "")) if r.returncode == 0 else b""
         self.check("a client in the outside namespace draws 64 bytes (GetRandom)", len(data) == 64,
                    f"{len(data)} bytes: {data[:8].hex()}..." if data else r.stderr.strip())
         return accepted
+
+    def reply_is_empty(self):
+        """What the established connection carries back is the Publish reply: a message with no
+        fields (only the status travels back), read from the proto that both sides are built from."""
+        r = run([self.grpcurl_bin, "-import-path", ROOT / "proto", "-proto", "entropy/v1/ingest.proto",
+                 "-msg-template", "describe", "entropy.v1.PublishResponse"], check=False)
+        template = r.stdout.rsplit("Message template:", 1)[-1].strip() if r.returncode == 0 else r.stderr.strip()
+        self.check("the reply on that connection, entropy.v1.PublishResponse, has no fields", template == "{}",
+                   f"template {template}")
 
     def blocked(self, accepted_before):
         self.section("the outside cannot open a connection to the inside")
@@ -399,6 +410,7 @@ class Diode:
         self.apply_firewall()
         self.start_collector()
         accepted = self.data_flows()
+        self.reply_is_empty()
         self.blocked(accepted)
         self.rules_removed()
 
