@@ -461,6 +461,9 @@ def preconditions(bin_dir):
         raise Skip("network namespaces need Linux")
     if os.geteuid() != 0:
         raise Skip("not root (network namespaces and nftables need root)")
+    # ip and nft live in sbin, which a non-login root environment may leave off PATH.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join(path + [d for d in ("/usr/sbin", "/sbin") if d not in path])
     for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("ping", "iputils-ping")):
         if not shutil.which(tool):
             raise Skip(f"{tool} not found (Debian package {package})")
