@@ -30,6 +30,7 @@ root, network namespaces or the tools are missing it prints "SKIP: <reason>" and
 other failure exits 1.
 """
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -260,7 +261,7 @@ class Diode:
             if pem.exists() and pem.stat().st_size > 0:
                 break
             time.sleep(0.1)
-        if not pem.exists():
+        if not (pem.exists() and pem.stat().st_size > 0):
             raise RuntimeError(f"simulator did not start:\n{self.log_tail('simulator')}")
         self.closed_port = self.free_port(NS_IN)  # nothing listens there
         print(f"inside: simulator on *:{self.sim_port} (TLS), probe listener on *:{self.listen_port}, "
@@ -274,7 +275,7 @@ class Diode:
         mac = os.urandom(32).hex()
         (keys / "netns.key").write_text(mac)
         (self.work / "collector-mac.key").write_text(mac)
-        digest = subprocess.run(["sha256sum"], input=self.api_key, capture_output=True, text=True).stdout.split()[0]
+        digest = hashlib.sha256(self.api_key.encode()).hexdigest()
         (self.work / "api-keys.toml").write_text(f'[[key]]\nname = "netns-diode"\nsha256 = "{digest}"\n')
         self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--api-keys-file", self.work / "api-keys.toml",
                                        "--ingest-keys-dir", keys, "--listen-addr", f"0.0.0.0:{self.public_port}",
