@@ -46,6 +46,9 @@ pub struct CollectorConfig {
     /// On SIGTERM, how long already signed chunks may take to be delivered.
     #[serde(default = "defaults::shutdown_grace_ms")]
     pub shutdown_grace_ms: u64,
+    /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off.
+    #[serde(default = "defaults::metrics_listen_addr")]
+    pub metrics_listen_addr: String,
     /// Log format: "text" or "json".
     #[serde(default = "defaults::log_format")]
     pub log_format: String,
@@ -173,6 +176,9 @@ mod defaults {
     pub fn shutdown_grace_ms() -> u64 {
         10_000
     }
+    pub fn metrics_listen_addr() -> String {
+        "0.0.0.0:9464".into()
+    }
     pub fn log_format() -> String {
         "text".into()
     }
@@ -202,6 +208,7 @@ pub const ENV_KEYS: &[&str] = &[
     "key_id",
     "key_file",
     "shutdown_grace_ms",
+    "metrics_listen_addr",
     "log_format",
     "log_filter",
 ];
@@ -257,6 +264,17 @@ impl CollectorConfig {
         }
         if self.read_timeout_ms == 0 {
             return bad("read_timeout_ms", "must be at least 1");
+        }
+        if !self.metrics_listen_addr.is_empty()
+            && self.metrics_listen_addr.parse::<std::net::SocketAddr>().is_err()
+        {
+            return bad(
+                "metrics_listen_addr",
+                format!(
+                    "{:?} is not an address like 0.0.0.0:9464 (\"\" turns the endpoint off)",
+                    self.metrics_listen_addr
+                ),
+            );
         }
         if !["text", "json"].contains(&self.log_format.as_str()) {
             return bad("log_format", "must be \"text\" or \"json\"");
@@ -350,6 +368,11 @@ impl CollectorConfig {
         Ok(())
     }
 
+    /// The metrics endpoint's address, or `None` when it is off (`validate` checked it).
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_listen_addr.parse().ok()
+    }
+
     /// Shutdown grace period.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
@@ -440,6 +463,7 @@ kind = "hardware"
     fn a_good_config_parses_with_defaults() {
         let c = parse(GOOD).expect("valid");
         assert_eq!((c.chunk_bytes, c.buffer_chunks, c.alpha_log2), (65536, 16, 40));
+        assert_eq!(c.metrics_addr(), Some(([0, 0, 0, 0], 9464).into()));
         assert_eq!(c.source[0].trust(), TrustAnchor::Pinned([0; 32]));
         assert_eq!(c.source[1].device_kind(), SourceKind::Hardware);
     }
@@ -460,6 +484,10 @@ kind = "hardware"
                 "source[0].pinned_cert_sha256",
             ),
             (GOOD.replace("http://127.0.0.1:50052", "not a url"), "gateway[0].endpoint"),
+            (
+                GOOD.replace("min_sources = 1", "min_sources = 1\nmetrics_listen_addr = \"9464\""),
+                "metrics_listen_addr",
+            ),
         ];
         for (text, key) in cases {
             let err = parse(&text).expect_err(key);

@@ -12,14 +12,18 @@
 //! - [`config`]: the TOML configuration, validated.
 //! - [`tls`]: rustls client trust (CA file or pinned certificate).
 //! - [`simulator`]: a stand-in for a Quantis appliance, with fault modes.
+//! - [`prom`]: a Prometheus registry per instance and the `/metrics` `/healthz` `/readyz`
+//!   endpoint (shared with the gateway); [`metrics`]: the collector's series.
 //!
 //! Binaries: `entropy-collector` (src/bin/collector.rs), `entropy-simulator`
 //! (src/bin/simulator.rs).
 
 pub mod config;
 pub mod health;
+pub mod metrics;
 pub mod mixing;
 pub mod pipeline;
+pub mod prom;
 pub mod publisher;
 pub mod runner;
 pub mod signer;
@@ -32,6 +36,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use crate::config::{CollectorConfig, SourceType};
+use crate::metrics::CollectorMetrics;
 use crate::pipeline::{Pipeline, SourceSlot};
 use crate::publisher::{Publisher, RetryPolicy};
 use crate::signer::ChunkSigner;
@@ -44,6 +49,21 @@ use crate::source::quantis::{QuantisOptions, QuantisSource};
 pub fn build(
     config: &CollectorConfig,
     mac_key: Vec<u8>,
+) -> anyhow::Result<(Arc<Mutex<Pipeline>>, Vec<Publisher>)> {
+    build_observed(config, mac_key, None)
+}
+
+/// The series of the sources and queue `config` describes (gateways register when built).
+pub fn metrics_for(config: &CollectorConfig) -> Arc<CollectorMetrics> {
+    let names: Vec<&str> = config.source.iter().map(|s| s.name.as_str()).collect();
+    CollectorMetrics::new(&names, config.min_sources, config.buffer_chunks)
+}
+
+/// [`build`], counting into `metrics` when given.
+pub fn build_observed(
+    config: &CollectorConfig,
+    mac_key: Vec<u8>,
+    metrics: Option<&Arc<CollectorMetrics>>,
 ) -> anyhow::Result<(Arc<Mutex<Pipeline>>, Vec<Publisher>)> {
     let mut slots = Vec::with_capacity(config.source.len());
     for s in &config.source {
@@ -70,7 +90,7 @@ pub fn build(
         slots.push(SourceSlot::new(source, s.min_entropy_per_byte, config.alpha_log2));
     }
     let signer = ChunkSigner::new(&config.collector_id, &config.key_id, mac_key)?;
-    let pipeline = Pipeline::new(
+    let mut pipeline = Pipeline::new(
         slots,
         config.mixing,
         config.min_sources,
@@ -78,10 +98,19 @@ pub fn build(
         config.read_timeout(),
         signer,
     );
+    if let Some(m) = metrics {
+        pipeline = pipeline.with_metrics(m.clone());
+    }
     let publishers = config
         .gateway
         .iter()
-        .map(|g| Ok(Publisher::new(g.endpoint()?, RetryPolicy::default())))
+        .map(|g| {
+            let publisher = Publisher::new(g.endpoint()?, RetryPolicy::default());
+            Ok(match metrics {
+                Some(m) => publisher.with_metrics(m.gateway(&g.endpoint)),
+                None => publisher,
+            })
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok((Arc::new(Mutex::new(pipeline)), publishers))
 }

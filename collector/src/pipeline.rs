@@ -9,12 +9,14 @@
 //! A source that cannot be reached is left alone for a growing pause (1 s doubling to 30 s) so
 //! it does not stall every round, and must pass a fresh start-up test when it comes back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_proto::v1::{PublishRequest, SourceHealth, SourceReport};
 use tokio::time::Instant;
 
-use crate::health::{HealthMonitor, Verdict};
+use crate::health::{HealthMonitor, HealthTest, Verdict};
+use crate::metrics::{CollectorMetrics, SourceMetrics};
 use crate::mixing::{self, Input, Scheme};
 use crate::signer::ChunkSigner;
 use crate::source::{Source, SourceError};
@@ -33,6 +35,7 @@ pub struct SourceSlot {
     /// Its last output was withheld by a start-up or recovery test that it passed so far.
     proving: bool,
     stats: SourceStats,
+    metrics: Option<Arc<SourceMetrics>>,
 }
 
 /// Counters of one source since start.
@@ -64,6 +67,7 @@ impl SourceSlot {
             pause: Duration::from_secs(1),
             proving: false,
             stats: SourceStats::default(),
+            metrics: None,
         }
     }
 
@@ -106,11 +110,20 @@ impl SourceSlot {
 
     /// Reads and tests one batch; returns it when it may be mixed.
     async fn read_tested(&mut self, n: usize, timeout: Duration) -> Option<Vec<u8>> {
+        let out = self.read_tested_inner(n, timeout).await;
+        if let Some(m) = &self.metrics {
+            m.state(self.health());
+        }
+        out
+    }
+
+    async fn read_tested_inner(&mut self, n: usize, timeout: Duration) -> Option<Vec<u8>> {
         let now = Instant::now();
         self.proving = false;
         if now < self.next_try {
             return None;
         }
+        let started = std::time::Instant::now();
         let result = match tokio::time::timeout(timeout, self.source.read(n)).await {
             Ok(r) => r,
             Err(_) => Err(SourceError::Unreachable {
@@ -118,6 +131,11 @@ impl SourceSlot {
                 message: format!("no answer within {timeout:?}"),
             }),
         };
+        if let Some(m) = &self.metrics {
+            m.fetched(started.elapsed(), result.as_ref().ok().map(Vec::len));
+        }
+        // A failure before the source has proven itself is a start-up test failure.
+        let proving = self.monitor.state() != SourceHealth::Healthy;
         match result {
             Ok(bytes) => {
                 if self.unreachable_since.take().is_some() {
@@ -136,6 +154,9 @@ impl SourceSlot {
                     }
                     Verdict::Failed(test) => {
                         self.count_failure(test.label());
+                        if let Some(m) = &self.metrics {
+                            m.health_failed(if proving { "startup" } else { metric_label(test) });
+                        }
                         tracing::warn!(
                             source = self.name(),
                             test = test.label(),
@@ -172,6 +193,16 @@ impl SourceSlot {
     }
 }
 
+/// The `test` label of a health test in the metrics.
+fn metric_label(test: HealthTest) -> &'static str {
+    match test {
+        HealthTest::RepetitionCount => "rct",
+        HealthTest::AdaptiveProportion => "apt",
+        HealthTest::BitProportion => "bit_proportion",
+        HealthTest::BlockRepetition => "block_repetition",
+    }
+}
+
 /// What a round produced.
 #[derive(Debug)]
 pub enum Round {
@@ -197,6 +228,7 @@ pub struct Pipeline {
     chunk_bytes: usize,
     read_timeout: Duration,
     signer: ChunkSigner,
+    metrics: Option<Arc<CollectorMetrics>>,
 }
 
 impl Pipeline {
@@ -209,7 +241,16 @@ impl Pipeline {
         read_timeout: Duration,
         signer: ChunkSigner,
     ) -> Self {
-        Self { slots, scheme, min_sources, chunk_bytes, read_timeout, signer }
+        Self { slots, scheme, min_sources, chunk_bytes, read_timeout, signer, metrics: None }
+    }
+
+    /// Counts reads, health failures, source states and mixer output into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<CollectorMetrics>) -> Self {
+        for slot in &mut self.slots {
+            slot.metrics = metrics.source(slot.name());
+        }
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Runs one round.
@@ -232,6 +273,9 @@ impl Pipeline {
             })
             .collect();
         let (data, mixing) = mixing::mix(self.scheme, &inputs);
+        if let Some(m) = &self.metrics {
+            m.mixed(mixing, data.len());
+        }
         let reports = outputs.iter().zip(&self.slots).map(|(o, s)| s.report(o.is_some())).collect();
         for (o, s) in outputs.iter().zip(self.slots.iter_mut()) {
             if let Some(bytes) = o {

@@ -6,6 +6,7 @@
 //! chunk it already stored, which counts as delivered. So a chunk is stored at most once
 //! whatever happens on the wire.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_proto::v1::PublishRequest;
@@ -13,6 +14,8 @@ use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
+
+use crate::metrics::GatewayMetrics;
 
 /// How one chunk's delivery ended.
 #[derive(Debug)]
@@ -59,6 +62,7 @@ impl Default for RetryPolicy {
 pub struct Publisher {
     client: IngestServiceClient<Channel>,
     policy: RetryPolicy,
+    metrics: Option<Arc<GatewayMetrics>>,
 }
 
 impl Publisher {
@@ -70,7 +74,13 @@ impl Publisher {
             .initial_connection_window_size(Some(8 << 20))
             .connect_lazy();
         let client = IngestServiceClient::new(channel).max_encoding_message_size(32 << 20);
-        Self { client, policy }
+        Self { client, policy, metrics: None }
+    }
+
+    /// Counts every attempt, its outcome and duration into `metrics`.
+    pub fn with_metrics(mut self, metrics: GatewayMetrics) -> Self {
+        self.metrics = Some(Arc::new(metrics));
+        self
     }
 
     /// Delivers `chunk`, retrying the same chunk while the outcome is unknown or the gateway
@@ -85,10 +95,19 @@ impl Publisher {
         loop {
             let mut request = tonic::Request::new(chunk.clone());
             request.set_timeout(self.policy.call_timeout);
+            let started = std::time::Instant::now();
             let result = tokio::select! {
                 () = shutdown.cancelled() => return Delivery::Abandoned,
                 r = self.client.publish(request) => r,
             };
+            if let Some(m) = &self.metrics {
+                let code = match &result {
+                    Ok(_) => Some(Code::Ok),
+                    Err(s) if from_transport(s) => None,
+                    Err(s) => Some(s.code()),
+                };
+                m.attempt(started.elapsed(), code, chunk.data.len());
+            }
             let wait = match result {
                 Ok(_) => return Delivery::Stored,
                 Err(s) if s.code() == Code::AlreadyExists => return Delivery::AlreadyStored,
@@ -112,6 +131,12 @@ impl Publisher {
             }
         }
     }
+}
+
+/// True for a status made on this side (no connection, a local timeout): one that came from
+/// the gateway carries its response headers as metadata.
+fn from_transport(status: &Status) -> bool {
+    status.metadata().is_empty()
 }
 
 /// Codes after which the chunk may or may not have been stored, or that a retry can fix.

@@ -20,6 +20,7 @@ use entropy_proto::v1::PublishRequest;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::CollectorMetrics;
 use crate::pipeline::{Pipeline, Round};
 use crate::publisher::{Delivery, Publisher};
 
@@ -56,13 +57,33 @@ pub async fn run(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
-    let (tx, rx) = mpsc::channel::<PublishRequest>(buffer_chunks.max(1));
+    run_observed(pipeline, publishers, buffer_chunks, stats, None, shutdown, grace).await;
+}
+
+/// [`run`], keeping the queue gauge of `metrics` up to date.
+pub async fn run_observed(
+    pipeline: Arc<Mutex<Pipeline>>,
+    publishers: Vec<Publisher>,
+    buffer_chunks: usize,
+    stats: Arc<RunStats>,
+    metrics: Option<Arc<CollectorMetrics>>,
+    shutdown: CancellationToken,
+    grace: Duration,
+) {
+    let capacity = buffer_chunks.max(1);
+    let (tx, rx) = mpsc::channel::<PublishRequest>(capacity);
     let rx = Arc::new(Mutex::new(rx));
     // Cancelled when the grace period after shutdown is over: publishers give up then.
     let abandon = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
     for publisher in publishers {
-        tasks.spawn(publish_loop(publisher, rx.clone(), stats.clone(), abandon.clone()));
+        tasks.spawn(publish_loop(
+            publisher,
+            rx.clone(),
+            stats.clone(),
+            metrics.clone(),
+            abandon.clone(),
+        ));
     }
 
     let mut last_skip_log: Option<tokio::time::Instant> = None;
@@ -80,7 +101,12 @@ pub async fn run(
                 // queue behind a full or absent gateway must not keep the process alive.
                 tokio::select! {
                     slot = tx.reserve() => match slot {
-                        Ok(slot) => slot.send(chunk),
+                        Ok(slot) => {
+                            slot.send(chunk);
+                            if let Some(m) = &metrics {
+                                m.queued(capacity - tx.capacity());
+                            }
+                        }
                         Err(_) => break,
                     },
                     () = shutdown.cancelled() => {
@@ -138,15 +164,20 @@ async fn publish_loop(
     mut publisher: Publisher,
     rx: Arc<Mutex<mpsc::Receiver<PublishRequest>>>,
     stats: Arc<RunStats>,
+    metrics: Option<Arc<CollectorMetrics>>,
     abandon: CancellationToken,
 ) {
     loop {
         let chunk = {
             let mut rx = rx.lock().await;
-            tokio::select! {
+            let chunk = tokio::select! {
                 () = abandon.cancelled() => return,
                 c = rx.recv() => c,
+            };
+            if let Some(m) = &metrics {
+                m.queued(rx.len());
             }
+            chunk
         };
         let Some(chunk) = chunk else { return };
         match publisher.deliver(&chunk, &abandon).await {

@@ -1,5 +1,6 @@
-//! `entropy-collector`: read sources, health-test, mix, sign, publish one way. Listens on
-//! nothing.
+//! `entropy-collector`: read sources, health-test, mix, sign, publish one way. Listens for no
+//! data: its only port is the metrics and health endpoint (`metrics_listen_addr`, "" for none),
+//! which serves text and accepts nothing.
 //!
 //! Exit codes: 0 clean shutdown, 64 bad config or usage, 1 runtime failure.
 
@@ -11,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use clap::Parser;
 use entropy_collector::config::{CollectorConfig, read_key_file};
+use entropy_collector::prom;
 use entropy_collector::runner::{self, RunStats};
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +29,10 @@ struct Cli {
     /// Print the effective config and exit (the key file's content is never printed).
     #[arg(long)]
     print_config: bool,
+    /// Metrics/health HTTP address, "" for none (overrides the config and
+    /// ENTROPY_METRICS_LISTEN_ADDR) [default: 0.0.0.0:9464]
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen_addr: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -37,7 +43,13 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
         }
     };
-    let config = match CollectorConfig::load(&cli.config) {
+    let config = match CollectorConfig::load(&cli.config).and_then(|mut c| {
+        if let Some(addr) = cli.metrics_listen_addr.clone() {
+            c.metrics_listen_addr = addr;
+            c.validate()?;
+        }
+        Ok(c)
+    }) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("entropy-collector: {e}");
@@ -92,9 +104,26 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: CollectorConfig, key: Vec<u8>) -> anyhow::Result<()> {
-    let (pipeline, publishers) = entropy_collector::build(&config, key)?;
+    let metrics = entropy_collector::metrics_for(&config);
+    let listener = match config.metrics_addr() {
+        Some(addr) => Some(prom::bind(addr).await.map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
+    let (pipeline, publishers) = entropy_collector::build_observed(&config, key, Some(&metrics))?;
     let shutdown = CancellationToken::new();
     tokio::spawn(wait_for_signal(shutdown.clone()));
+    // The endpoint outlives the run, so scrapes see the flush after SIGTERM too.
+    let endpoint_stop = CancellationToken::new();
+    let upkeep = metrics.registry().spawn_upkeep(endpoint_stop.clone());
+    let http = match listener {
+        Some(listener) => {
+            let addr = listener.local_addr()?;
+            tracing::info!(%addr, "metrics endpoint: /metrics /healthz /readyz");
+            let probe: Arc<dyn prom::Probe> = metrics.clone();
+            Some(tokio::spawn(prom::serve(listener, probe, endpoint_stop.clone())))
+        }
+        None => None,
+    };
     let stats = Arc::new(RunStats::default());
     tracing::info!(
         collector_id = %config.collector_id,
@@ -102,15 +131,21 @@ async fn run(config: CollectorConfig, key: Vec<u8>) -> anyhow::Result<()> {
         gateways = config.gateway.len(),
         "entropy collector running"
     );
-    runner::run(
+    runner::run_observed(
         pipeline,
         publishers,
         config.buffer_chunks,
         stats.clone(),
+        Some(metrics),
         shutdown,
         config.shutdown_grace(),
     )
     .await;
+    endpoint_stop.cancel();
+    let _ = upkeep.await;
+    if let Some(http) = http {
+        let _ = http.await;
+    }
     tracing::info!(
         signed = stats.signed.load(Ordering::Relaxed),
         delivered = stats.delivered(),

@@ -1,0 +1,345 @@
+//! The collector's Prometheus series (the contract in docs/metrics.md), and what its
+//! `/readyz` means: at least `min_sources` sources healthy, and a publish that succeeded within
+//! [`PUBLISH_FRESH`].
+//!
+//! Handles per source and per gateway are registered once, from the config, when the
+//! collector is built; the pipeline, publishers and runner only bump them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use entropy_proto::v1::{Mixing, SourceHealth};
+use metrics::{Counter, Gauge, Histogram};
+
+use crate::prom::{CODE_NAMES, Family, Kind, Probe, Registry};
+
+/// A successful publish older than this makes the collector not ready.
+pub const PUBLISH_FRESH: Duration = Duration::from_secs(30);
+
+/// The `test` label values of health failures. A failure while a source is proving itself
+/// (its start-up test, or the fresh one after quarantine) is `startup`; later failures name
+/// the test.
+pub const HEALTH_TESTS: [&str; 5] = ["rct", "apt", "bit_proportion", "block_repetition", "startup"];
+
+/// Every collector series (the docs table is checked against what is exposed).
+pub const FAMILIES: &[Family] = &[
+    fam("entropy_collector_build_info", Kind::Gauge, &["version"], "Always 1; the version label."),
+    fam(
+        "entropy_collector_source_bytes_total",
+        Kind::Counter,
+        &["source"],
+        "Raw bytes read from each source.",
+    ),
+    fam(
+        "entropy_collector_fetch_duration_seconds",
+        Kind::Histogram,
+        &["source"],
+        "Duration of each source read, successful or not.",
+    ),
+    fam(
+        "entropy_collector_fetch_errors_total",
+        Kind::Counter,
+        &["source"],
+        "Reads that failed: unreachable, timed out, or an answer failing a sanity check.",
+    ),
+    fam(
+        "entropy_collector_health_failures_total",
+        Kind::Counter,
+        &["source", "test"],
+        "Health test failures, by source and test (startup: during a start-up test).",
+    ),
+    fam(
+        "entropy_collector_source_up",
+        Kind::Gauge,
+        &["source"],
+        "1 while a source is healthy; 0 while starting, quarantined or unreachable.",
+    ),
+    fam(
+        "entropy_collector_mixed_bytes_total",
+        Kind::Counter,
+        &["mixing"],
+        "Bytes out of the mixer, by how they were mixed (none, xor, hkdf).",
+    ),
+    fam("entropy_collector_queue_chunks", Kind::Gauge, &[], "Signed chunks waiting for a gateway."),
+    fam(
+        "entropy_collector_queue_capacity_chunks",
+        Kind::Gauge,
+        &[],
+        "Most signed chunks that may wait (buffer_chunks).",
+    ),
+    fam(
+        "entropy_collector_publish_total",
+        Kind::Counter,
+        &["gateway", "code"],
+        "Publish attempts by gateway and gRPC code (TRANSPORT: no answer from the gateway).",
+    ),
+    fam(
+        "entropy_collector_published_bytes_total",
+        Kind::Counter,
+        &["gateway"],
+        "Bytes of chunks a gateway stored (or had stored already).",
+    ),
+    fam(
+        "entropy_collector_publish_duration_seconds",
+        Kind::Histogram,
+        &["gateway"],
+        "Duration of each Publish attempt.",
+    ),
+    fam(
+        "entropy_collector_last_publish_timestamp_seconds",
+        Kind::Gauge,
+        &[],
+        "Unix time of the last successful publish (0: none yet).",
+    ),
+];
+
+const fn fam(
+    name: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Family {
+    Family { name, kind, labels, help }
+}
+
+/// Handles of one source.
+#[derive(Debug)]
+pub struct SourceMetrics {
+    bytes: Counter,
+    fetch: Histogram,
+    errors: Counter,
+    up: Gauge,
+    failures: [Counter; HEALTH_TESTS.len()],
+    up_flag: AtomicBool,
+}
+
+impl SourceMetrics {
+    /// A read that took `elapsed` and returned `bytes` (`None`: it failed).
+    pub fn fetched(&self, elapsed: Duration, bytes: Option<usize>) {
+        self.fetch.record(elapsed.as_secs_f64());
+        match bytes {
+            Some(n) => self.bytes.increment(n as u64),
+            None => self.errors.increment(1),
+        }
+    }
+
+    /// A health test failure; `test` is one of [`HEALTH_TESTS`].
+    pub fn health_failed(&self, test: &str) {
+        if let Some(i) = HEALTH_TESTS.iter().position(|t| *t == test) {
+            self.failures[i].increment(1);
+        }
+    }
+
+    /// The source's state after a read.
+    pub fn state(&self, health: SourceHealth) {
+        let up = health == SourceHealth::Healthy;
+        self.up.set(if up { 1.0 } else { 0.0 });
+        self.up_flag.store(up, Ordering::Relaxed);
+    }
+}
+
+/// Handles of one gateway.
+#[derive(Debug)]
+pub struct GatewayMetrics {
+    registry: Arc<CollectorMetrics>,
+    label: String,
+    codes: [Counter; CODE_NAMES.len()],
+    transport: Counter,
+    bytes: Counter,
+    duration: Histogram,
+}
+
+impl GatewayMetrics {
+    /// One Publish attempt of `bytes` that took `elapsed` and ended with `code`
+    /// (`None`: a transport failure, no answer from the gateway).
+    pub fn attempt(&self, elapsed: Duration, code: Option<tonic::Code>, bytes: usize) {
+        self.duration.record(elapsed.as_secs_f64());
+        match code {
+            None => self.transport.increment(1),
+            Some(code) => {
+                self.codes[(code as usize).min(CODE_NAMES.len() - 1)].increment(1);
+                if matches!(code, tonic::Code::Ok | tonic::Code::AlreadyExists) {
+                    self.bytes.increment(bytes as u64);
+                    self.registry.published_now();
+                }
+            }
+        }
+    }
+
+    /// The gateway label (its endpoint as configured).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// Every handle of one collector.
+#[derive(Debug)]
+pub struct CollectorMetrics {
+    registry: Registry,
+    min_sources: usize,
+    sources: HashMap<String, Arc<SourceMetrics>>,
+    mixed: [Counter; 3],
+    queue: Gauge,
+    last_publish: Gauge,
+    last_publish_unix_ms: AtomicI64,
+}
+
+impl CollectorMetrics {
+    /// Registers the series of `sources` (names as configured), ready when `min_sources` of
+    /// them are healthy, with a queue of `queue_capacity` chunks.
+    pub fn new(sources: &[&str], min_sources: usize, queue_capacity: usize) -> Arc<Self> {
+        let r = Registry::new(FAMILIES);
+        r.gauge("entropy_collector_build_info", &[("version", env!("CARGO_PKG_VERSION"))]).set(1.0);
+        r.gauge("entropy_collector_queue_capacity_chunks", &[]).set(queue_capacity as f64);
+        let sources = sources
+            .iter()
+            .map(|name| {
+                let l = [("source", *name)];
+                let m = SourceMetrics {
+                    bytes: r.counter("entropy_collector_source_bytes_total", &l),
+                    fetch: r.histogram("entropy_collector_fetch_duration_seconds", &l),
+                    errors: r.counter("entropy_collector_fetch_errors_total", &l),
+                    up: r.gauge("entropy_collector_source_up", &l),
+                    failures: HEALTH_TESTS.map(|t| {
+                        r.counter(
+                            "entropy_collector_health_failures_total",
+                            &[("source", name), ("test", t)],
+                        )
+                    }),
+                    up_flag: AtomicBool::new(false),
+                };
+                ((*name).to_owned(), Arc::new(m))
+            })
+            .collect();
+        Arc::new(Self {
+            min_sources,
+            sources,
+            mixed: ["none", "xor", "hkdf"]
+                .map(|m| r.counter("entropy_collector_mixed_bytes_total", &[("mixing", m)])),
+            queue: r.gauge("entropy_collector_queue_chunks", &[]),
+            last_publish: r.gauge("entropy_collector_last_publish_timestamp_seconds", &[]),
+            last_publish_unix_ms: AtomicI64::new(0),
+            registry: r,
+        })
+    }
+
+    /// The registry (to render, or to run upkeep).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The handles of the source named `name`, if it was configured.
+    pub fn source(&self, name: &str) -> Option<Arc<SourceMetrics>> {
+        self.sources.get(name).cloned()
+    }
+
+    /// The handles of the gateway labelled `endpoint`.
+    pub fn gateway(self: &Arc<Self>, endpoint: &str) -> GatewayMetrics {
+        let r = &self.registry;
+        GatewayMetrics {
+            registry: self.clone(),
+            label: endpoint.to_owned(),
+            codes: CODE_NAMES.map(|c| {
+                r.counter("entropy_collector_publish_total", &[("gateway", endpoint), ("code", c)])
+            }),
+            transport: r.counter(
+                "entropy_collector_publish_total",
+                &[("gateway", endpoint), ("code", "TRANSPORT")],
+            ),
+            bytes: r.counter("entropy_collector_published_bytes_total", &[("gateway", endpoint)]),
+            duration: r
+                .histogram("entropy_collector_publish_duration_seconds", &[("gateway", endpoint)]),
+        }
+    }
+
+    /// Counts `bytes` out of the mixer under `mixing`.
+    pub fn mixed(&self, mixing: Mixing, bytes: usize) {
+        let i = match mixing {
+            Mixing::Xor => 1,
+            Mixing::HkdfSha256 => 2,
+            _ => 0,
+        };
+        self.mixed[i].increment(bytes as u64);
+    }
+
+    /// Sets the number of chunks waiting.
+    pub fn queued(&self, chunks: usize) {
+        self.queue.set(chunks as f64);
+    }
+
+    fn published_now(&self) {
+        let ms = unix_ms_now();
+        self.last_publish_unix_ms.fetch_max(ms, Ordering::Relaxed);
+        self.last_publish.set(self.last_publish_unix_ms.load(Ordering::Relaxed) as f64 / 1000.0);
+    }
+
+    /// `Ok` when at least `min_sources` sources are healthy and a publish succeeded within
+    /// [`PUBLISH_FRESH`]; otherwise why not.
+    pub fn ready(&self) -> Result<(), String> {
+        let healthy = self.sources.values().filter(|s| s.up_flag.load(Ordering::Relaxed)).count();
+        if healthy < self.min_sources {
+            return Err(format!(
+                "not ready: {healthy} healthy sources, min_sources is {}",
+                self.min_sources
+            ));
+        }
+        let last = self.last_publish_unix_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            return Err("not ready: no chunk published yet".into());
+        }
+        let age_ms = unix_ms_now().saturating_sub(last);
+        if u128::try_from(age_ms).unwrap_or(0) > PUBLISH_FRESH.as_millis() {
+            return Err(format!(
+                "not ready: last successful publish {age_ms} ms ago (limit {} ms)",
+                PUBLISH_FRESH.as_millis()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Probe for CollectorMetrics {
+    fn render(&self) -> String {
+        self.registry.render()
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        CollectorMetrics::ready(self)
+    }
+}
+
+fn unix_ms_now() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prom::Exposition;
+
+    #[test]
+    fn readiness_needs_healthy_sources_and_a_recent_publish() {
+        let m = CollectorMetrics::new(&["a", "b"], 2, 4);
+        assert!(m.ready().expect_err("nothing yet").contains("0 healthy"));
+        m.source("a").expect("a").state(SourceHealth::Healthy);
+        m.source("b").expect("b").state(SourceHealth::Healthy);
+        assert!(m.ready().expect_err("no publish").contains("no chunk published"));
+        let g = m.gateway("http://gw:50052");
+        g.attempt(Duration::from_millis(3), None, 10);
+        assert!(m.ready().is_err(), "a transport failure is not a publish");
+        g.attempt(Duration::from_millis(3), Some(tonic::Code::Ok), 10);
+        assert_eq!(m.ready(), Ok(()));
+        m.source("b").expect("b").state(SourceHealth::Quarantined);
+        assert!(m.ready().expect_err("one down").contains("1 healthy"));
+
+        let e = Exposition::parse(&m.registry().render()).expect("parses");
+        let gw = ("gateway", "http://gw:50052");
+        assert_eq!(e.sum("entropy_collector_publish_total", &[gw, ("code", "TRANSPORT")]), 1.0);
+        assert_eq!(e.sum("entropy_collector_publish_total", &[gw, ("code", "OK")]), 1.0);
+        assert_eq!(e.sum("entropy_collector_published_bytes_total", &[gw]), 10.0);
+        assert_eq!(e.sum("entropy_collector_source_up", &[("source", "b")]), 0.0);
+    }
+}
