@@ -4,6 +4,7 @@
 Two network namespaces joined by a veth pair stand for the two sides of the diode:
 
     INSIDE  (ed-in-PID):  entropy-simulator (a stand-in Quantis appliance) -> entropy-collector
+                          (whose one listening port, metrics and health, is on every address)
                           nftables: new connections leave only towards the gateway's ingest port
        | veth 10.213.77.1/30, fd00:e:d::1  <->  10.213.77.2/30, fd00:e:d::2
     OUTSIDE (ed-out-PID): entropy-gateway (ingest on the veth address), grpcurl as the client
@@ -16,10 +17,11 @@ The checks, in order:
   3. data flows: the collector starts inside, its chunks reach the gateway (GetStatus counts
      grow) and a client outside draws bytes;
   4. the outside side cannot open a connection to the inside at all: TCP to the simulator port,
-     to the probe listener (IPv4 and IPv6), to a closed port, and ping (IPv4 and IPv6) all get
-     no answer, not even a refusal; the firewall's drop counters count those packets; the probe
-     listener still answers from inside, and the inside can open nothing but the ingest port;
-  5. with the rules deleted again the same connect succeeds: the firewall is what blocks it.
+     to the probe listener (IPv4 and IPv6), to a closed port, to the collector's metrics port,
+     and ping (IPv4 and IPv6) all get no answer, not even a refusal; the firewall's drop counter
+     counts those packets; the probe listener and the collector's /healthz still answer from
+     inside, and the inside can open nothing but the ingest port;
+  5. with the rules deleted again the same connects succeed: the firewall is what blocks them.
 
 Everything (processes, namespaces with their veths, the temporary directory) is removed on exit,
 on failure and on Ctrl-C/SIGTERM too.
@@ -52,8 +54,8 @@ IN6, OUT6 = "fd00:e:d::1", "fd00:e:d::2"
 PROBE_TIMEOUT_S = 5.0  # a veth answers in microseconds; no answer in 5 s means none is coming
 TABLE = "diode"
 
-# Run with `python3 -c` inside a namespace. Prints one word: connected (then the echo, if a
-# token was given), timeout, refused, or error:<reason>.
+# Run with `python3 -c` inside a namespace. Prints one word: connected (then, if a message was
+# given, sends it and adds the first line of the answer), timeout, refused, or error:<reason>.
 CONNECT = r"""
 import socket, sys
 host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -63,7 +65,7 @@ try:
     s.connect((host, port))
     if len(sys.argv) > 4:
         s.sendall(sys.argv[4].encode())
-        print("connected echo=" + s.recv(256).decode())
+        print("connected reply=" + s.recv(256).decode(errors="replace").splitlines()[0])
     else:
         print("connected")
 except socket.timeout:
@@ -92,6 +94,8 @@ while True:
         except OSError:
             pass
 """
+
+HEALTHZ = "GET /healthz HTTP/1.1\r\nHost: collector\r\nConnection: close\r\n\r\n"
 
 FREE_PORT = 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
 
@@ -123,6 +127,10 @@ table inet {TABLE} {{
   }}
 }}
 """
+
+
+def http_ok(probe_outcome):
+    return probe_outcome.startswith("connected reply=HTTP/1.") and " 200 " in probe_outcome
 
 
 def nsexec(ns, *cmd):
@@ -287,9 +295,13 @@ class Diode:
         print(f"outside: gateway public *:{self.public_port}, ingest {OUT4}:{self.ingest_port}")
 
     def start_collector(self):
+        # Its metrics and health endpoint is the collector's one listening port: on every inside
+        # address, so the outside could reach it were it not for the firewall.
+        self.metrics_port = self.free_port(NS_IN)
         cfg = self.work / "collector.toml"
         cfg.write_text(
             'collector_id = "netns-collector"\nkey_id = "netns"\n'
+            f'metrics_listen_addr = "0.0.0.0:{self.metrics_port}"\n'
             f'key_file = "{self.work / "collector-mac.key"}"\n'
             'chunk_bytes = 16384\nmixing = "xor"\nmin_sources = 1\n'
             f'[[gateway]]\nendpoint = "http://{OUT4}:{self.ingest_port}"\n'
@@ -303,9 +315,9 @@ class Diode:
         probes = [
             (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(NS_OUT, IN4, self.sim_port), "connected"),
             (f"outside -> inside {IN4}:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4"), "connected echo=hello-v4"),
+             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4"), "connected reply=hello-v4"),
             (f"outside -> inside [{IN6}]:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6"), "connected echo=hello-v6"),
+             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6"), "connected reply=hello-v6"),
             (f"outside -> inside {IN4}:{self.closed_port} (closed port)", self.start_connects(NS_OUT, IN4, self.closed_port), "refused"),
             (f"inside -> outside {OUT4}:{self.public_port} (gateway public port)",
              self.start_connects(NS_IN, OUT4, self.public_port), "connected"),
@@ -367,12 +379,15 @@ class Diode:
              self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6")),
             (f"outside -> inside {IN4}:{self.closed_port} (closed port: not even a refusal comes back)",
              self.start_connects(NS_OUT, IN4, self.closed_port)),
+            (f"outside -> inside {IN4}:{self.metrics_port} (the collector's metrics and health port)",
+             self.start_connects(NS_OUT, IN4, self.metrics_port, HEALTHZ)),
         ]
         outbound = (f"inside -> outside {OUT4}:{self.public_port} (only the ingest port may be dialled)",
                     self.start_connects(NS_IN, OUT4, self.public_port))
         pings = [(f"outside pings inside {IN4}", self.start_ping(NS_OUT, IN4)),
                  (f"outside pings inside {IN6}", self.start_ping(NS_OUT, IN6))]
         alive = self.start_connects(NS_IN, IN4, self.listen_port, "from-inside")
+        alive_metrics = self.start_connects(NS_IN, IN4, self.metrics_port, HEALTHZ)
         for name, proc in inbound + [outbound]:
             got = self.finish(proc)
             self.check(name, got == "timeout", got)
@@ -381,12 +396,15 @@ class Diode:
             self.check(name, got == "no reply", got)
         got = self.finish(alive)
         self.check(f"inside -> inside {IN4}:{self.listen_port}: the probe listener is alive",
-                   got == "connected echo=from-inside", got)
+                   got == "connected reply=from-inside", got)
+        got = self.finish(alive_metrics)
+        self.check(f"inside -> inside {IN4}:{self.metrics_port}: the collector's /healthz answers",
+                   http_ok(got), got)
         after = self.drop_counters()
         dropped_in = after.get("outside-new-dropped", 0) - before.get("outside-new-dropped", 0)
         dropped_out = after.get("inside-new-dropped", 0) - before.get("inside-new-dropped", 0)
-        # At least one packet per blocked attempt: 4 TCP connects and 2 x 2 pings.
-        self.check("the firewall's inbound drop rule counted those packets (>= 8)", dropped_in >= 8,
+        # At least one packet per blocked attempt: 5 TCP connects and 2 x 2 pings.
+        self.check("the firewall's inbound drop rule counted those packets (>= 9)", dropped_in >= 9,
                    f"{dropped_in} packets")
         self.check("the firewall's outbound drop rule counted the inside's attempt (>= 1)", dropped_out >= 1,
                    f"{dropped_out} packets")
@@ -401,7 +419,10 @@ class Diode:
             got = self.finish(self.start_connects(NS_OUT, host, self.listen_port, "hello-again"))
             shown = f"[{host}]" if ":" in host else host
             self.check(f"outside -> inside {shown}:{self.listen_port} (probe listener), rules deleted",
-                       got == "connected echo=hello-again", got)
+                       got == "connected reply=hello-again", got)
+        got = self.finish(self.start_connects(NS_OUT, IN4, self.metrics_port, HEALTHZ))
+        self.check(f"outside -> inside {IN4}:{self.metrics_port} (the collector's /healthz), rules deleted",
+                   http_ok(got), got)
 
     def run(self):
         self.setup_network()
