@@ -63,6 +63,9 @@ pub struct GatewayConfig {
     /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
     /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
     pub max_streams_per_connection: u32,
+    /// A connection with no call in progress for this long is closed (0: never). PINGs and
+    /// partial requests do not count as activity.
+    pub idle_timeout_ms: u64,
     /// Log line format: "text" or "json".
     pub log_format: LogFormat,
     /// Log filter in `tracing` EnvFilter syntax (e.g. "info", "entropy_gateway=debug").
@@ -100,6 +103,7 @@ pub const KEYS: &[&str] = &[
     "shutdown_grace_ms",
     "max_connections",
     "max_streams_per_connection",
+    "idle_timeout_ms",
     "log_format",
     "log_filter",
 ];
@@ -126,6 +130,7 @@ impl Default for GatewayConfig {
             shutdown_grace_ms: 10_000,
             max_connections: 10_000,
             max_streams_per_connection: 256,
+            idle_timeout_ms: 120_000,
             log_format: LogFormat::Text,
             log_filter: "info".into(),
         }
@@ -156,6 +161,11 @@ impl GatewayConfig {
     /// Grace period on shutdown.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
+    }
+
+    /// How long a connection may sit without a call before it is closed (`None`: forever).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.idle_timeout_ms > 0).then(|| Duration::from_millis(self.idle_timeout_ms))
     }
 
     /// Checks relations between keys that types alone cannot express.
@@ -346,6 +356,10 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "N")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_streams_per_connection: Option<u32>,
+    /// Close connections without a call for this long, ms; 0 never [default: 120000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
     /// Log format [default: text]
     #[arg(long, value_name = "FORMAT")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -451,6 +465,7 @@ mod tests {
             shutdown_grace_ms: Some(1),
             max_connections: Some(1),
             max_streams_per_connection: Some(1),
+            idle_timeout_ms: Some(1),
             log_format: Some(LogFormat::Json),
             log_filter: Some("x".into()),
         };

@@ -1,35 +1,194 @@
-//! A cap on open connections per listener.
+//! Per-connection limits: how many connections a listener holds open, and how long one may sit
+//! idle.
 //!
-//! Each accepted connection carries a semaphore permit inside its IO wrapper, so the permit
-//! returns exactly when hyper drops the connection. Past the cap a new connection is closed at
-//! once, before any HTTP/2 exchange (grpc-go and grpcurl report UNAVAILABLE, tonic CANCELLED;
-//! the client can retry or go to another gateway), and the refusal is logged at most once per
-//! second. Memory per connection is bounded by HTTP/2 settings;
-//! this bounds how many there are.
+//! **Count.** Each admitted TCP connection carries a semaphore permit inside its IO wrapper, so
+//! the permit returns exactly when hyper (or a failed TLS handshake) drops the connection. The
+//! permit is taken at accept, before any TLS handshake, so half-open handshakes count too. Past
+//! the cap a new connection is closed at once, before any HTTP/2 exchange (grpc-go and grpcurl
+//! report UNAVAILABLE, tonic CANCELLED; the client can retry or go to another gateway), and the
+//! refusal is logged at most once per second. Memory per connection is bounded by HTTP/2
+//! settings; this bounds how many there are.
+//!
+//! **Idleness.** A connection is idle while no call is in progress on it (gRPC's
+//! MAX_CONNECTION_IDLE). [`TrackCallsLayer`] counts calls per connection, from the request to
+//! the end of the response body, so a long `StreamRandom` keeps its connection busy however
+//! slowly entropy flows. A connection idle for the configured time is closed; HTTP/2 PINGs and
+//! bytes trickled by a slow-loris client without completing a request do not count as
+//! activity. Clients reconnect on their next call.
 
+use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tonic::transport::server::Connected;
+use tokio::time::Sleep;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
-/// A connection that counts against its listener's cap until dropped.
+/// Admits connections to one listener: the cap on open connections and the idle timeout.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    slots: Arc<Semaphore>,
+    max: usize,
+    idle_timeout: Option<Duration>,
+    listener: &'static str,
+    last_warning: Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+impl Admission {
+    /// At most `max` open connections on `listener`, each closed after `idle_timeout` without
+    /// a call in progress (`None`: never).
+    pub fn new(max: usize, idle_timeout: Option<Duration>, listener: &'static str) -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            idle_timeout,
+            listener,
+            last_warning: Arc::default(),
+        }
+    }
+
+    /// `tcp` wrapped with its permit, or `None` (and `tcp` closed) when the listener is full.
+    pub fn admit(&self, tcp: TcpStream) -> Option<Limited<TcpStream>> {
+        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            self.warn_full();
+            return None; // dropping `tcp` closes it
+        };
+        let activity = Arc::new(Activity::new());
+        let idle = self
+            .idle_timeout
+            .map(|timeout| IdleTimer { timeout, sleep: Box::pin(tokio::time::sleep(timeout)) });
+        Some(Limited { inner: tcp, _permit: permit, activity, idle })
+    }
+
+    /// Passes through the admitted connections of `incoming`; the rest are closed.
+    pub fn limit<S, E>(self, incoming: S) -> impl Stream<Item = Result<Limited<TcpStream>, E>>
+    where
+        S: Stream<Item = Result<TcpStream, E>>,
+    {
+        incoming.filter_map(move |accepted| {
+            std::future::ready(match accepted {
+                Err(e) => Some(Err(e)),
+                Ok(tcp) => self.admit(tcp).map(Ok),
+            })
+        })
+    }
+
+    fn warn_full(&self) {
+        let mut last = self.last_warning.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+            tracing::warn!(
+                listener = self.listener,
+                max = self.max,
+                "connection limit reached; closing new connections"
+            );
+            *last = Some(Instant::now());
+        }
+    }
+}
+
+/// Calls in progress on one connection, and since when it has had none.
+#[derive(Debug)]
+pub struct Activity {
+    origin: Instant,
+    calls: AtomicUsize,
+    /// Milliseconds after `origin` when the last call ended (or the connection opened).
+    idle_since_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+            calls: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn call_started(self: &Arc<Self>) -> CallGuard {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        CallGuard(self.clone())
+    }
+
+    /// When the connection, idle now, would time out; `None` while a call is in progress.
+    fn idle_deadline(&self, timeout: Duration) -> Option<Instant> {
+        if self.calls.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = Duration::from_millis(self.idle_since_ms.load(Ordering::Acquire));
+        Some(self.origin + since + timeout)
+    }
+}
+
+/// One call in progress; dropping it ends the call.
+#[derive(Debug)]
+struct CallGuard(Arc<Activity>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        // Stamp the time before the count can reach zero, so an idle check never pairs a zero
+        // count with a stale stamp.
+        let now = u64::try_from(self.0.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.idle_since_ms.fetch_max(now, Ordering::AcqRel);
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[derive(Debug)]
+struct IdleTimer {
+    timeout: Duration,
+    sleep: Pin<Box<Sleep>>,
+}
+
+/// A connection that counts against its listener's cap until dropped, and closes itself when
+/// idle too long.
 #[derive(Debug)]
 pub struct Limited<T> {
     inner: T,
     _permit: OwnedSemaphorePermit,
+    activity: Arc<Activity>,
+    idle: Option<IdleTimer>,
 }
 
-impl<T: Connected> Connected for Limited<T> {
-    type ConnectInfo = T::ConnectInfo;
+impl<T> Limited<T> {
+    /// True when the idle timer has run out with no call in progress. Otherwise re-arms the
+    /// timer (registering the waker) for the next moment the connection could time out.
+    fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(idle) = &mut self.idle else { return false };
+        while idle.sleep.as_mut().poll(cx).is_ready() {
+            let next = match self.activity.idle_deadline(idle.timeout) {
+                Some(deadline) if deadline <= Instant::now() => return true,
+                Some(deadline) => deadline,
+                // Busy: look again one timeout from now (a call ending re-stamps the clock).
+                None => Instant::now() + idle.timeout,
+            };
+            idle.sleep.as_mut().reset(next.into());
+        }
+        false
+    }
+}
+
+/// What a request learns about its connection (found in its extensions by tonic).
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    /// The peer's address.
+    pub remote_addr: Option<SocketAddr>,
+    activity: Arc<Activity>,
+}
+
+impl Connected for Limited<TcpStream> {
+    type ConnectInfo = ConnectionInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
+        let TcpConnectInfo { remote_addr, .. } = self.inner.connect_info();
+        ConnectionInfo { remote_addr, activity: self.activity.clone() }
     }
 }
 
@@ -39,6 +198,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Limited<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if self.idle_expired(cx) {
+            tracing::debug!("closing idle connection");
+            // End of stream: hyper closes the connection, the peer sees it closed.
+            return Poll::Ready(Ok(()));
+        }
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
@@ -73,35 +237,82 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Limited<T> {
     }
 }
 
-/// Passes through at most `max` open connections from `incoming`; the rest are closed.
-pub fn limit<S, T, E>(
-    incoming: S,
-    max: usize,
-    listener: &'static str,
-) -> impl Stream<Item = Result<Limited<T>, E>>
+/// Counts each call against its connection's [`Activity`], from the request until the
+/// response body is dropped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrackCallsLayer;
+
+impl<S> tower::Layer<S> for TrackCallsLayer {
+    type Service = TrackCalls<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TrackCalls { inner }
+    }
+}
+
+/// The service [`TrackCallsLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct TrackCalls<S> {
+    inner: S,
+}
+
+/// The connection of `extensions`, over plaintext or TLS.
+fn activity_of(extensions: &http::Extensions) -> Option<&Arc<Activity>> {
+    extensions
+        .get::<ConnectionInfo>()
+        .or_else(|| {
+            let tls = extensions.get::<tonic::transport::server::TlsConnectInfo<ConnectionInfo>>();
+            tls.map(|tls| tls.get_ref())
+        })
+        .map(|info| &info.activity)
+}
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for TrackCalls<S>
 where
-    S: Stream<Item = Result<T, E>>,
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(max));
-    let mut last_warning: Option<Instant> = None;
-    incoming.filter_map(move |accepted| {
-        let admitted = match accepted {
-            Err(e) => Some(Err(e)),
-            Ok(conn) => match slots.clone().try_acquire_owned() {
-                Ok(permit) => Some(Ok(Limited { inner: conn, _permit: permit })),
-                Err(_) => {
-                    if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
-                        tracing::warn!(
-                            listener,
-                            max,
-                            "connection limit reached; closing new connections"
-                        );
-                        last_warning = Some(Instant::now());
-                    }
-                    None // dropping `conn` closes it
-                }
-            },
-        };
-        std::future::ready(admitted)
-    })
+    type Response = http::Response<Tracked<ResBody>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let guard = activity_of(request.extensions()).map(Activity::call_started);
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| Tracked { body, _guard: guard }))
+        })
+    }
+}
+
+/// A response body that holds its call open until dropped.
+#[derive(Debug)]
+pub struct Tracked<B> {
+    body: B,
+    _guard: Option<CallGuard>,
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }

@@ -12,12 +12,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::{Router, TcpIncoming};
 use tonic_health::ServingStatus;
+use tower::layer::util::{Identity, Stack};
 
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
-use crate::conn_limit;
+use crate::conn_limit::{Admission, TrackCallsLayer};
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, key_store};
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
@@ -164,13 +165,12 @@ impl Gateway {
             .add_service(public_health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
-        let max_conns = self.config.max_connections;
+        let (max_conns, idle) = (self.config.max_connections, self.config.idle_timeout());
         let public_server = serve_router(
             public_server,
             public,
             self.tls.public,
-            max_conns,
-            "public",
+            Admission::new(max_conns, idle, "public"),
             shutdown.clone(),
         );
         // Ingest receives up to a MiB per call: larger windows keep one collector from being
@@ -182,8 +182,7 @@ impl Gateway {
             ingest_server,
             ingest,
             self.tls.ingest,
-            max_conns,
-            "ingest",
+            Admission::new(max_conns, idle, "ingest"),
             shutdown.clone(),
         );
 
@@ -209,7 +208,11 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
-fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> Server {
+fn base_server(
+    stream_window: u32,
+    connection_window: u32,
+    max_streams: u32,
+) -> Server<Stack<TrackCallsLayer, Identity>> {
     Server::builder()
         // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: compliant clients queue past it; a stream
         // opened anyway gets REFUSED_STREAM.
@@ -218,27 +221,25 @@ fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> 
         .initial_connection_window_size(connection_window)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .layer(TrackCallsLayer)
 }
 
 /// Serves `router` on `listener`, over TLS when `tls` is set, until `shutdown`.
 async fn serve_router(
-    router: tonic::transport::server::Router,
+    router: Router<Stack<TrackCallsLayer, Identity>>,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
-    max_connections: usize,
-    name: &'static str,
+    admission: Admission,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     let signal = shutdown.clone().cancelled_owned();
     match tls {
         None => {
-            let limited = conn_limit::limit(incoming(listener), max_connections, name);
-            router.serve_with_incoming_shutdown(limited, signal).await
+            router.serve_with_incoming_shutdown(admission.limit(incoming(listener)), signal).await
         }
         Some(config) => {
-            let tls_incoming = crate::tls::incoming(listener, config, shutdown);
-            let limited = conn_limit::limit(tls_incoming, max_connections, name);
-            router.serve_with_incoming_shutdown(limited, signal).await
+            let tls_incoming = crate::tls::incoming(listener, config, admission, shutdown);
+            router.serve_with_incoming_shutdown(tls_incoming, signal).await
         }
     }
 }

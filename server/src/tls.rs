@@ -23,6 +23,8 @@ use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::conn_limit::{Admission, Limited};
+
 /// Longest a TLS handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -99,11 +101,13 @@ pub fn server_config(files: &TlsFiles<'_>) -> Result<Arc<rustls::ServerConfig>, 
 
 /// Accepts TCP connections on `listener` and yields those whose TLS handshake completed,
 /// until `shutdown`.
+/// A connection counts against `admission` from accept, through the handshake.
 pub fn incoming(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
+    admission: Admission,
     shutdown: CancellationToken,
-) -> ReceiverStream<io::Result<TlsStream<TcpStream>>> {
+) -> ReceiverStream<io::Result<TlsStream<Limited<TcpStream>>>> {
     let (tx, rx) = mpsc::channel(64);
     let acceptor = TlsAcceptor::from(config);
     tokio::spawn(async move {
@@ -122,6 +126,7 @@ pub fn incoming(
             };
             // Nagle's algorithm costs unary calls ~40 ms (STACK.md).
             let _ = tcp.set_nodelay(true);
+            let Some(tcp) = admission.admit(tcp) else { continue };
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

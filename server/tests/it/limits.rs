@@ -1,10 +1,14 @@
 //! Connection limits: past `max_connections` a new connection is closed at once, and a slot
-//! comes back when a connection closes.
+//! comes back when a connection closes; a connection without a call for `idle_timeout_ms` is
+//! closed, however much it trickles, while a long call keeps its connection.
 
 use std::time::Duration;
 
-use entropy_proto::v1::GetStatusRequest;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
+use entropy_proto::v1::{GetStatusRequest, StreamRandomRequest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_stream::StreamExt;
 use tonic::transport::{Channel, Endpoint};
 
 use super::support::{authed, start, test_config};
@@ -54,4 +58,92 @@ async fn connections_past_the_cap_are_closed_and_slots_come_back() {
     drop((a, c, d));
     gw.shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(5), gw.handle).await.unwrap().unwrap().unwrap();
+}
+
+/// The HTTP/2 connection preface, then an empty SETTINGS frame.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+
+/// Reads until the server closes `tcp` (EOF or reset); false if it is still open after `within`.
+async fn closed_by_server(tcp: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let read_to_end = async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {} // SETTINGS, PINGs
+            }
+        }
+    };
+    tokio::time::timeout(within, read_to_end).await.is_ok()
+}
+
+#[tokio::test]
+async fn a_connection_without_calls_is_closed_after_the_idle_timeout() {
+    let gw = start(test_config(|c| c.idle_timeout_ms = 300)).await;
+    let mut tcp = TcpStream::connect(gw.public).await.unwrap();
+    tcp.write_all(PREFACE).await.unwrap();
+    assert!(closed_by_server(&mut tcp, Duration::from_secs(10)).await, "idle connection closed");
+
+    // A client that never even sends the preface is closed too.
+    let mut silent = TcpStream::connect(gw.public).await.unwrap();
+    assert!(closed_by_server(&mut silent, Duration::from_secs(10)).await, "silent one closed");
+
+    // And a tonic channel just reconnects for its next call.
+    let mut client = connection(gw.public).await;
+    assert!(works(&mut client).await);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(works(&mut client).await, "a call after an idle close reconnects");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn trickling_bytes_without_completing_a_request_does_not_keep_a_connection() {
+    // Slow loris: a HEADERS frame that announces 4 KiB of header block and sends a byte of it
+    // every 50 ms, so bytes keep arriving but no call ever starts.
+    let gw = start(test_config(|c| c.idle_timeout_ms = 300)).await;
+    let mut tcp = TcpStream::connect(gw.public).await.unwrap();
+    tcp.write_all(PREFACE).await.unwrap();
+    // length 4096, type HEADERS (1), flags END_HEADERS (4), stream 1
+    tcp.write_all(&[0, 0x10, 0, 1, 4, 0, 0, 0, 1]).await.unwrap();
+    let (mut reader, mut writer) = tcp.into_split();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if writer.write_all(&[0x82]).await.is_err() {
+                return true; // the server closed the connection under us
+            }
+        }
+        false
+    });
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok();
+    assert!(closed, "a trickling connection is closed");
+    trickle.abort();
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_longer_than_the_idle_timeout_keeps_its_connection() {
+    let mut gw = start(test_config(|c| c.idle_timeout_ms = 200)).await;
+    let mut client = gw.client().await;
+    // The pool is empty: the stream waits for entropy far longer than the idle timeout.
+    let request = StreamRandomRequest { chunk_bytes: 1024, total_bytes: 8192 };
+    let mut stream = client.stream_random(authed(request)).await.expect("stream").into_inner();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    gw.feed(8192, 4096, |i| i as u8).await;
+    let mut received = 0;
+    while let Some(message) = stream.next().await {
+        received += message.expect("the stream survives").data.len();
+    }
+    assert_eq!(received, 8192);
+    gw.stop().await;
 }
