@@ -66,6 +66,11 @@ pub struct GatewayConfig {
     /// A connection with no call in progress for this long is closed (0: never). PINGs and
     /// partial requests do not count as activity.
     pub idle_timeout_ms: u64,
+    /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off.
+    pub metrics_listen_addr: String,
+    /// Not ready (gRPC health NOT_SERVING, /readyz 503) when no chunk has arrived from any
+    /// collector (stored, or deferred because the pool was full) for this long; 0 disables.
+    pub ingest_stale_after_ms: u64,
     /// Log line format: "text" or "json".
     pub log_format: LogFormat,
     /// Log filter in `tracing` EnvFilter syntax (e.g. "info", "entropy_gateway=debug").
@@ -104,6 +109,8 @@ pub const KEYS: &[&str] = &[
     "max_connections",
     "max_streams_per_connection",
     "idle_timeout_ms",
+    "metrics_listen_addr",
+    "ingest_stale_after_ms",
     "log_format",
     "log_filter",
 ];
@@ -131,6 +138,8 @@ impl Default for GatewayConfig {
             max_connections: 10_000,
             max_streams_per_connection: 256,
             idle_timeout_ms: 120_000,
+            metrics_listen_addr: "0.0.0.0:9464".into(),
+            ingest_stale_after_ms: 60_000,
             log_format: LogFormat::Text,
             log_filter: "info".into(),
         }
@@ -138,12 +147,13 @@ impl Default for GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// Defaults for `--dev`: public port on loopback only, ingest on an ephemeral loopback
-    /// port that only the in-process publisher uses.
+    /// Defaults for `--dev`: public and metrics ports on loopback only, ingest on an ephemeral
+    /// loopback port that only the in-process publisher uses.
     pub fn dev_defaults() -> Self {
         Self {
             listen_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
             ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_listen_addr: "127.0.0.1:9464".into(),
             ..Self::default()
         }
     }
@@ -156,6 +166,17 @@ impl GatewayConfig {
     /// Freshness window for chunk timestamps.
     pub fn freshness_window(&self) -> Duration {
         Duration::from_millis(self.freshness_window_ms)
+    }
+
+    /// The metrics endpoint's address, or `None` when it is off. `validate` has checked it
+    /// parses.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listen_addr.parse().ok()
+    }
+
+    /// How long ingest may be silent before the gateway is not ready (zero: no limit).
+    pub fn ingest_stale_after(&self) -> Duration {
+        Duration::from_millis(self.ingest_stale_after_ms)
     }
 
     /// Grace period on shutdown.
@@ -228,6 +249,23 @@ impl GatewayConfig {
         }
         if self.listen_addr == self.ingest_listen_addr && self.listen_addr.port() != 0 {
             return bad("ingest_listen_addr", "must differ from listen_addr".into());
+        }
+        if !self.metrics_listen_addr.is_empty()
+            && self.metrics_listen_addr.parse::<SocketAddr>().is_err()
+        {
+            return bad(
+                "metrics_listen_addr",
+                format!(
+                    "{:?} is not an address like 0.0.0.0:9464 (\"\" turns the endpoint off)",
+                    self.metrics_listen_addr
+                ),
+            );
+        }
+        if self.ingest_stale_after_ms > 86_400_000 {
+            return bad(
+                "ingest_stale_after_ms",
+                "must be at most 86400000 (a day); 0 disables the check".into(),
+            );
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log_filter).is_err() {
             return bad("log_filter", format!("{:?} is not a valid filter", self.log_filter));
@@ -360,6 +398,15 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
+    /// Metrics/health HTTP address, "" for none [default: 0.0.0.0:9464; dev: 127.0.0.1:9464]
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_listen_addr: Option<String>,
+    /// Not ready after this long without a chunk from any collector, ms; 0 disables
+    /// [default: 60000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_stale_after_ms: Option<u64>,
     /// Log format [default: text]
     #[arg(long, value_name = "FORMAT")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -466,6 +513,8 @@ mod tests {
             max_connections: Some(1),
             max_streams_per_connection: Some(1),
             idle_timeout_ms: Some(1),
+            metrics_listen_addr: Some(String::new()),
+            ingest_stale_after_ms: Some(1),
             log_format: Some(LogFormat::Json),
             log_filter: Some("x".into()),
         };

@@ -1,5 +1,9 @@
-//! Readiness: SERVING while the pool is at or above its low watermark and the server is not
-//! shutting down, published on `grpc.health.v1` for load balancers.
+//! Readiness: SERVING while the pool is at or above its low watermark, a chunk has arrived
+//! from a collector recently (`ingest_stale_after_ms`), and the server is not shutting down;
+//! published on `grpc.health.v1` for load balancers and on `/readyz` with the reason.
+//!
+//! A chunk refused only because the pool was full counts as arrived: a full pool that nobody
+//! drains is healthy, and its collector is alive.
 //!
 //! A watcher samples the pool level every [`POLL_INTERVAL`] rather than hooking every put and
 //! take: the hot path stays free of it, and a health check needs no finer resolution.
@@ -12,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
+use crate::ingest::{Ingest, unix_ms_now};
 use crate::pool::Pool;
 
 /// How often the pool level is sampled.
@@ -27,8 +32,49 @@ pub const INGEST_SERVICE: &str = "entropy.v1.IngestService";
 pub struct Readiness {
     pool: Arc<Pool>,
     low_watermark: usize,
+    /// The ingest path and how long it may go without a chunk; `None`: no such check.
+    ingest: Option<(Arc<Ingest>, Duration)>,
     serving: AtomicBool,
     stopping: AtomicBool,
+}
+
+/// Why the gateway is not ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// It is shutting down.
+    Stopping,
+    /// The pool is below its low watermark.
+    PoolLow {
+        /// Bytes in the pool.
+        level: usize,
+        /// The low watermark.
+        low_watermark: usize,
+    },
+    /// No chunk arrived from any collector for longer than allowed.
+    IngestStale {
+        /// Milliseconds since the last chunk (or since start, when none came yet).
+        silent_ms: i64,
+        /// The limit, `ingest_stale_after_ms`.
+        limit_ms: u128,
+    },
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stopping => f.write_str("not ready: shutting down"),
+            Self::PoolLow { level, low_watermark } => write!(
+                f,
+                "not ready: pool holds {level} bytes, below pool_low_watermark_bytes \
+                 ({low_watermark})"
+            ),
+            Self::IngestStale { silent_ms, limit_ms } => write!(
+                f,
+                "not ready: no chunk from any collector for {silent_ms} ms \
+                 (ingest_stale_after_ms = {limit_ms})"
+            ),
+        }
+    }
 }
 
 impl Readiness {
@@ -37,9 +83,35 @@ impl Readiness {
         Self {
             pool,
             low_watermark,
+            ingest: None,
             serving: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
         }
+    }
+
+    /// Also not ready when `ingest` has seen no chunk (stored, or deferred for a full pool)
+    /// for longer than `stale_after`; `Duration::ZERO` turns the check off.
+    pub fn with_ingest_staleness(mut self, ingest: Arc<Ingest>, stale_after: Duration) -> Self {
+        self.ingest = (!stale_after.is_zero()).then_some((ingest, stale_after));
+        self
+    }
+
+    /// Checks readiness now, without publishing it.
+    pub fn check(&self) -> Result<(), NotReady> {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(NotReady::Stopping);
+        }
+        let level = self.pool.level();
+        if level < self.low_watermark {
+            return Err(NotReady::PoolLow { level, low_watermark: self.low_watermark });
+        }
+        if let Some((ingest, stale_after)) = &self.ingest {
+            let silent_ms = unix_ms_now().saturating_sub(ingest.last_arrival_unix_ms());
+            if u128::try_from(silent_ms).unwrap_or(0) > stale_after.as_millis() {
+                return Err(NotReady::IngestStale { silent_ms, limit_ms: stale_after.as_millis() });
+            }
+        }
+        Ok(())
     }
 
     /// The configured low watermark.
@@ -60,10 +132,9 @@ impl Readiness {
 
     /// Re-evaluates readiness now and returns it.
     pub fn evaluate(&self) -> bool {
-        let ready =
-            !self.stopping.load(Ordering::Relaxed) && self.pool.level() >= self.low_watermark;
-        self.serving.store(ready, Ordering::Relaxed);
-        ready
+        let ready = self.check();
+        self.serving.store(ready.is_ok(), Ordering::Relaxed);
+        ready.is_ok()
     }
 
     /// Keeps the health reporters in step with readiness until `shutdown`, then reports
@@ -81,9 +152,16 @@ impl Readiness {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            let ready = self.evaluate();
+            let check = self.check();
+            let ready = check.is_ok();
+            self.serving.store(ready, Ordering::Relaxed);
             if last != Some(ready) {
-                tracing::info!(ready, level = self.pool.level(), "readiness changed");
+                match check {
+                    Ok(()) => tracing::info!(level = self.pool.level(), "ready: SERVING"),
+                    // At start an empty pool is expected, not worth a warning.
+                    Err(reason) if last.is_none() => tracing::info!("{reason}: NOT_SERVING"),
+                    Err(reason) => tracing::warn!("{reason}: NOT_SERVING"),
+                }
                 let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };
                 for r in &reporters {
                     r.set_service_status("", status).await;

@@ -7,7 +7,9 @@
 //! - [`sampling`]: unbiased integers, floats and UUIDs from bytes.
 //! - [`auth`]: client API keys (SHA-256 digests, constant-time match), scopes.
 //! - [`quota`]: per-key request, byte and stream limits.
-//! - [`health`]: readiness from the pool level, for grpc.health.v1.
+//! - [`health`]: readiness from the pool level and ingest activity, for grpc.health.v1.
+//! - [`metrics`]: the Prometheus series and their handles; [`http`]: `/metrics`, `/healthz`,
+//!   `/readyz` on the metrics port.
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
 //! - [`server`]: wires the two listeners and runs until shutdown; [`tls`]: rustls for them.
@@ -22,7 +24,9 @@ pub mod dev;
 pub mod devcerts;
 pub mod grpc;
 pub mod health;
+pub mod http;
 pub mod ingest;
+pub mod metrics;
 pub mod pool;
 pub mod quota;
 pub mod sampling;

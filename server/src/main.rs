@@ -224,6 +224,13 @@ fn init_logging(config: &GatewayConfig) {
 async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Result<()> {
     let public = bind(config.listen_addr, "listen_addr").await?;
     let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
+    let metrics = match config.metrics_addr() {
+        Some(addr) => {
+            Some(entropy_collector::prom::bind(addr).await.map_err(|e| anyhow::anyhow!(e))?)
+        }
+        None => None,
+    };
+    let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
     let public_addr = public.local_addr()?;
     let ingest_addr = ingest.local_addr()?;
     let shutdown = CancellationToken::new();
@@ -231,15 +238,22 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
 
     let grace = config.shutdown_grace();
     let keys_file = config.api_keys_file.clone();
-    let (gateway, feed) = match keys {
+    let (mut gateway, feed) = match keys {
         Keys::Files(api, mac) => (Gateway::new(config, api, mac).with_tls(tls), None),
         Keys::Dev(dev_keys) => {
             let feed = dev::spawn_feed(ingest_addr, dev_keys.mac_secret.clone(), shutdown.clone())?;
             println!("{}", dev::banner(public_addr, &dev_keys));
+            if let Some(addr) = metrics_addr {
+                println!("Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n");
+            }
             (Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys).with_tls(tls), Some(feed))
         }
     };
-    tracing::info!(%public_addr, %ingest_addr, "entropy gateway serving");
+    if let Some(listener) = metrics {
+        gateway = gateway.with_metrics_listener(listener);
+    }
+    let metrics_addr = metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string());
+    tracing::info!(%public_addr, %ingest_addr, %metrics_addr, "entropy gateway serving");
     if let Some(path) = keys_file {
         tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
     }

@@ -19,13 +19,15 @@ use tower::layer::util::{Identity, Stack};
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
 use crate::conn_limit::{Admission, TrackCallsLayer};
-use crate::grpc::auth::{ApiKeyAuth, KeyStore, key_store};
+use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
+use crate::http::GatewayProbe;
 use crate::ingest::Ingest;
 use crate::ingest::keys::MacKeys;
 use crate::ingest::verify::VerifyPolicy;
+use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
@@ -43,6 +45,9 @@ pub struct Gateway {
     ingest: Arc<Ingest>,
     readiness: Arc<Readiness>,
     tls: ListenerTls,
+    metrics: Arc<GatewayMetrics>,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served, if anywhere.
+    metrics_listener: Option<TcpListener>,
 }
 
 /// TLS for each listener; `None` serves plaintext.
@@ -82,7 +87,10 @@ impl Gateway {
         };
         let ingest =
             Arc::new(Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams));
-        let readiness = Arc::new(Readiness::new(pool.clone(), config.pool_low_watermark_bytes));
+        let readiness = Arc::new(
+            Readiness::new(pool.clone(), config.pool_low_watermark_bytes)
+                .with_ingest_staleness(ingest.clone(), config.ingest_stale_after()),
+        );
         Self {
             config,
             api_keys: key_store(api_keys),
@@ -90,7 +98,20 @@ impl Gateway {
             ingest,
             readiness,
             tls: ListenerTls::default(),
+            metrics: Arc::new(GatewayMetrics::new()),
+            metrics_listener: None,
         }
+    }
+
+    /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` too.
+    pub fn with_metrics_listener(mut self, listener: TcpListener) -> Self {
+        self.metrics_listener = Some(listener);
+        self
+    }
+
+    /// This gateway's series (each gateway has a registry of its own).
+    pub fn metrics(&self) -> &Arc<GatewayMetrics> {
+        &self.metrics
     }
 
     /// Serves TLS on the listeners `tls` names.
@@ -134,12 +155,14 @@ impl Gateway {
             self.config.max_wait(),
             shutdown.clone(),
             streams.clone(),
-        );
-        let entropy = tonic::service::interceptor::InterceptedService::new(
+        )
+        .with_metrics(self.metrics.clone());
+        let entropy = TagMethod(tonic::service::interceptor::InterceptedService::new(
             EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
-            ApiKeyAuth::new(self.api_keys),
-        );
-        let ingest_api = IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
+            ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
+        ));
+        let ingest_api = IngestApi::new(self.ingest.clone()).with_metrics(self.metrics.clone());
+        let ingest_api = IngestServiceServer::new(ingest_api)
             .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES);
 
         // On shutdown: stop reporting SERVING and fail waiting takes at once, then let tonic
@@ -186,10 +209,31 @@ impl Gateway {
             shutdown.clone(),
         );
 
+        let upkeep = self.metrics.registry().spawn_upkeep(shutdown.clone());
+        let http = self.metrics_listener.map(|listener| {
+            let probe = GatewayProbe {
+                metrics: self.metrics.clone(),
+                pool: self.pool.clone(),
+                readiness: self.readiness.clone(),
+            };
+            tokio::spawn(entropy_collector::prom::serve(
+                listener,
+                Arc::new(probe),
+                shutdown.clone(),
+            ))
+        });
+
         let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);
         streams.close();
         streams.wait().await;
-        let _ = tokio::join!(watcher, closer);
+        let _ = tokio::join!(watcher, closer, upkeep);
+        if let Some(http) = http {
+            match http.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!("metrics endpoint failed: {e}"),
+                Err(e) => tracing::error!("metrics endpoint task failed: {e}"),
+            }
+        }
         public_result.map_err(|source| ServeError::Transport { listener: "public", source })?;
         ingest_result.map_err(|source| ServeError::Transport { listener: "ingest", source })?;
         Ok(())

@@ -2,16 +2,24 @@
 //!
 //! Keys are never read from a request field or a URL. The authenticated key's grant (name,
 //! scopes, quota) goes into the request extensions; handlers check scope and quota with
-//! [`authorize`]. The secret is never logged. Keys live in a [`KeyStore`] that SIGHUP can swap
-//! without dropping connections.
+//! [`Call::authorize`](super::observe::Call::authorize). A request without a valid key is
+//! refused here, before its body is decoded, and counted and logged by method: [`TagMethod`]
+//! puts the method into the request's extensions, since an interceptor sees no path. The
+//! secret is never logged. Keys live in a [`KeyStore`] that SIGHUP can swap without dropping
+//! connections.
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use tonic::service::Interceptor;
-use tonic::{Request, Status};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
-use crate::auth::{ApiKeys, KeyGrant, Scope};
+use arc_swap::ArcSwap;
+use tonic::server::NamedService;
+use tonic::service::Interceptor;
+use tonic::{Code, Request, Status};
+
+use crate::auth::ApiKeys;
+use crate::metrics::{AuthFailure, GatewayMetrics, Method};
 
 /// The current key set, replaceable while serving.
 pub type KeyStore = Arc<ArcSwap<ApiKeys>>;
@@ -25,12 +33,40 @@ pub fn key_store(keys: ApiKeys) -> KeyStore {
 #[derive(Debug, Clone)]
 pub struct ApiKeyAuth {
     keys: KeyStore,
+    metrics: Arc<GatewayMetrics>,
 }
 
 impl ApiKeyAuth {
     /// An interceptor accepting the keys in `keys`.
     pub fn new(keys: KeyStore) -> Self {
-        Self { keys }
+        Self { keys, metrics: Arc::default() }
+    }
+
+    /// Counts refusals into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    fn refuse(&self, request: &Request<()>, failure: AuthFailure, message: &'static str) -> Status {
+        self.metrics.auth_failed(failure);
+        let method = request.extensions().get::<Method>().copied();
+        if let Some(method) = method {
+            self.metrics.rpc_finished(method, Code::Unauthenticated, Duration::ZERO);
+        }
+        let reason = match failure {
+            AuthFailure::Missing => "auth_missing",
+            AuthFailure::Invalid => "auth_invalid",
+            AuthFailure::Scope => "auth_scope",
+        };
+        tracing::info!(
+            method = method.map_or("-", Method::as_str),
+            key = "-",
+            code = "UNAUTHENTICATED",
+            reason,
+            "request refused: {message}"
+        );
+        Status::unauthenticated(message)
     }
 }
 
@@ -44,7 +80,9 @@ impl Interceptor for ApiKeyAuth {
                 match v.get(..7) {
                     Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => &v[7..],
                     _ => {
-                        return Err(Status::unauthenticated(
+                        return Err(self.refuse(
+                            &request,
+                            AuthFailure::Missing,
                             "authorization metadata must be \"Bearer <key>\"",
                         ));
                     }
@@ -52,40 +90,46 @@ impl Interceptor for ApiKeyAuth {
             }
             (None, Some(v)) => v.as_bytes(),
             (None, None) => {
-                return Err(Status::unauthenticated(
+                return Err(self.refuse(
+                    &request,
+                    AuthFailure::Missing,
                     "missing API key: send metadata \"authorization: Bearer <key>\"",
                 ));
             }
         };
-        let grant = self
-            .keys
-            .load()
-            .authenticate(presented.trim_ascii())
-            .cloned()
-            .ok_or_else(|| Status::unauthenticated("invalid API key"))?;
+        let Some(grant) = self.keys.load().authenticate(presented.trim_ascii()).cloned() else {
+            return Err(self.refuse(&request, AuthFailure::Invalid, "invalid API key"));
+        };
         request.extensions_mut().insert(grant);
         Ok(request)
     }
 }
 
-/// The grant of an authenticated request, if it holds `scope` and its request quota admits
-/// one more call.
-pub fn authorize(extensions: &tonic::Extensions, scope: Scope) -> Result<Arc<KeyGrant>, Status> {
-    // The interceptor runs before every EntropyService handler and always inserts a grant.
-    let grant = extensions
-        .get::<Arc<KeyGrant>>()
-        .cloned()
-        .ok_or_else(|| Status::unauthenticated("missing API key"))?;
-    if !grant.allows(scope) {
-        return Err(Status::permission_denied(format!(
-            "key {:?} lacks the {} scope",
-            grant.name,
-            scope.as_str()
-        )));
+/// Puts the called [`Method`] into each request's extensions, for the interceptor it wraps.
+#[derive(Debug, Clone)]
+pub struct TagMethod<S>(pub S);
+
+impl<S: NamedService> NamedService for TagMethod<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> tower::Service<http::Request<B>> for TagMethod<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
     }
-    grant.quota.admit_request().map_err(|e| {
-        tracing::info!(key = %grant.name, "quota: {e}");
-        super::errors::quota_exceeded(e)
-    })?;
-    Ok(grant)
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let name = request.uri().path().rsplit('/').next().unwrap_or_default();
+        if let Some(method) = Method::ALL.into_iter().find(|m| m.as_str() == name) {
+            request.extensions_mut().insert(method);
+        }
+        self.0.call(request)
+    }
 }

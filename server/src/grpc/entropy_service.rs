@@ -17,13 +17,14 @@ use tokio_util::task::TaskTracker;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
-use super::auth::authorize;
 use super::deadline::{self, Limit};
-use super::errors::{out_of_range, quota_exceeded, take_failed};
+use super::errors::{out_of_range, take_failed};
+use super::observe::Call;
 use crate::auth::{KeyGrant, Scope};
 use crate::config::MAX_GET_RANDOM_BYTES;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
+use crate::metrics::{GatewayMetrics, Method};
 use crate::pool::{Drawn, Pool};
 use crate::sampling::{FLOAT_BYTES, IntRange, UUID_BYTES, float_from, uuid_v4_from};
 
@@ -50,6 +51,7 @@ pub struct EntropyApi {
     shutdown: CancellationToken,
     streams: TaskTracker,
     started: Instant,
+    metrics: Arc<GatewayMetrics>,
 }
 
 impl EntropyApi {
@@ -63,25 +65,40 @@ impl EntropyApi {
         shutdown: CancellationToken,
         streams: TaskTracker,
     ) -> Self {
-        Self { pool, ingest, readiness, max_wait, shutdown, streams, started: Instant::now() }
+        Self {
+            pool,
+            ingest,
+            readiness,
+            max_wait,
+            shutdown,
+            streams,
+            started: Instant::now(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// Counts calls into `metrics` (by default, a registry of its own that nobody reads).
+    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Draws exactly `n` bytes for `grant` within its byte quota, the client's deadline and
     /// the server's max wait.
     async fn draw(
         &self,
+        call: &mut Call,
         metadata: &MetadataMap,
         grant: &KeyGrant,
         n: usize,
     ) -> Result<Drawn, Status> {
-        grant.quota.admit_bytes(n).map_err(|e| {
-            tracing::info!(key = %grant.name, "quota: {e}");
-            quota_exceeded(e)
-        })?;
+        grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
-        self.pool.take(n, Some(until)).await.map_err(|e| take_failed(e, limit, n))
+        let drawn = self.pool.take(n, Some(until)).await.map_err(|e| take_failed(e, limit, n))?;
+        call.drew(n);
+        Ok(drawn)
     }
 }
 
@@ -98,15 +115,86 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetRandomRequest>,
     ) -> Result<Response<GetRandomResponse>, Status> {
+        let mut call = Call::start(&self.metrics, Method::GetRandom);
+        let result = self.handle_get_random(&mut call, request).await;
+        call.finish(&result);
+        result
+    }
+
+    type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;
+
+    async fn stream_random(
+        &self,
+        request: Request<StreamRandomRequest>,
+    ) -> Result<Response<Self::StreamRandomStream>, Status> {
+        let mut call = Call::start(&self.metrics, Method::StreamRandom);
+        match self.handle_stream_random(&mut call, request) {
+            // The stream's task ends the call when the stream ends.
+            Ok(stream) => Ok(stream),
+            Err(status) => {
+                call.end(status.code(), status.message());
+                Err(status)
+            }
+        }
+    }
+
+    async fn get_integers(
+        &self,
+        request: Request<GetIntegersRequest>,
+    ) -> Result<Response<GetIntegersResponse>, Status> {
+        let mut call = Call::start(&self.metrics, Method::GetIntegers);
+        let result = self.handle_get_integers(&mut call, request).await;
+        call.finish(&result);
+        result
+    }
+
+    async fn get_floats(
+        &self,
+        request: Request<GetFloatsRequest>,
+    ) -> Result<Response<GetFloatsResponse>, Status> {
+        let mut call = Call::start(&self.metrics, Method::GetFloats);
+        let result = self.handle_get_floats(&mut call, request).await;
+        call.finish(&result);
+        result
+    }
+
+    async fn get_uuids(
+        &self,
+        request: Request<GetUuidsRequest>,
+    ) -> Result<Response<GetUuidsResponse>, Status> {
+        let mut call = Call::start(&self.metrics, Method::GetUuids);
+        let result = self.handle_get_uuids(&mut call, request).await;
+        call.finish(&result);
+        result
+    }
+
+    async fn get_status(
+        &self,
+        request: Request<GetStatusRequest>,
+    ) -> Result<Response<GetStatusResponse>, Status> {
+        let mut call = Call::start(&self.metrics, Method::GetStatus);
+        let result = self.handle_get_status(&mut call, request);
+        call.finish(&result);
+        result
+    }
+}
+
+/// The handlers' bodies; the trait methods above wrap each in a [`Call`].
+impl EntropyApi {
+    async fn handle_get_random(
+        &self,
+        call: &mut Call,
+        request: Request<GetRandomRequest>,
+    ) -> Result<Response<GetRandomResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = authorize(&extensions, Scope::EntropyRead)?;
+        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let n = req.num_bytes as usize;
         if n == 0 || n > MAX_GET_RANDOM_BYTES {
             return Err(out_of_range("num_bytes", n, &format!("1..={MAX_GET_RANDOM_BYTES}")));
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
-        let mut drawn = self.draw(&metadata, &grant, n).await?;
+        let mut drawn = self.draw(call, &metadata, &grant, n).await?;
         let response = match encoding {
             Encoding::Unspecified => {
                 GetRandomResponse { data: std::mem::take(&mut *drawn), text: String::new() }
@@ -121,14 +209,13 @@ impl EntropyService for EntropyApi {
         Ok(Response::new(response))
     }
 
-    type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;
-
-    async fn stream_random(
+    fn handle_stream_random(
         &self,
+        call: &mut Call,
         request: Request<StreamRandomRequest>,
-    ) -> Result<Response<Self::StreamRandomStream>, Status> {
+    ) -> Result<Response<ReceiverStream<Result<StreamRandomResponse, Status>>>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = authorize(&extensions, Scope::EntropyRead)?;
+        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let chunk = match req.chunk_bytes as usize {
             0 => DEFAULT_STREAM_CHUNK_BYTES,
             n if n > MAX_STREAM_CHUNK_BYTES => {
@@ -143,25 +230,37 @@ impl EntropyService for EntropyApi {
             n => n,
         };
         let total = req.total_bytes;
-        let stream_slot = grant.quota.open_stream().map_err(quota_exceeded)?;
+        let stream_slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
+        let open_gauge = self.metrics.stream_opened();
+        // The call is now the stream's: its task ends it with the stream's final code.
+        let mut call = std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom));
         let client_deadline = deadline::client_deadline(&metadata, Instant::now());
         let (tx, rx) = mpsc::channel(STREAM_BUFFER_MESSAGES);
         let pool = self.pool.clone();
         let shutdown = self.shutdown.clone();
         self.streams.spawn(async move {
             let _open = stream_slot; // counts against max_streams until the stream ends
+            let _open_gauge = open_gauge;
             let mut sent: u64 = 0;
+            // How the stream ended, for the call's metrics and log line.
+            let mut outcome = (tonic::Code::Ok, String::new());
             loop {
                 let n = if total == 0 { chunk } else { chunk.min((total - sent) as usize) };
                 if n == 0 {
                     break; // all of total_bytes sent: the stream ends with OK
                 }
                 // Reserve room first, so nothing is drawn for a client that has gone.
-                let Ok(slot) = tx.reserve().await else { break };
+                let Ok(slot) = tx.reserve().await else {
+                    outcome = (tonic::Code::Cancelled, "client left".into());
+                    break;
+                };
                 let drawn = tokio::select! {
                     biased;
                     () = shutdown.cancelled() => Err(Status::unavailable("server is shutting down")),
-                    () = tx.closed() => break,
+                    () = tx.closed() => {
+                        outcome = (tonic::Code::Cancelled, "client left".into());
+                        break;
+                    }
                     () = sleep_until(client_deadline) => Err(Status::deadline_exceeded(
                         "stream deadline reached")),
                     // Metered as it flows: wait for the key's byte tokens, then draw.
@@ -174,23 +273,27 @@ impl EntropyService for EntropyApi {
                     Ok(mut bytes) => {
                         slot.send(Ok(StreamRandomResponse { data: std::mem::take(&mut *bytes) }));
                         sent += n as u64;
+                        call.sent(n);
                     }
                     Err(status) => {
+                        outcome = (status.code(), status.message().to_owned());
                         slot.send(Err(status));
                         break;
                     }
                 }
             }
+            call.end(outcome.0, &outcome.1);
         });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
-    async fn get_integers(
+    async fn handle_get_integers(
         &self,
+        call: &mut Call,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = authorize(&extensions, Scope::EntropyRead)?;
+        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
         let range = IntRange::new(req.min, req.max).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -209,7 +312,7 @@ impl EntropyService for EntropyApi {
         // call consumes nothing.
         let mut rounds: Vec<Drawn> = Vec::new();
         while values.len() < count {
-            match self.draw(&metadata, &grant, (count - values.len()) * k).await {
+            match self.draw(call, &metadata, &grant, (count - values.len()) * k).await {
                 Ok(bytes) => {
                     values.extend(
                         bytes
@@ -230,14 +333,15 @@ impl EntropyService for EntropyApi {
         Ok(Response::new(GetIntegersResponse { values }))
     }
 
-    async fn get_floats(
+    async fn handle_get_floats(
         &self,
+        call: &mut Call,
         request: Request<GetFloatsRequest>,
     ) -> Result<Response<GetFloatsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = authorize(&extensions, Scope::EntropyRead)?;
+        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(&metadata, &grant, count * FLOAT_BYTES).await?;
+        let bytes = self.draw(call, &metadata, &grant, count * FLOAT_BYTES).await?;
         let values = bytes
             .chunks_exact(FLOAT_BYTES)
             .map(|c| float_from(c.try_into().unwrap_or(&[0; FLOAT_BYTES])))
@@ -245,14 +349,15 @@ impl EntropyService for EntropyApi {
         Ok(Response::new(GetFloatsResponse { values }))
     }
 
-    async fn get_uuids(
+    async fn handle_get_uuids(
         &self,
+        call: &mut Call,
         request: Request<GetUuidsRequest>,
     ) -> Result<Response<GetUuidsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = authorize(&extensions, Scope::EntropyRead)?;
+        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(&metadata, &grant, count * UUID_BYTES).await?;
+        let bytes = self.draw(call, &metadata, &grant, count * UUID_BYTES).await?;
         let uuids = bytes
             .chunks_exact(UUID_BYTES)
             .map(|c| uuid_v4_from(c.try_into().unwrap_or([0; UUID_BYTES])).to_string())
@@ -260,11 +365,12 @@ impl EntropyService for EntropyApi {
         Ok(Response::new(GetUuidsResponse { uuids }))
     }
 
-    async fn get_status(
+    fn handle_get_status(
         &self,
+        call: &mut Call,
         request: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
-        authorize(request.extensions(), Scope::StatusRead)?;
+        call.authorize(request.extensions(), Scope::StatusRead)?;
         let pool = self.pool.stats();
         let ingest = self.ingest.stats();
         let now = Instant::now();

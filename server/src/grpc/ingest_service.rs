@@ -7,17 +7,25 @@ use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
 use crate::ingest::{Ingest, IngestError};
+use crate::metrics::GatewayMetrics;
 
 /// The IngestService implementation.
 #[derive(Debug, Clone)]
 pub struct IngestApi {
     ingest: Arc<Ingest>,
+    metrics: Arc<GatewayMetrics>,
 }
 
 impl IngestApi {
     /// A service storing verified chunks through `ingest`.
     pub fn new(ingest: Arc<Ingest>) -> Self {
-        Self { ingest }
+        Self { ingest, metrics: Arc::default() }
+    }
+
+    /// Counts chunks into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 }
 
@@ -31,6 +39,7 @@ impl IngestService for IngestApi {
         // Unverified until `publish` returns: log it only in a bounded, printable form.
         let collector = loggable(&req.collector_id);
         let sequence = req.sequence;
+        let data_len = req.data.len();
         // CRC and HMAC over up to a MiB: off the async worker so other calls keep moving.
         let ingest = self.ingest.clone();
         let result = tokio::task::spawn_blocking(move || ingest.publish(req))
@@ -38,15 +47,20 @@ impl IngestService for IngestApi {
             .map_err(|_| Status::internal("ingest task failed"))?;
         match result {
             Ok(len) => {
+                // Verified now: the collector id is signed, so the label set stays bounded by
+                // the collectors holding a MAC key.
+                self.metrics.chunk_accepted(&collector, len);
                 tracing::debug!(%collector, sequence, len, "chunk accepted");
                 Ok(Response::new(PublishResponse {}))
             }
             // A full pool is the steady state when nobody draws: not worth a line per retry.
             Err(e @ IngestError::PoolFull(_)) => {
+                self.metrics.chunk_rejected(e.reason(), data_len);
                 tracing::debug!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
                 Err(e.into())
             }
             Err(e) => {
+                self.metrics.chunk_rejected(e.reason(), data_len);
                 tracing::info!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
                 Err(e.into())
             }

@@ -75,6 +75,9 @@ pub struct Ingest {
     rejected: AtomicU64,
     deferred: AtomicU64,
     last_accept_unix_ms: AtomicI64,
+    /// When a chunk last arrived that was stored or deferred for a full pool (starts at the
+    /// gateway's start): a collector was alive and signing then.
+    last_arrival_unix_ms: AtomicI64,
 }
 
 impl Ingest {
@@ -84,13 +87,14 @@ impl Ingest {
         Self {
             pool,
             keys,
-            policy,
             replay: Mutex::new(replay),
             provenance: Mutex::new(Provenance::default()),
             accepted: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             deferred: AtomicU64::new(0),
             last_accept_unix_ms: AtomicI64::new(i64::MIN),
+            last_arrival_unix_ms: AtomicI64::new(policy.started_unix_ms),
+            policy,
         }
     }
 
@@ -111,9 +115,11 @@ impl Ingest {
             Ok(_) => {
                 self.accepted.fetch_add(1, Ordering::Relaxed);
                 self.last_accept_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
+                self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
             }
             Err(IngestError::PoolFull(_)) => {
                 self.deferred.fetch_add(1, Ordering::Relaxed);
+                self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
             }
             Err(_) => {
                 self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -150,6 +156,12 @@ impl Ingest {
             chunks_deferred: self.deferred.load(Ordering::Relaxed),
             last_accept_unix_ms: (last != i64::MIN).then_some(last),
         }
+    }
+
+    /// When a chunk last arrived that was stored or deferred (Unix ms); the gateway's start
+    /// time until one does.
+    pub fn last_arrival_unix_ms(&self) -> i64 {
+        self.last_arrival_unix_ms.load(Ordering::Relaxed)
     }
 
     /// Every source reported so far, most recent first.

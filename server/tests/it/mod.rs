@@ -5,6 +5,7 @@ mod entropy;
 mod ingest;
 mod lifecycle;
 mod limits;
+mod metrics;
 mod quota;
 mod support;
 mod tls;

@@ -1,0 +1,36 @@
+//! The gateway's HTTP side: `/metrics`, `/healthz` and `/readyz` on `metrics_listen_addr`.
+//!
+//! The routes themselves are shared with the collector ([`entropy_collector::prom::serve`]);
+//! this file says what "ready" means for a gateway and refreshes the state-mirroring gauges
+//! right before each scrape.
+
+use std::sync::Arc;
+
+use entropy_collector::prom::Probe;
+
+use crate::health::Readiness;
+use crate::metrics::GatewayMetrics;
+use crate::pool::Pool;
+
+/// What the endpoint reads.
+#[derive(Debug, Clone)]
+pub struct GatewayProbe {
+    /// The gateway's series.
+    pub metrics: Arc<GatewayMetrics>,
+    /// The pool, for its level, capacity and waiters.
+    pub pool: Arc<Pool>,
+    /// Readiness, the same rule as grpc.health.v1.
+    pub readiness: Arc<Readiness>,
+}
+
+impl Probe for GatewayProbe {
+    fn render(&self) -> String {
+        let ready = self.readiness.check().is_ok();
+        self.metrics.refresh(&self.pool.stats(), self.readiness.low_watermark(), ready);
+        self.metrics.registry().render()
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.readiness.check().map_err(|reason| reason.to_string())
+    }
+}

@@ -1,0 +1,491 @@
+//! The gateway's Prometheus series: their names (the contract in docs/metrics.md), and handles
+//! registered once so the hot path only bumps atomics.
+//!
+//! Handles that a call needs are found without allocating: per method in arrays, per method
+//! and status code in lazily filled arrays, per API key name in a map filled on the key's first
+//! call. Gauges that mirror state (pool level, waiters, readiness) are set at scrape time by
+//! [`GatewayMetrics::refresh`], not on every put and take.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use entropy_collector::prom::{Family, Kind, Registry};
+use metrics::{Counter, Gauge, Histogram};
+
+use crate::pool::PoolStats;
+
+/// The EntropyService methods, as they appear in the `method` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// GetRandom.
+    GetRandom,
+    /// StreamRandom.
+    StreamRandom,
+    /// GetIntegers.
+    GetIntegers,
+    /// GetFloats.
+    GetFloats,
+    /// GetUuids.
+    GetUuids,
+    /// GetStatus.
+    GetStatus,
+}
+
+impl Method {
+    /// Every method, in label order.
+    pub const ALL: [Self; 6] = [
+        Self::GetRandom,
+        Self::StreamRandom,
+        Self::GetIntegers,
+        Self::GetFloats,
+        Self::GetUuids,
+        Self::GetStatus,
+    ];
+
+    /// The RPC name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GetRandom => "GetRandom",
+            Self::StreamRandom => "StreamRandom",
+            Self::GetIntegers => "GetIntegers",
+            Self::GetFloats => "GetFloats",
+            Self::GetUuids => "GetUuids",
+            Self::GetStatus => "GetStatus",
+        }
+    }
+}
+
+pub use entropy_collector::prom::CODE_NAMES;
+
+/// The `reason` label of a chunk that was not stored: every `IngestError::reason`.
+pub const INGEST_REJECT_REASONS: &[&str] = &[
+    "malformed",
+    "unknown_key",
+    "crc_mismatch",
+    "bad_mac",
+    "before_start",
+    "stale",
+    "future",
+    "replay",
+    "replay_window",
+    "replay_table_full",
+    "pool_full",
+];
+
+/// Why a call failed authentication or authorization (the `reason` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// No key in the metadata (or not in the `Bearer` form).
+    Missing,
+    /// A key that matches none.
+    Invalid,
+    /// A valid key without the scope the method needs.
+    Scope,
+}
+
+impl AuthFailure {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Invalid => "invalid",
+            Self::Scope => "scope",
+        }
+    }
+}
+
+/// Which per-key limit refused a call (the `limit` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaLimit {
+    /// requests_per_second.
+    Requests,
+    /// bytes_per_second.
+    Bytes,
+    /// max_streams.
+    Streams,
+}
+
+impl QuotaLimit {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Requests => "requests",
+            Self::Bytes => "bytes",
+            Self::Streams => "streams",
+        }
+    }
+}
+
+/// Every gateway series (the docs table is checked against what is exposed).
+pub const FAMILIES: &[Family] = &[
+    fam("entropy_gateway_build_info", Kind::Gauge, &["version"], "Always 1; the version label."),
+    fam("entropy_gateway_pool_bytes", Kind::Gauge, &[], "Bytes in the pool ready to serve."),
+    fam("entropy_gateway_pool_capacity_bytes", Kind::Gauge, &[], "Most bytes the pool holds."),
+    fam(
+        "entropy_gateway_pool_low_watermark_bytes",
+        Kind::Gauge,
+        &[],
+        "Below this pool level the gateway is not ready.",
+    ),
+    fam("entropy_gateway_pool_waiters", Kind::Gauge, &[], "Callers queued waiting for entropy."),
+    fam("entropy_gateway_ready", Kind::Gauge, &[], "1 when ready to serve (as /readyz), else 0."),
+    fam(
+        "entropy_gateway_ingested_bytes_total",
+        Kind::Counter,
+        &["collector"],
+        "Bytes of accepted chunks, by collector id.",
+    ),
+    fam(
+        "entropy_gateway_chunks_accepted_total",
+        Kind::Counter,
+        &["collector"],
+        "Chunks verified and stored, by collector id.",
+    ),
+    fam(
+        "entropy_gateway_chunks_rejected_total",
+        Kind::Counter,
+        &["reason"],
+        "Chunks not stored, by reason (pool_full: deferred, the collector resends).",
+    ),
+    fam(
+        "entropy_gateway_rejected_bytes_total",
+        Kind::Counter,
+        &["reason"],
+        "Data bytes of chunks not stored, by reason.",
+    ),
+    fam(
+        "entropy_gateway_served_bytes_total",
+        Kind::Counter,
+        &["method"],
+        "Bytes drawn from the pool and sent to callers, by method.",
+    ),
+    fam(
+        "entropy_gateway_rpc_duration_seconds",
+        Kind::Histogram,
+        &["method", "code"],
+        "EntropyService call duration (streams: until they end), by method and status code.",
+    ),
+    fam("entropy_gateway_streams_active", Kind::Gauge, &[], "StreamRandom streams open now."),
+    fam("entropy_gateway_streams_opened_total", Kind::Counter, &[], "StreamRandom streams opened."),
+    fam(
+        "entropy_gateway_key_requests_total",
+        Kind::Counter,
+        &["key", "method"],
+        "Authenticated calls by API key name and method.",
+    ),
+    fam(
+        "entropy_gateway_key_served_bytes_total",
+        Kind::Counter,
+        &["key"],
+        "Bytes served by API key name.",
+    ),
+    fam(
+        "entropy_gateway_auth_failures_total",
+        Kind::Counter,
+        &["reason"],
+        "Calls refused: no key (missing), unknown key (invalid), key without the scope (scope).",
+    ),
+    fam(
+        "entropy_gateway_quota_rejections_total",
+        Kind::Counter,
+        &["key", "limit"],
+        "Calls refused by a key's quota, by key name and limit.",
+    ),
+    fam(
+        "entropy_gateway_connections_active",
+        Kind::Gauge,
+        &["listener"],
+        "Open connections per listener (public, ingest).",
+    ),
+    fam(
+        "entropy_gateway_connections_refused_total",
+        Kind::Counter,
+        &["listener"],
+        "Connections closed at accept because the listener was at max_connections.",
+    ),
+];
+
+const fn fam(
+    name: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Family {
+    Family { name, kind, labels, help }
+}
+
+/// Handles of one API key.
+#[derive(Debug)]
+pub struct KeyHandles {
+    requests: [Counter; Method::ALL.len()],
+    served: Counter,
+    quota: [Counter; 3],
+}
+
+/// The open-connection gauge and refusal counter of one listener.
+#[derive(Debug, Clone)]
+pub struct ConnectionMetrics {
+    active: Gauge,
+    refused: Counter,
+}
+
+impl ConnectionMetrics {
+    /// A connection was admitted.
+    pub fn opened(&self) {
+        self.active.increment(1.0);
+    }
+
+    /// An admitted connection closed.
+    pub fn closed(&self) {
+        self.active.decrement(1.0);
+    }
+
+    /// A connection was refused at the cap.
+    pub fn refused(&self) {
+        self.refused.increment(1);
+    }
+}
+
+/// Every handle of one gateway.
+#[derive(Debug)]
+pub struct GatewayMetrics {
+    registry: Registry,
+    pool_bytes: Gauge,
+    pool_capacity_bytes: Gauge,
+    pool_low_watermark_bytes: Gauge,
+    pool_waiters: Gauge,
+    ready: Gauge,
+    streams_active: Gauge,
+    streams_opened: Counter,
+    served: [Counter; Method::ALL.len()],
+    rpc: [[OnceLock<Histogram>; CODE_NAMES.len()]; Method::ALL.len()],
+    rejected: Vec<(Counter, Counter)>,
+    auth_failures: [Counter; 3],
+    collectors: Mutex<HashMap<String, (Counter, Counter)>>,
+    keys: RwLock<HashMap<String, Arc<KeyHandles>>>,
+    public_connections: ConnectionMetrics,
+    ingest_connections: ConnectionMetrics,
+}
+
+impl Default for GatewayMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GatewayMetrics {
+    /// A fresh registry with every label-free series (and every bounded label set known up
+    /// front) registered at zero, so dashboards see them before the first event.
+    pub fn new() -> Self {
+        let r = Registry::new(FAMILIES);
+        r.gauge("entropy_gateway_build_info", &[("version", env!("CARGO_PKG_VERSION"))]).set(1.0);
+        let connections = |listener| ConnectionMetrics {
+            active: r.gauge("entropy_gateway_connections_active", &[("listener", listener)]),
+            refused: r
+                .counter("entropy_gateway_connections_refused_total", &[("listener", listener)]),
+        };
+        Self {
+            pool_bytes: r.gauge("entropy_gateway_pool_bytes", &[]),
+            pool_capacity_bytes: r.gauge("entropy_gateway_pool_capacity_bytes", &[]),
+            pool_low_watermark_bytes: r.gauge("entropy_gateway_pool_low_watermark_bytes", &[]),
+            pool_waiters: r.gauge("entropy_gateway_pool_waiters", &[]),
+            ready: r.gauge("entropy_gateway_ready", &[]),
+            streams_active: r.gauge("entropy_gateway_streams_active", &[]),
+            streams_opened: r.counter("entropy_gateway_streams_opened_total", &[]),
+            served: Method::ALL.map(|m| {
+                r.counter("entropy_gateway_served_bytes_total", &[("method", m.as_str())])
+            }),
+            rpc: std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new())),
+            rejected: INGEST_REJECT_REASONS
+                .iter()
+                .map(|reason| {
+                    (
+                        r.counter("entropy_gateway_chunks_rejected_total", &[("reason", reason)]),
+                        r.counter("entropy_gateway_rejected_bytes_total", &[("reason", reason)]),
+                    )
+                })
+                .collect(),
+            auth_failures: [AuthFailure::Missing, AuthFailure::Invalid, AuthFailure::Scope].map(
+                |f| r.counter("entropy_gateway_auth_failures_total", &[("reason", f.as_str())]),
+            ),
+            collectors: Mutex::default(),
+            keys: RwLock::default(),
+            public_connections: connections("public"),
+            ingest_connections: connections("ingest"),
+            registry: r,
+        }
+    }
+
+    /// The registry (to render, or to run upkeep).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Sets the gauges that mirror the pool and readiness; called before each render.
+    pub fn refresh(&self, pool: &PoolStats, low_watermark: usize, ready: bool) {
+        self.pool_bytes.set(pool.level as f64);
+        self.pool_capacity_bytes.set(pool.capacity as f64);
+        self.pool_low_watermark_bytes.set(low_watermark as f64);
+        self.pool_waiters.set(pool.waiters as f64);
+        self.ready.set(if ready { 1.0 } else { 0.0 });
+    }
+
+    /// Records one finished call: its duration by method and code.
+    pub fn rpc_finished(&self, method: Method, code: tonic::Code, elapsed: Duration) {
+        let code = (code as usize).min(CODE_NAMES.len() - 1);
+        self.rpc[method as usize][code]
+            .get_or_init(|| {
+                self.registry.histogram(
+                    "entropy_gateway_rpc_duration_seconds",
+                    &[("method", method.as_str()), ("code", CODE_NAMES[code])],
+                )
+            })
+            .record(elapsed.as_secs_f64());
+    }
+
+    /// Counts `bytes` sent by `method`.
+    pub fn served(&self, method: Method, bytes: u64) {
+        self.served[method as usize].increment(bytes);
+    }
+
+    /// The handles of the key named `name`, registered on its first call.
+    pub fn key(&self, name: &str) -> Arc<KeyHandles> {
+        if let Some(k) = read(&self.keys).get(name) {
+            return k.clone();
+        }
+        let r = &self.registry;
+        let handles = Arc::new(KeyHandles {
+            requests: Method::ALL.map(|m| {
+                r.counter(
+                    "entropy_gateway_key_requests_total",
+                    &[("key", name), ("method", m.as_str())],
+                )
+            }),
+            served: r.counter("entropy_gateway_key_served_bytes_total", &[("key", name)]),
+            quota: [QuotaLimit::Requests, QuotaLimit::Bytes, QuotaLimit::Streams].map(|l| {
+                r.counter(
+                    "entropy_gateway_quota_rejections_total",
+                    &[("key", name), ("limit", l.as_str())],
+                )
+            }),
+        });
+        write(&self.keys).entry(name.to_owned()).or_insert(handles).clone()
+    }
+
+    /// Counts an authentication or scope failure.
+    pub fn auth_failed(&self, failure: AuthFailure) {
+        self.auth_failures[failure as usize].increment(1);
+    }
+
+    /// Counts a stream opened; the returned guard keeps it in `streams_active` until dropped.
+    pub fn stream_opened(self: &Arc<Self>) -> StreamGuard {
+        self.streams_opened.increment(1);
+        self.streams_active.increment(1.0);
+        StreamGuard(self.clone())
+    }
+
+    /// Counts a stored chunk of `bytes` from `collector`.
+    pub fn chunk_accepted(&self, collector: &str, bytes: usize) {
+        let mut map = lock(&self.collectors);
+        let (chunks, total) = map.entry(collector.to_owned()).or_insert_with(|| {
+            let r = &self.registry;
+            (
+                r.counter("entropy_gateway_chunks_accepted_total", &[("collector", collector)]),
+                r.counter("entropy_gateway_ingested_bytes_total", &[("collector", collector)]),
+            )
+        });
+        chunks.increment(1);
+        total.increment(bytes as u64);
+    }
+
+    /// Counts a chunk of `bytes` not stored, for `reason` (one of [`INGEST_REJECT_REASONS`]).
+    pub fn chunk_rejected(&self, reason: &str, bytes: usize) {
+        if let Some(i) = INGEST_REJECT_REASONS.iter().position(|r| *r == reason) {
+            self.rejected[i].0.increment(1);
+            self.rejected[i].1.increment(bytes as u64);
+        }
+    }
+
+    /// The connection handles of `listener` ("public" or "ingest").
+    pub fn connections(&self, listener: &str) -> ConnectionMetrics {
+        if listener == "ingest" {
+            self.ingest_connections.clone()
+        } else {
+            self.public_connections.clone()
+        }
+    }
+}
+
+impl KeyHandles {
+    /// Counts an authenticated call.
+    pub fn request(&self, method: Method) {
+        self.requests[method as usize].increment(1);
+    }
+
+    /// Counts bytes served to this key.
+    pub fn served(&self, bytes: u64) {
+        self.served.increment(bytes);
+    }
+
+    /// Counts a quota refusal.
+    pub fn quota_rejected(&self, limit: QuotaLimit) {
+        self.quota[limit as usize].increment(1);
+    }
+}
+
+/// Holds one stream in `entropy_gateway_streams_active`.
+#[derive(Debug)]
+pub struct StreamGuard(Arc<GatewayMetrics>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.streams_active.decrement(1.0);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use entropy_collector::prom::Exposition;
+
+    use super::*;
+
+    #[test]
+    fn bounded_series_exist_at_zero_and_calls_land_in_their_cells() {
+        let m = GatewayMetrics::new();
+        m.rpc_finished(Method::GetFloats, tonic::Code::InvalidArgument, Duration::from_millis(2));
+        m.key("alice").request(Method::GetRandom);
+        m.chunk_rejected("bad_mac", 10);
+        m.chunk_rejected("not-a-reason", 10);
+        let e = Exposition::parse(&m.registry().render()).expect("parses");
+        assert_eq!(e.sum("entropy_gateway_chunks_rejected_total", &[("reason", "stale")]), 0.0);
+        assert_eq!(e.sum("entropy_gateway_rejected_bytes_total", &[]), 10.0);
+        assert_eq!(
+            e.sum(
+                "entropy_gateway_rpc_duration_seconds_count",
+                &[("method", "GetFloats"), ("code", "INVALID_ARGUMENT")]
+            ),
+            1.0
+        );
+        assert_eq!(
+            e.sum(
+                "entropy_gateway_key_requests_total",
+                &[("key", "alice"), ("method", "GetRandom")]
+            ),
+            1.0
+        );
+        assert_eq!(CODE_NAMES[tonic::Code::Unauthenticated as usize], "UNAUTHENTICATED");
+    }
+}
