@@ -1,21 +1,22 @@
-// Command check validates the deployment files without a Docker engine.
+// Command check validates the deployment files without a Docker engine. Run it from
+// deploy/check as `go run . -root ../.. -secrets DIR`, DIR written by deploy/gen-secrets.sh.
 //
-//		go run . -root ../.. -secrets DIR     (run from deploy/check; DIR from deploy/gen-secrets.sh)
+// First, compose.yaml goes through compose-go's loader: the Compose specification's JSON
+// schema (compose-spec.json shipped in the module), interpolation, and its consistency checks
+// (undefined networks, secrets, configs, volumes).
 //
-//	 1. compose.yaml through compose-go's loader: the Compose specification's JSON schema
-//	    (compose-spec.json shipped in the module), interpolation, and its consistency checks
-//	    (undefined networks, secrets, configs, volumes).
-//	 2. What the schema cannot say: every service runs as a non-root user, read-only, without
-//	    capabilities or new privileges, with resource limits and a health check; published ports
-//	    bind loopback; the collector and the simulator sit on internal networks only; the
-//	    gateway's ingest listener binds its address on the internal network; every file compose
-//	    mounts exists (secrets: as written by gen-secrets.sh into DIR); every path the gateway
-//	    and collector configs name is mounted into that container; Prometheus scrapes services
-//	    it shares a network with, on their metrics port; the collector's gateway and source
-//	    hosts are reachable from it.
-//	 3. Metric names: every entropy_* series the Grafana dashboard and the alert rules use is in
-//	    the metric contract (contract.txt) and in docs/metrics.md, the reference of what the
-//	    binaries expose.
+// Then what the schema cannot say: every service runs as a non-root user, read-only, without
+// capabilities or new privileges, with resource limits and a health check; published ports
+// bind loopback; the collector and the simulator sit on internal networks only; the gateway's
+// ingest listener binds its address on the internal network; every file compose mounts exists
+// (secrets: as written by gen-secrets.sh into DIR); every path the gateway and collector
+// configs name is mounted into that container; Prometheus scrapes services it shares a
+// network with, on their metrics port; the collector's gateway and source hosts are reachable
+// from it.
+//
+// Last, metric names: every entropy_* series the Grafana dashboard and the alert rules use is
+// in the metric contract (contract.txt) and in docs/metrics.md, the reference of what the
+// binaries expose.
 //
 // Every problem is printed; the exit status is 1 if there was any.
 package main
