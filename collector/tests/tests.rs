@@ -18,6 +18,9 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
+#[path = "it/metrics.rs"]
+mod metrics;
+
 struct RunningSim {
     sim: Arc<Simulator>,
     url: String,
