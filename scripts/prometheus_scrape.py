@@ -4,9 +4,10 @@ entropy-gateway on loopback (free ports, fresh keys in a temporary directory), a
 `prometheus` scraping both metrics endpoints every second, with deploy/prometheus/alerts.yml
 loaded. A client draws entropy with grpcurl; then Prometheus' HTTP API must show the series
 moving: targets up, bytes ingested and served, source bytes, RPC histogram counts, per-key
-counters, auth failures, the pool. Also checks that every alert rule evaluates without error
-against the real series, that none fires on this healthy system, and that the compose health
-check script (deploy/healthcheck.sh) sees /healthz and /readyz answer 200.
+counters, auth failures, the pool. Also checks that every query of the Grafana dashboard and
+every alert rule evaluates without error against the real series, that no alert fires on this
+healthy system, and that the compose health check script (deploy/healthcheck.sh) sees /healthz
+and /readyz answer 200.
 
 Every failure names the series (or endpoint) that did not move. Everything started here is
 stopped at the end, on failure too.
@@ -326,6 +327,24 @@ scrape_configs:
             else:
                 detail = f"{expr} = {v}"
             check(desc, v is not None and pred(v), detail)
+
+        # Every query of the Grafana dashboard runs on Prometheus without error, and the
+        # top row ("Is entropy flowing?") has a value in each panel.
+        dash = json.loads((ROOT / "deploy/grafana/entropy-diode.json").read_text())
+        errors, empty_top = [], []
+        top_row = True
+        for panel in dash["panels"]:
+            if panel["type"] == "row":
+                top_row = panel["title"].startswith("Is entropy flowing")
+                continue
+            for t in panel.get("targets", []):
+                status, body = http_get(f"{prom.base}/api/v1/query?" + urllib.parse.urlencode({"query": t["expr"]}))
+                if status != 200:
+                    errors.append(f"{panel['title']}: {t['expr']}: {body[:200]}")
+                elif top_row and not json.loads(body)["data"]["result"]:
+                    empty_top.append(f"{panel['title']}: {t['expr']}")
+        check("every dashboard query runs without error", not errors, "; ".join(errors))
+        check("every panel of the dashboard's top row has data", not empty_top, "; ".join(empty_top))
 
         # The alert rules evaluate against these real series without error, and none fires.
         def rules_evaluated():
