@@ -41,7 +41,7 @@ install_prometheus() {
 
 step "promtool: Prometheus config, alert rules and their unit tests"
 install_prometheus
-promtool --version | head -1
+promtool --version 2>&1 | sed -n 1p
 promtool check config deploy/prometheus/prometheus.yml
 promtool check rules deploy/prometheus/alerts.yml
 (cd deploy/prometheus && promtool test rules alerts_test.yml)
