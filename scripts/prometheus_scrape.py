@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A real Prometheus scrapes the diode: entropy-simulator -> entropy-collector ->
-entropy-gateway on loopback (free ports, fresh keys in a temporary directory), and Debian's
+entropy-gateway on loopback (free ports; TLS, mTLS and keys from deploy/gen-secrets.sh, as in compose.yaml), and Debian's
 `prometheus` scraping both metrics endpoints every second, with deploy/prometheus/alerts.yml
 loaded. A client draws entropy with grpcurl; then Prometheus' HTTP API must show the series
 moving: targets up, bytes ingested and served, source bytes, RPC histogram counts, per-key
@@ -15,7 +15,6 @@ stopped at the end, on failure too.
 Usage: prometheus_scrape.py BIN_DIR      (BIN_DIR holds the release binaries)
 Needs: prometheus (Debian package `prometheus`: scripts/check_deploy.sh installs it), grpcurl.
 """
-import hashlib
 import json
 import os
 import shutil
@@ -128,10 +127,8 @@ def wait_for(predicate, timeout_s, interval_s=0.5):
         time.sleep(interval_s)
 
 
-def grpcurl(addr, method, key, data):
-    cmd = ["grpcurl", "-plaintext", "-d", json.dumps(data)]
-    if key:
-        cmd[2:2] = ["-H", f"authorization: Bearer {key}"]
+def grpcurl(addr, method, key, data, cacert):
+    cmd = ["grpcurl", "-cacert", str(cacert), "-H", f"authorization: Bearer {key}", "-d", json.dumps(data)]
     return subprocess.run(cmd + [addr, method], capture_output=True, text=True, timeout=30)
 
 
@@ -148,27 +145,34 @@ def run(bin_dir, work):
     ports = {k: free_port() for k in ("sim", "public", "ingest", "gw_metrics", "col_metrics", "prom")}
     gw_metrics = f"http://127.0.0.1:{ports['gw_metrics']}/metrics"
     col_metrics = f"http://127.0.0.1:{ports['col_metrics']}/metrics"
-    public = f"127.0.0.1:{ports['public']}"
+    public = f"localhost:{ports['public']}"
     procs = Procs(work)
 
-    api_key = "scrape-" + os.urandom(12).hex()
-    mac = os.urandom(32).hex()
+    # The secrets compose mounts, made by deploy/gen-secrets.sh, used as compose uses them: TLS
+    # on both gateway listeners, mTLS for the collector, the "demo" client key, MAC key "demo".
+    secrets = work / "secrets"
+    r = subprocess.run([str(ROOT / "deploy/gen-secrets.sh"), str(secrets)], capture_output=True, text=True,
+                       env=dict(os.environ, ENTROPY_GATEWAY_BIN=f"{bin_dir}/entropy-gateway"), timeout=60)
+    if not check("deploy/gen-secrets.sh writes the secrets", r.returncode == 0, r.stderr):
+        return
+    api_key = (secrets / "client-api-key").read_text().strip()
+    cacert = secrets / "ca.pem"
     (work / "mac-keys").mkdir()
-    (work / "mac-keys" / "scrape.key").write_text(mac)
-    (work / "collector-mac.key").write_text(mac)
-    (work / "api-keys.toml").write_text(
-        f'[[key]]\nname = "scrape"\nsha256 = "{hashlib.sha256(api_key.encode()).hexdigest()}"\n')
+    shutil.copy(secrets / "mac.key", work / "mac-keys" / "demo.key")
     (work / "collector.toml").write_text(f"""\
 collector_id = "scrape-collector"
-key_id = "scrape"
-key_file = "{work / 'collector-mac.key'}"
+key_id = "demo"
+key_file = "{secrets / 'mac.key'}"
 chunk_bytes = 16384
 mixing = "xor"
 min_sources = 1
 metrics_listen_addr = "127.0.0.1:{ports['col_metrics']}"
 
 [[gateway]]
-endpoint = "http://127.0.0.1:{ports['ingest']}"
+endpoint = "https://localhost:{ports['ingest']}"
+ca_file = "{cacert}"
+client_cert_file = "{secrets / 'collector.pem'}"
+client_key_file = "{secrets / 'collector.key'}"
 
 [[source]]
 name = "quantis-sim"
@@ -198,10 +202,16 @@ scrape_configs:
                                                    and (work / "simulator.pem").stat().st_size > 0, 15),
                      procs.log_tail("simulator")):
             return
-        procs.start("gateway", [f"{bin_dir}/entropy-gateway", "--api-keys-file", str(work / "api-keys.toml"),
-                                "--ingest-keys-dir", str(work / "mac-keys"), "--listen-addr", public,
+        procs.start("gateway", [f"{bin_dir}/entropy-gateway", "--api-keys-file", str(secrets / "api-keys.toml"),
+                                "--ingest-keys-dir", str(work / "mac-keys"),
+                                "--listen-addr", f"127.0.0.1:{ports['public']}",
                                 "--ingest-listen-addr", f"127.0.0.1:{ports['ingest']}",
                                 "--metrics-listen-addr", f"127.0.0.1:{ports['gw_metrics']}",
+                                "--tls-cert-file", str(secrets / "gateway.pem"),
+                                "--tls-key-file", str(secrets / "gateway.key"),
+                                "--ingest-tls-cert-file", str(secrets / "gateway.pem"),
+                                "--ingest-tls-key-file", str(secrets / "gateway.key"),
+                                "--ingest-client-ca-file", str(cacert),
                                 # 64 MiB: the simulator's 400 KB/s cannot fill it during the test.
                                 "--pool-capacity-bytes", str(64 << 20), "--pool-low-watermark-bytes", "8192"])
         procs.start("collector", [f"{bin_dir}/entropy-collector", "--config", str(work / "collector.toml")])
@@ -240,13 +250,13 @@ scrape_configs:
         calls, size = 20, 4096
         drawn = 0
         for _ in range(calls):
-            r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", api_key, {"num_bytes": size})
+            r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", api_key, {"num_bytes": size}, cacert)
             if r.returncode == 0:
                 drawn += size
         check(f"{calls} GetRandom calls of {size} bytes succeed", drawn == calls * size, f"drew {drawn} bytes")
-        r = grpcurl(public, "entropy.v1.EntropyService/GetIntegers", api_key, {"min": 1, "max": 6, "count": 10})
+        r = grpcurl(public, "entropy.v1.EntropyService/GetIntegers", api_key, {"min": 1, "max": 6, "count": 10}, cacert)
         check("a GetIntegers call succeeds", r.returncode == 0, r.stderr)
-        r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", "not-a-key", {"num_bytes": 8})
+        r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", "not-a-key", {"num_bytes": 8}, cacert)
         check("a call with a bad key is refused", r.returncode != 0 and "Unauthenticated" in r.stderr, r.stderr)
 
         # Each expectation: (description, PromQL giving one number, predicate, series for the
@@ -268,10 +278,10 @@ scrape_configs:
             ("RPC histogram: GetRandom buckets present",
              'entropy_gateway_rpc_duration_seconds_bucket{method="GetRandom",le="+Inf"}', lambda v: v >= calls,
              "entropy_gateway_rpc_duration_seconds_bucket", gw_metrics),
-            (f"per-key requests: key scrape, GetRandom >= {calls}",
-             'entropy_gateway_key_requests_total{key="scrape",method="GetRandom"}', lambda v: v >= calls,
+            (f"per-key requests: key demo, GetRandom >= {calls}",
+             'entropy_gateway_key_requests_total{key="demo",method="GetRandom"}', lambda v: v >= calls,
              "entropy_gateway_key_requests_total", gw_metrics),
-            (f"per-key bytes: key scrape >= {drawn}", 'entropy_gateway_key_served_bytes_total{key="scrape"}',
+            (f"per-key bytes: key demo >= {drawn}", 'entropy_gateway_key_served_bytes_total{key="demo"}',
              lambda v: v >= drawn, "entropy_gateway_key_served_bytes_total", gw_metrics),
             ("auth failure counted (invalid key)", 'entropy_gateway_auth_failures_total{reason="invalid"}',
              lambda v: v >= 1, "entropy_gateway_auth_failures_total", gw_metrics),
