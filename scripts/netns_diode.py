@@ -288,7 +288,7 @@ class Diode:
         self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--api-keys-file", self.work / "api-keys.toml",
                                        "--ingest-keys-dir", keys, "--listen-addr", f"0.0.0.0:{self.public_port}",
                                        "--ingest-listen-addr", f"{OUT4}:{self.ingest_port}",
-                                       "--pool-low-watermark-bytes", "8192"])
+                                       "--pool-low-watermark-bytes", "8192", "--metrics-listen-addr", ""])
         st = self.wait_status(lambda s: True, 30)
         if not st:
             raise RuntimeError(f"gateway did not answer GetStatus:\n{self.log_tail('gateway')}")
