@@ -50,6 +50,7 @@ func fail(format string, args ...any) {
 func main() {
 	root := flag.String("root", "../..", "repository root")
 	secrets := flag.String("secrets", "", "directory written by deploy/gen-secrets.sh (stands in for deploy/secrets)")
+	emit := flag.String("emit", "", "also write the services as JSON to this file (for scripts/compose_rehearsal.py)")
 	flag.Parse()
 	abs, err := filepath.Abs(*root)
 	if err != nil {
@@ -64,6 +65,9 @@ func main() {
 		checkGatewayConfig(project, abs)
 		checkCollectorConfig(project, abs)
 		checkPrometheus(project, abs)
+		if *emit != "" {
+			emitServices(project, abs, *secrets, *emit)
+		}
 	}
 	checkMetricNames(abs)
 
@@ -577,5 +581,64 @@ func checkMetricNames(root string) {
 		if len(missing) == 0 {
 			fmt.Printf("metric names: all %d entropy_* series of the dashboard and alerts are in %s\n", len(used), src)
 		}
+	}
+}
+
+// --- emit -----------------------------------------------------------------------------------
+
+// emitted is one service as scripts/compose_rehearsal.py runs it without Docker.
+type emitted struct {
+	Image       string            `json:"image"`
+	BuildTarget string            `json:"build_target"` // stage of deploy/Dockerfile, "" for a pulled image
+	Entrypoint  []string          `json:"entrypoint"`
+	Command     []string          `json:"command"`
+	User        string            `json:"user"`
+	Healthcheck []string          `json:"healthcheck"`
+	Networks    map[string]string `json:"networks"` // name -> fixed ipv4 address or ""
+	Mounts      map[string]string `json:"mounts"`   // container path -> host file
+}
+
+func emitServices(p *types.Project, root, secretsDir, out string) {
+	hostFile := func(file string) string {
+		if filepath.IsAbs(file) {
+			if r, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(r, "..") {
+				file = r
+			}
+		}
+		if rest, ok := strings.CutPrefix(filepath.ToSlash(file), "deploy/secrets/"); ok && secretsDir != "" {
+			return filepath.Join(secretsDir, rest)
+		}
+		return filepath.Join(root, file)
+	}
+	services := map[string]emitted{}
+	for name, s := range p.Services {
+		e := emitted{Image: s.Image, Entrypoint: s.Entrypoint, Command: s.Command, User: s.User,
+			Networks: map[string]string{}, Mounts: map[string]string{}}
+		if s.Build != nil {
+			e.BuildTarget = s.Build.Target
+		}
+		if s.HealthCheck != nil {
+			e.Healthcheck = s.HealthCheck.Test
+		}
+		for n, cfg := range s.Networks {
+			e.Networks[n] = ""
+			if cfg != nil {
+				e.Networks[n] = cfg.Ipv4Address
+			}
+		}
+		for _, c := range s.Configs {
+			e.Mounts[target(c.Target, c.Source)] = hostFile(p.Configs[c.Source].File)
+		}
+		for _, c := range s.Secrets {
+			e.Mounts[target(c.Target, c.Source)] = hostFile(p.Secrets[c.Source].File)
+		}
+		services[name] = e
+	}
+	raw, err := json.MarshalIndent(services, "", "  ")
+	if err == nil {
+		err = os.WriteFile(out, raw, 0o644)
+	}
+	if err != nil {
+		fail("emit %s: %v", out, err)
 	}
 }

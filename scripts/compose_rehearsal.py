@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""compose.yaml rehearsed without Docker: the simulator, collector and gateway services run
+as compose would run them, from compose-go's reading of compose.yaml (deploy/check -emit):
+
+- each service in a network namespace of its own, joined to a bridge that stands for the
+  `internal` network (172.30.52.0/24, the gateway at its fixed address), with an /etc/hosts
+  naming the services it shares a network with, as Docker's DNS would;
+- each in a mount namespace where its compose `configs:` and `secrets:` appear at their
+  container paths (/etc/entropy/..., /run/secrets/...) with the modes deploy/gen-secrets.sh
+  gave them, over an /etc and /run of its own;
+- the image's entrypoint (deploy/Dockerfile) with the service's command, as the service's
+  user, with no capabilities and no_new_privs.
+
+Then: every service's compose health check passes; a client draws entropy over TLS from the
+gateway; GetStatus names the simulated appliance; each process runs as its non-root user with
+no capabilities; SIGTERM stops everything. What this does not cover: image builds, resource
+limits, read-only root filesystems (the binaries write nothing), Prometheus and Grafana
+(scripts/prometheus_scrape.py runs a real Prometheus against the same programs).
+
+Usage: compose_rehearsal.py BIN_DIR
+Needs root, ip (iproute2), unshare and setpriv (util-linux), Go, grpcurl. Prints "SKIP: why"
+and exits 0 where namespaces cannot be made; any other failure exits 1.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TAG = f"edr{os.getpid() % 100000}"  # namespace and interface names (interfaces: <= 15 chars)
+HUB = f"{TAG}-hub"
+SUBNET_PREFIX, SUBNET_BITS = "172.30.52.", 24
+SERVICES = ("simulator", "gateway", "collector")  # Prometheus and Grafana are pulled images
+results = []
+
+
+class Skip(Exception):
+    pass
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail and not ok else ''}", flush=True)
+    return ok
+
+
+def run(cmd, check_rc=True, timeout=60, **kw):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def nsexec(ns, *cmd):
+    return ["ip", "netns", "exec", ns, *map(str, cmd)]
+
+
+def entrypoints():
+    """Image target -> ENTRYPOINT argv, from deploy/Dockerfile."""
+    out, stage = {}, None
+    for line in (ROOT / "deploy/Dockerfile").read_text().splitlines():
+        m = re.match(r"FROM\s+\S+\s+AS\s+(\S+)", line, re.I)
+        if m:
+            stage = m.group(1)
+        m = re.match(r"ENTRYPOINT\s+(\[.*\])", line)
+        if m and stage:
+            out[stage] = json.loads(m.group(1))
+    return out
+
+
+class Rehearsal:
+    def __init__(self, bin_dir, work):
+        self.bin_dir = Path(bin_dir).resolve()
+        self.work = work
+        self.namespaces = []
+        self.procs = {}
+        self.logs = {}
+
+    def load(self):
+        secrets = self.work / "secrets"
+        run([ROOT / "deploy/gen-secrets.sh", secrets], env=dict(os.environ, ENTROPY_GATEWAY_BIN=self.bin_dir / "entropy-gateway"))
+        emitted = self.work / "services.json"
+        r = run(["go", "run", ".", "-root", ROOT, "-secrets", secrets, "-emit", emitted],
+                cwd=ROOT / "deploy/check", check_rc=False, timeout=300)
+        if not check("deploy/check reads compose.yaml", r.returncode == 0, r.stdout + r.stderr):
+            return False
+        self.services = {k: v for k, v in json.loads(emitted.read_text()).items() if k in SERVICES}
+        self.secrets = secrets
+        eps = entrypoints()
+        for name, svc in self.services.items():
+            argv = (svc["entrypoint"] or eps[svc["build_target"]]) + (svc["command"] or [])
+            # The image holds the binaries in /usr/local/bin; here they come from BIN_DIR.
+            argv[0] = str(self.bin_dir / Path(argv[0]).name)
+            svc["argv"] = argv
+        # Addresses on the internal network: the fixed ones from compose, the others in turn.
+        used = {s["networks"].get("internal") for s in self.services.values()}
+        host = 20
+        for name in SERVICES:
+            net = self.services[name]["networks"]
+            if "internal" not in net:
+                raise RuntimeError(f"{name} is not on the internal network")
+            if not net["internal"]:
+                while f"{SUBNET_PREFIX}{host}" in used:
+                    host += 1
+                net["internal"] = f"{SUBNET_PREFIX}{host}"
+                used.add(net["internal"])
+        return True
+
+    def network(self):
+        self.namespaces.append(HUB)
+        r = run(["ip", "netns", "add", HUB], check_rc=False)
+        if r.returncode != 0:
+            raise Skip(f"cannot create a network namespace: {r.stderr.strip()}")
+        run(nsexec(HUB, "ip", "link", "add", "br0", "type", "bridge"))
+        run(nsexec(HUB, "ip", "link", "set", "br0", "up"))
+        for i, name in enumerate(SERVICES):
+            ns = f"{TAG}-{name}"
+            self.namespaces.append(ns)
+            run(["ip", "netns", "add", ns])
+            inner, outer = f"{TAG}i{i}", f"{TAG}o{i}"
+            run(["ip", "link", "add", inner, "netns", ns, "type", "veth", "peer", "name", outer, "netns", HUB])
+            run(nsexec(HUB, "ip", "link", "set", outer, "master", "br0"))
+            run(nsexec(HUB, "ip", "link", "set", outer, "up"))
+            addr = self.services[name]["networks"]["internal"]
+            run(nsexec(ns, "ip", "link", "set", "lo", "up"))
+            run(nsexec(ns, "ip", "addr", "add", f"{addr}/{SUBNET_BITS}", "dev", inner))
+            run(nsexec(ns, "ip", "link", "set", inner, "up"))
+            self.services[name]["ns"] = ns
+        print(f"internal network: bridge in {HUB}; " +
+              ", ".join(f"{n} {self.services[n]['networks']['internal']}" for n in SERVICES), flush=True)
+
+    def stage(self, name):
+        """The service's own /etc and /run: its compose mounts, hosts, and what libc needs."""
+        svc = self.services[name]
+        base = self.work / "rootfs" / name
+        etc, runs = base / "etc", base / "run"
+        for d in (etc, runs):
+            d.mkdir(parents=True, mode=0o755)
+        for f in ("nsswitch.conf", "passwd", "group", "host.conf"):
+            if Path("/etc", f).exists():
+                shutil.copy(Path("/etc", f), etc / f)
+        (etc / "resolv.conf").write_text("")
+        hosts = ["127.0.0.1 localhost", "::1 localhost"]
+        for other, o in self.services.items():
+            if set(o["networks"]) & set(svc["networks"]):
+                hosts.append(f"{o['networks']['internal']} {other}")
+        (etc / "hosts").write_text("\n".join(hosts) + "\n")
+        if Path("/etc/ssl/certs/ca-certificates.crt").exists():
+            (etc / "ssl/certs").mkdir(parents=True)
+            shutil.copy("/etc/ssl/certs/ca-certificates.crt", etc / "ssl/certs/ca-certificates.crt")
+        for target, source in svc["mounts"].items():
+            for prefix, into in (("/etc/", etc), ("/run/", runs)):
+                if target.startswith(prefix):
+                    dest = into / target[len(prefix):]
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    for d in [dest.parent, *dest.parent.parents]:
+                        if d == base:
+                            break
+                        d.chmod(0o755)
+                    shutil.copy(source, dest)  # keeps the mode gen-secrets.sh gave it
+        return etc, runs
+
+    def start(self, name):
+        svc = self.services[name]
+        etc, runs = self.stage(name)
+        uid, _, gid = svc["user"].partition(":")
+        setup = (f"mount --bind {etc} /etc && mount --bind {runs} /run && "
+                 f"exec setpriv --reuid {uid} --regid {gid or uid} --clear-groups --inh-caps=-all "
+                 f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex_quote, svc["argv"])))
+        log = open(self.work / f"{name}.log", "w")
+        self.logs[name] = log
+        self.procs[name] = subprocess.Popen(
+            nsexec(svc["ns"], "unshare", "--mount", "--propagation", "private", "sh", "-c", setup),
+            stdout=log, stderr=subprocess.STDOUT)
+
+    def log_tail(self, name, n=1500):
+        return (self.work / f"{name}.log").read_text(errors="replace")[-n:]
+
+    def healthcheck(self, name):
+        """The service's compose health check, in its network namespace."""
+        test = list(self.services[name]["healthcheck"])
+        if test[0] == "CMD":
+            test = test[1:]
+        test = [str(ROOT / "deploy/healthcheck.sh") if a == "/usr/local/bin/healthcheck.sh" else a for a in test]
+        return run(nsexec(self.services[name]["ns"], *test), check_rc=False, timeout=15)
+
+    def grpcurl(self, method, data):
+        key = (self.secrets / "client-api-key").read_text().strip()
+        return run(nsexec(self.services["gateway"]["ns"], shutil.which("grpcurl"), "-cacert", self.secrets / "ca.pem",
+                          "-H", f"authorization: Bearer {key}", "-d", json.dumps(data), "localhost:50051", method),
+                   check_rc=False)
+
+    def rehearse(self):
+        if not self.load():
+            return
+        self.network()
+        for name in SERVICES:  # compose order: depends_on
+            self.start(name)
+        deadline = time.monotonic() + 60
+        for name in SERVICES:
+            while True:
+                r = self.healthcheck(name)
+                if r.returncode == 0 or time.monotonic() > deadline or self.procs[name].poll() is not None:
+                    break
+                time.sleep(1)
+            check(f"{name}: its compose health check ({' '.join(self.services[name]['healthcheck'][2:])}) passes",
+                  r.returncode == 0, f"{r.stderr.strip()} | log: {self.log_tail(name)}")
+        for name, p in self.procs.items():
+            status = Path(f"/proc/{p.pid}/status").read_text() if p.poll() is None else ""
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            uid = self.services[name]["user"].partition(":")[0]
+            check(f"{name}: runs as uid {uid}, no capabilities, no_new_privs",
+                  fields.get("Uid", "").split()[:1] == [uid] and fields.get("CapEff", "").strip() == "0" * 16
+                  and fields.get("CapBnd", "").strip() == "0" * 16 and fields.get("NoNewPrivs", "").strip() == "1",
+                  f"Uid {fields.get('Uid')} CapEff {fields.get('CapEff')} CapBnd {fields.get('CapBnd')} "
+                  f"NoNewPrivs {fields.get('NoNewPrivs')}")
+        r = self.grpcurl("entropy.v1.EntropyService/GetRandom", {"num_bytes": 32, "encoding": "ENCODING_HEX"})
+        text = json.loads(r.stdout).get("text", "") if r.returncode == 0 else ""
+        check("a client draws 32 bytes over TLS with the demo key", len(text) == 64, r.stderr)
+        r = self.grpcurl("entropy.v1.EntropyService/GetStatus", {})
+        sources = json.loads(r.stdout).get("sources", []) if r.returncode == 0 else []
+        check("GetStatus: the simulated appliance feeds the pool, healthy",
+              any(s.get("name") == "quantis-sim" and s.get("health") == "SOURCE_HEALTH_HEALTHY" for s in sources),
+              r.stderr or json.dumps(sources))
+
+    def cleanup(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15  # compose's stop_grace_period
+        stopped = True
+        for name, p in self.procs.items():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stopped = False
+                p.kill()
+                p.wait()
+            self.logs[name].close()
+        if self.procs:
+            check("SIGTERM stops every service within the stop grace period", stopped)
+        for ns in reversed(self.namespaces):
+            for pid in run(["ip", "netns", "pids", ns], check_rc=False).stdout.split():
+                try:  # anything left in our namespaces was started here
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            run(["ip", "netns", "del", ns], check_rc=False)
+
+
+def shlex_quote(s):
+    import shlex
+    return shlex.quote(str(s))
+
+
+def preconditions(bin_dir):
+    if os.geteuid() != 0:
+        raise Skip("not root (namespaces need root)")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join(path + [d for d in ("/usr/sbin", "/sbin") if d not in path])
+    for tool in ("ip", "unshare", "setpriv"):
+        if not shutil.which(tool):
+            raise Skip(f"{tool} not found")
+    for tool in ("go", "grpcurl"):
+        if not shutil.which(tool):
+            raise RuntimeError(f"{tool} not found on PATH")
+    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator"):
+        if not os.access(Path(bin_dir, name), os.X_OK):
+            raise RuntimeError(f"no {name} in {bin_dir}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    try:
+        preconditions(sys.argv[1])
+    except Skip as e:
+        print(f"SKIP: {e}")
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    work = Path(tempfile.mkdtemp(prefix="compose-rehearsal-"))
+    work.chmod(0o755)
+    rehearsal = Rehearsal(sys.argv[1], work)
+    skipped = None
+    try:
+        rehearsal.rehearse()
+    except Skip as e:
+        skipped = str(e)
+    except Exception as e:  # reported as a failure, after cleaning up
+        check("rehearsal ran", False, f"{type(e).__name__}: {e}")
+    finally:
+        rehearsal.cleanup()
+        if not all(results):
+            for name in rehearsal.procs:
+                print(f"--- {name} log (tail) ---\n{rehearsal.log_tail(name)}")
+        shutil.rmtree(work, ignore_errors=True)
+    if skipped and not results:
+        print(f"SKIP: {skipped}")
+        return 0
+    passed = sum(results)
+    print(f"\ncompose rehearsal: {passed} passed, {len(results) - passed} failed")
+    return 0 if results and passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
