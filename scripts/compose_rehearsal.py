@@ -9,12 +9,12 @@ as compose would run them, from compose-go's reading of compose.yaml (deploy/che
   container paths (/etc/entropy/..., /run/secrets/...) with the modes deploy/gen-secrets.sh
   gave them, over an /etc and /run of its own;
 - the image's entrypoint (deploy/Dockerfile) with the service's command, as the service's
-  user, with no capabilities and no_new_privs.
+  user, with no capabilities and no_new_privs, on a read-only root filesystem.
 
 Then: every service's compose health check passes; a client draws entropy over TLS from the
 gateway; GetStatus names the simulated appliance; each process runs as its non-root user with
 no capabilities; SIGTERM stops everything. What this does not cover: image builds, resource
-limits, read-only root filesystems (the binaries write nothing), Prometheus and Grafana
+limits, Prometheus and Grafana
 (scripts/prometheus_scrape.py runs a real Prometheus against the same programs).
 
 Usage: compose_rehearsal.py BIN_DIR
@@ -170,7 +170,9 @@ class Rehearsal:
         svc = self.services[name]
         etc, runs = self.stage(name)
         uid, _, gid = svc["user"].partition(":")
+        # read_only: true; in this private mount namespace only (the host's mounts stay as they are).
         setup = (f"mount --bind {etc} /etc && mount --bind {runs} /run && "
+                 "mount -o remount,bind,ro / && mount -o remount,bind,ro /etc && mount -o remount,bind,ro /run && "
                  f"exec setpriv --reuid {uid} --regid {gid or uid} --clear-groups --inh-caps=-all "
                  f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex_quote, svc["argv"])))
         log = open(self.work / f"{name}.log", "w")
@@ -215,6 +217,10 @@ class Rehearsal:
             status = Path(f"/proc/{p.pid}/status").read_text() if p.poll() is None else ""
             fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
             uid = self.services[name]["user"].partition(":")[0]
+            mountinfo = Path(f"/proc/{p.pid}/mountinfo").read_text() if p.poll() is None else ""
+            read_only = {m.split()[4]: m.split()[5].startswith("ro") for m in mountinfo.splitlines()}
+            check(f"{name}: read-only root filesystem, /etc and /run",
+                  read_only and all(read_only.get(d) for d in ("/", "/etc", "/run")), json.dumps(read_only)[:300])
             check(f"{name}: runs as uid {uid}, no capabilities, no_new_privs",
                   fields.get("Uid", "").split()[:1] == [uid] and fields.get("CapEff", "").strip() == "0" * 16
                   and fields.get("CapBnd", "").strip() == "0" * 16 and fields.get("NoNewPrivs", "").strip() == "1",
