@@ -2,6 +2,7 @@
 
 mod diode;
 mod entropy;
+mod hostile;
 mod ingest;
 mod lifecycle;
 mod limits;
