@@ -32,6 +32,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+use crate::metrics::ConnectionMetrics;
+
 /// Admits connections to one listener: the cap on open connections and the idle timeout.
 #[derive(Debug, Clone)]
 pub struct Admission {
@@ -39,18 +41,25 @@ pub struct Admission {
     max: usize,
     idle_timeout: Option<Duration>,
     listener: &'static str,
+    metrics: ConnectionMetrics,
     last_warning: Arc<std::sync::Mutex<Option<Instant>>>,
 }
 
 impl Admission {
     /// At most `max` open connections on `listener`, each closed after `idle_timeout` without
-    /// a call in progress (`None`: never).
-    pub fn new(max: usize, idle_timeout: Option<Duration>, listener: &'static str) -> Self {
+    /// a call in progress (`None`: never), counted in `metrics`.
+    pub fn new(
+        max: usize,
+        idle_timeout: Option<Duration>,
+        listener: &'static str,
+        metrics: ConnectionMetrics,
+    ) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(max)),
             max,
             idle_timeout,
             listener,
+            metrics,
             last_warning: Arc::default(),
         }
     }
@@ -58,14 +67,17 @@ impl Admission {
     /// `tcp` wrapped with its permit, or `None` (and `tcp` closed) when the listener is full.
     pub fn admit(&self, tcp: TcpStream) -> Option<Limited<TcpStream>> {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            self.metrics.refused();
             self.warn_full();
             return None; // dropping `tcp` closes it
         };
+        self.metrics.opened();
+        let slot = Slot { _permit: permit, metrics: self.metrics.clone() };
         let activity = Arc::new(Activity::new());
         let idle = self
             .idle_timeout
             .map(|timeout| IdleTimer { timeout, sleep: Box::pin(tokio::time::sleep(timeout)) });
-        Some(Limited { inner: tcp, _permit: permit, activity, idle })
+        Some(Limited { inner: tcp, _slot: slot, activity, idle })
     }
 
     /// Passes through the admitted connections of `incoming`; the rest are closed.
@@ -147,12 +159,25 @@ struct IdleTimer {
     sleep: Pin<Box<Sleep>>,
 }
 
+/// A connection's place under its listener's cap, and in its open-connection gauge.
+#[derive(Debug)]
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    metrics: ConnectionMetrics,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.metrics.closed();
+    }
+}
+
 /// A connection that counts against its listener's cap until dropped, and closes itself when
 /// idle too long.
 #[derive(Debug)]
 pub struct Limited<T> {
     inner: T,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
     activity: Arc<Activity>,
     idle: Option<IdleTimer>,
 }

@@ -193,7 +193,7 @@ impl Gateway {
             public_server,
             public,
             self.tls.public,
-            Admission::new(max_conns, idle, "public"),
+            Admission::new(max_conns, idle, "public", self.metrics.connections("public")),
             shutdown.clone(),
         );
         // Ingest receives up to a MiB per call: larger windows keep one collector from being
@@ -205,7 +205,7 @@ impl Gateway {
             ingest_server,
             ingest,
             self.tls.ingest,
-            Admission::new(max_conns, idle, "ingest"),
+            Admission::new(max_conns, idle, "ingest", self.metrics.connections("ingest")),
             shutdown.clone(),
         );
 

@@ -347,3 +347,36 @@ fn the_binary_logs_json_per_call_and_names_a_taken_metrics_port() {
     );
     assert!(!stderr.contains(API_KEY), "the secret never appears in logs");
 }
+
+#[tokio::test]
+async fn connection_gauges_follow_opens_closes_and_refusals() {
+    let (t, metrics) = start(|c| c.max_connections = 2).await;
+    let gauge =
+        |e: &Exposition| e.sum("entropy_gateway_connections_active", &[("listener", "public")]);
+    let refused = |e: &Exposition| {
+        e.sum("entropy_gateway_connections_refused_total", &[("listener", "public")])
+    };
+    // Polls until `want` holds (the gateway accepts on its own task).
+    async fn until(metrics: SocketAddr, want: impl Fn(&Exposition) -> bool) -> Exposition {
+        for _ in 0..100 {
+            let e = scrape(metrics).await;
+            if want(&e) {
+                return e;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        scrape(metrics).await
+    }
+    assert_eq!(gauge(&scrape(metrics).await), 0.0);
+    let a = TcpStream::connect(t.public).await.unwrap();
+    let b = TcpStream::connect(t.public).await.unwrap();
+    let e = until(metrics, |e| gauge(e) == 2.0).await;
+    assert_eq!((gauge(&e), refused(&e)), (2.0, 0.0), "two admitted");
+    let c = TcpStream::connect(t.public).await.unwrap();
+    let e = until(metrics, |e| refused(e) == 1.0).await;
+    assert_eq!((gauge(&e), refused(&e)), (2.0, 1.0), "the third is refused, not counted as open");
+    drop((a, b, c));
+    let e = until(metrics, |e| gauge(e) == 0.0).await;
+    assert_eq!(gauge(&e), 0.0, "closed connections leave the gauge");
+    t.stop().await;
+}
