@@ -6,7 +6,9 @@
 //!
 //! Streams (collector id, epoch pairs) are forgotten only once no chunk of theirs can pass the
 //! freshness check any more: a chunk accepted at time A carries a timestamp of at most A + W
-//! (W the freshness window), so after A + 2W every chunk the stream ever sent is stale. If the
+//! (W the freshness window), so after A + 2W every chunk the stream ever sent is stale. At
+//! exactly A + 2W a chunk signed at A + W is still fresh (the window is inclusive), so streams
+//! are kept [`FORGET_MARGIN`] longer. If the
 //! table is full of streams younger than that, a new stream is refused rather than an old one
 //! forgotten: memory stays bounded and no replay is ever let through.
 
@@ -19,6 +21,11 @@ use tokio::time::Instant;
 pub const WINDOW: u64 = 1024;
 
 const WORDS: usize = (WINDOW / 64) as usize;
+
+/// How much longer than two freshness windows a stream is remembered: covers the inclusive
+/// freshness bound, millisecond timestamps and small drift between the wall clock (freshness)
+/// and the monotonic clock (forgetting).
+pub const FORGET_MARGIN: Duration = Duration::from_secs(1);
 
 /// Identifies a collector process: its id and the epoch it drew at start.
 pub type StreamId = (String, u64);
@@ -63,9 +70,10 @@ struct Window {
 
 impl ReplayGuard {
     /// A guard that tracks at most `max_streams` collector epochs, forgetting one after
-    /// `2 * freshness_window` without an accepted chunk.
+    /// `2 * freshness_window + FORGET_MARGIN` without an accepted chunk.
     pub fn new(max_streams: usize, freshness_window: Duration) -> Self {
-        Self { streams: HashMap::new(), max_streams, forget_after: freshness_window * 2 }
+        let forget_after = freshness_window * 2 + FORGET_MARGIN;
+        Self { streams: HashMap::new(), max_streams, forget_after }
     }
 
     /// Whether `sequence` of `stream` may be accepted. Changes nothing.
@@ -211,8 +219,24 @@ mod tests {
         accept(&mut g, &stream("b"), 1, t0).expect("b");
         assert_eq!(accept(&mut g, &stream("c"), 1, t0 + W), Err(ReplayError::TableFull(2)));
         // After 2W without traffic, "a" and "b" can be forgotten: all their chunks are stale.
-        accept(&mut g, &stream("c"), 1, t0 + 2 * W).expect("c after expiry");
+        accept(&mut g, &stream("c"), 1, t0 + 2 * W + FORGET_MARGIN).expect("c after expiry");
         assert_eq!(g.len(), 1);
+    }
+
+    /// Found by fuzzing (`fuzz/`, target `ingest_chunks`): a chunk accepted at t0 and signed
+    /// W ahead is still fresh at exactly t0 + 2W. Had its stream been forgotten then, the same
+    /// chunk could have been accepted a second time.
+    #[test]
+    fn streams_are_not_forgotten_while_a_chunk_signed_ahead_is_fresh() {
+        let mut g = ReplayGuard::new(1, W);
+        let t0 = Instant::now();
+        accept(&mut g, &stream("a"), 1, t0).expect("a");
+        assert_eq!(accept(&mut g, &stream("b"), 1, t0 + 2 * W), Err(ReplayError::TableFull(1)));
+        assert_eq!(
+            accept(&mut g, &stream("a"), 1, t0 + 2 * W),
+            Err(ReplayError::Duplicate { sequence: 1 })
+        );
+        accept(&mut g, &stream("b"), 1, t0 + 2 * W + FORGET_MARGIN).expect("b once a expired");
     }
 
     proptest! {
