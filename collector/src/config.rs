@@ -1,7 +1,8 @@
 //! The collector's configuration: a TOML file with `[[source]]` and `[[gateway]]` tables.
 //!
-//! Scalar keys can be overridden by `ENTROPY_<KEY>` environment variables. Everything is
-//! validated before the collector reads a byte; `main` exits 64 naming the bad key.
+//! Scalar keys can be overridden by `ENTROPY_<KEY>` environment variables and then by
+//! `--<key>` flags ([`ConfigFlags`]). Everything is validated before the collector reads a
+//! byte; `main` exits 64 naming the bad key.
 //! `collector/collector.example.toml` documents every key.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use entropy_proto::v1::SourceKind;
 use figment::Figment;
-use figment::providers::{Env, Format, Toml};
+use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use crate::mixing::Scheme;
@@ -223,22 +224,113 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+/// `url` with its user, password and query replaced by `REDACTED` (unchanged if it does not
+/// parse: validation reports that).
+fn redact_url(url: &str) -> String {
+    const HIDDEN: &str = "REDACTED";
+    let Ok(mut parsed) = reqwest::Url::parse(url) else { return url.to_owned() };
+    if !parsed.username().is_empty() {
+        let _ = parsed.set_username(HIDDEN);
+    }
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some(HIDDEN));
+    }
+    if parsed.query().is_some() {
+        parsed.set_query(Some(HIDDEN));
+    }
+    parsed.to_string()
+}
+
 fn bad<T>(key: impl Into<String>, problem: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError { key: key.into(), problem: problem.into() })
 }
 
+/// Command-line overrides of the scalar keys (`--<key>`), applied after the file and the
+/// environment. Each help text's `[default: ...]` is checked against the code by
+/// `collector/tests/config_reference.rs`.
+#[derive(Debug, Default, Clone, clap::Args, Serialize)]
+pub struct ConfigFlags {
+    /// Name of this collector, as the gateway reports it
+    #[arg(long, value_name = "ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collector_id: Option<String>,
+    /// Bytes per chunk; each source is read this much per round [default: 65536]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_bytes: Option<usize>,
+    /// How healthy sources are combined: none, xor or hkdf [default: xor]
+    #[arg(long, value_name = "SCHEME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixing: Option<String>,
+    /// Fewest healthy sources a chunk needs [default: 1]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_sources: Option<usize>,
+    /// Signed chunks that may wait for a gateway [default: 16]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_chunks: Option<usize>,
+    /// Health tests' false-alarm probability is 2^-alpha_log2 [default: 40]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha_log2: Option<u32>,
+    /// Longest one source read may take, ms [default: 30000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_timeout_ms: Option<u64>,
+    /// MAC key id, as named on the gateway
+    #[arg(long, value_name = "ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// File holding the MAC secret as hex (at least 32 bytes)
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+    /// On SIGTERM, how long signed chunks may take to be delivered, ms [default: 10000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_ms: Option<u64>,
+    /// Metrics/health HTTP address, "" for none [default: 0.0.0.0:9464]
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_listen_addr: Option<String>,
+    /// Log format: text or json [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<String>,
+    /// Log filter (tracing EnvFilter syntax) [default: info]
+    #[arg(long, value_name = "FILTER")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_filter: Option<String>,
+}
+
 impl CollectorConfig {
-    /// Loads `path`, applies `ENTROPY_*` overrides, validates.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    /// Loads `path`, applies `ENTROPY_*` overrides and then `flags`, validates.
+    pub fn load(path: &Path, flags: &ConfigFlags) -> Result<Self, ConfigError> {
         if !path.is_file() {
             return bad("--config", format!("{} is not a readable file", path.display()));
         }
         let config: Self = Figment::from(Toml::file_exact(path))
             .merge(Env::prefixed("ENTROPY_").only(ENV_KEYS))
+            .merge(Serialized::defaults(flags))
             .extract()
             .map_err(|e| ConfigError { key: e.path.join("."), problem: e.kind.to_string() })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// A copy fit to print: credentials and query strings in URLs (gateway endpoints, source
+    /// URLs) are replaced by `REDACTED`. Secrets themselves never appear in the config: it holds
+    /// only the paths of key and certificate files.
+    pub fn redacted(&self) -> Self {
+        let mut copy = self.clone();
+        for gateway in &mut copy.gateway {
+            gateway.endpoint = redact_url(&gateway.endpoint);
+        }
+        for source in &mut copy.source {
+            source.url = source.url.as_deref().map(redact_url);
+        }
+        copy
     }
 
     /// Checks every key and the relations between them.
@@ -501,5 +593,71 @@ kind = "hardware"
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/collector.example.toml"))
                 .expect("example config");
         parse(&text).expect("example is valid");
+    }
+
+    fn table_keys<T: Serialize>(value: &T) -> Vec<String> {
+        let table = toml::Table::try_from(value).expect("serializes to a table");
+        let mut keys: Vec<String> = table.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn every_scalar_key_has_an_environment_variable_and_a_flag() {
+        let config = parse(GOOD).expect("valid");
+        let mut scalars: Vec<String> = table_keys(&config);
+        scalars.retain(|k| k != "gateway" && k != "source");
+        let mut env: Vec<String> = ENV_KEYS.iter().map(|k| k.to_string()).collect();
+        env.sort();
+        assert_eq!(env, scalars, "ENV_KEYS lists every scalar key");
+        let flags = ConfigFlags {
+            collector_id: Some("c".into()),
+            chunk_bytes: Some(1),
+            mixing: Some("xor".into()),
+            min_sources: Some(1),
+            buffer_chunks: Some(1),
+            alpha_log2: Some(1),
+            read_timeout_ms: Some(1),
+            key_id: Some("k".into()),
+            key_file: Some("f".into()),
+            shutdown_grace_ms: Some(1),
+            metrics_listen_addr: Some(String::new()),
+            log_format: Some("json".into()),
+            log_filter: Some("x".into()),
+        };
+        assert_eq!(table_keys(&flags), scalars, "every scalar key has a flag");
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API fixes the closure's error type
+    fn flags_override_the_environment_which_overrides_the_file() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", &GOOD.replace("min_sources = 1", "buffer_chunks = 3"))?;
+            jail.set_env("ENTROPY_BUFFER_CHUNKS", "5");
+            jail.set_env("ENTROPY_ALPHA_LOG2", "30");
+            let flags = ConfigFlags { buffer_chunks: Some(7), ..ConfigFlags::default() };
+            let c = CollectorConfig::load(Path::new("c.toml"), &flags).expect("valid");
+            assert_eq!((c.buffer_chunks, c.alpha_log2), (7, 30));
+            let bad = ConfigFlags { chunk_bytes: Some(0), ..ConfigFlags::default() };
+            let err = CollectorConfig::load(Path::new("c.toml"), &bad).expect_err("0 bytes");
+            assert_eq!(err.key, "chunk_bytes");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn printing_redacts_credentials_and_queries_in_urls() {
+        let text = GOOD
+            .replace("https://10.0.0.5", "https://admin:hunter2@10.0.0.5/api?token=s3cret")
+            .replace("http://127.0.0.1:50052", "https://user@gw.internal:50052");
+        let config = parse(&text).expect("valid");
+        let printed = toml::to_string(&config.redacted()).expect("prints");
+        for secret in ["hunter2", "admin", "s3cret", "user@"] {
+            assert!(!printed.contains(secret), "{secret} leaked:\n{printed}");
+        }
+        assert!(printed.contains("https://REDACTED:REDACTED@10.0.0.5/api?REDACTED"), "{printed}");
+        assert!(printed.contains("https://REDACTED@gw.internal:50052"), "{printed}");
+        // Nothing else changes.
+        assert_eq!(config.redacted().source[1], config.source[1]);
     }
 }

@@ -19,6 +19,7 @@
 //! (src/bin/simulator.rs).
 
 pub mod config;
+pub mod config_reference;
 pub mod health;
 pub mod metrics;
 pub mod mixing;

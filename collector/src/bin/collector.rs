@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clap::Parser;
-use entropy_collector::config::{CollectorConfig, read_key_file};
+use entropy_collector::config::{CollectorConfig, ConfigFlags, read_key_file};
 use entropy_collector::prom;
 use entropy_collector::runner::{self, RunStats};
 use tokio_util::sync::CancellationToken;
@@ -19,20 +19,19 @@ use tokio_util::sync::CancellationToken;
 const EX_USAGE: u8 = 64;
 
 /// Reads entropy sources, health-tests and mixes them, signs chunks and publishes them to
-/// gateways. Opens no listening port.
+/// gateways. Its one listening port serves metrics and health (`metrics_listen_addr`).
 #[derive(Debug, Parser)]
 #[command(name = "entropy-collector", version)]
 struct Cli {
     /// TOML config file (see collector/collector.example.toml).
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
-    /// Print the effective config and exit (the key file's content is never printed).
+    /// Print the effective config (file, environment and flags applied) and exit. Credentials
+    /// and query strings in URLs are redacted; key files are never read for it.
     #[arg(long)]
     print_config: bool,
-    /// Metrics/health HTTP address, "" for none (overrides the config and
-    /// ENTROPY_METRICS_LISTEN_ADDR) [default: 0.0.0.0:9464]
-    #[arg(long, value_name = "ADDR")]
-    metrics_listen_addr: Option<String>,
+    #[command(flatten)]
+    flags: ConfigFlags,
 }
 
 fn main() -> ExitCode {
@@ -43,13 +42,7 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
         }
     };
-    let config = match CollectorConfig::load(&cli.config).and_then(|mut c| {
-        if let Some(addr) = cli.metrics_listen_addr.clone() {
-            c.metrics_listen_addr = addr;
-            c.validate()?;
-        }
-        Ok(c)
-    }) {
+    let config = match CollectorConfig::load(&cli.config, &cli.flags) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("entropy-collector: {e}");
@@ -57,7 +50,7 @@ fn main() -> ExitCode {
         }
     };
     if cli.print_config {
-        match toml::to_string(&config) {
+        match toml::to_string(&config.redacted()) {
             Ok(text) => print!("{text}"),
             Err(e) => eprintln!("entropy-collector: {e}"),
         }
