@@ -34,6 +34,7 @@ key_file = "$work/k1.key"
 chunk_bytes = $CHUNK
 mixing = "none"
 buffer_chunks = 16
+metrics_listen_addr = ""
 [[gateway]]
 endpoint = "http://127.0.0.1:$ING"
 [[source]]
@@ -44,7 +45,7 @@ TOML
 
 taskset -c 0 target/release/entropy-gateway --api-keys-file "$work/keys.toml" --ingest-keys-dir "$work/mac" \
   --listen-addr "127.0.0.1:$PUB" --ingest-listen-addr "127.0.0.1:$ING" --pool-capacity-bytes "$POOL" \
-  --max-chunk-bytes $((CHUNK > 1048576 ? CHUNK : 1048576)) --log-filter warn &
+  --max-chunk-bytes $((CHUNK > 1048576 ? CHUNK : 1048576)) --log-filter warn --metrics-listen-addr "" &
 gw=$!; pids+=("$gw")
 sleep 0.5
 taskset -c 1 target/release/entropy-collector --config "$work/collector.toml" 2> "$work/collector.log" &

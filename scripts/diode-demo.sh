@@ -7,7 +7,8 @@
 # mode. Keys and certificates are made fresh in a temporary directory, removed on exit.
 # Ctrl-C or SIGTERM stops all three programs.
 #
-# Ports: PUBLIC_PORT (50051), INGEST_PORT (50052), SIM_PORT (8443). Binaries: BIN_DIR
+# Ports: PUBLIC_PORT (50051), INGEST_PORT (50052), SIM_PORT (8443), metrics and health HTTP
+# GATEWAY_METRICS_PORT (9464) and COLLECTOR_METRICS_PORT (9465), on loopback. Binaries: BIN_DIR
 # (target/release; built if missing). SIM_RATE: simulator bytes/s (80000, like an appliance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,8 @@ cd "$(dirname "$0")/.."
 PUBLIC_PORT=${PUBLIC_PORT:-50051}
 INGEST_PORT=${INGEST_PORT:-50052}
 SIM_PORT=${SIM_PORT:-8443}
+GATEWAY_METRICS_PORT=${GATEWAY_METRICS_PORT:-9464}
+COLLECTOR_METRICS_PORT=${COLLECTOR_METRICS_PORT:-9465}
 SIM_RATE=${SIM_RATE:-80000}
 BIN_DIR=${BIN_DIR:-target/release}
 
@@ -60,7 +63,7 @@ for _ in $(seq 100); do [ -s "$work/simulator.pem" ] && break; sleep 0.1; done
 
 "$BIN_DIR/entropy-gateway" --api-keys-file "$work/api-keys.toml" --ingest-keys-dir "$work/mac-keys" \
   --listen-addr "127.0.0.1:$PUBLIC_PORT" --ingest-listen-addr "127.0.0.1:$INGEST_PORT" \
-  --pool-low-watermark-bytes 8192 &
+  --pool-low-watermark-bytes 8192 --metrics-listen-addr "127.0.0.1:$GATEWAY_METRICS_PORT" &
 pids+=($!)
 
 cat > "$work/collector.toml" <<TOML
@@ -70,6 +73,7 @@ key_file = "$work/collector-mac.key"
 chunk_bytes = 16384
 mixing = "xor"
 min_sources = 1
+metrics_listen_addr = "127.0.0.1:$COLLECTOR_METRICS_PORT"
 
 [[gateway]]
 endpoint = "http://127.0.0.1:$INGEST_PORT"
@@ -92,6 +96,8 @@ The pool fills at the simulator's rate; the gateway reports SERVING once it hold
 
   grpcurl -plaintext -H "authorization: Bearer $key_shown" -d '{"num_bytes": 32, "encoding": "ENCODING_HEX"}' 127.0.0.1:$PUBLIC_PORT entropy.v1.EntropyService/GetRandom
   grpcurl -plaintext -H "authorization: Bearer $key_shown" -d '{}' 127.0.0.1:$PUBLIC_PORT entropy.v1.EntropyService/GetStatus
+  curl -s 127.0.0.1:$GATEWAY_METRICS_PORT/metrics     # gateway series; /healthz, /readyz
+  curl -s 127.0.0.1:$COLLECTOR_METRICS_PORT/metrics     # collector series; /healthz, /readyz
 
 Ctrl-C stops all three.
 TEXT

@@ -110,7 +110,8 @@ def config_errors(binary):
         addr, ingest = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
         proc = subprocess.Popen(
             [binary, "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
-             "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100"],
+             "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100",
+             "--metrics-listen-addr", ""],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             r = None
@@ -160,7 +161,7 @@ def tls_recipes(binary):
         port = free_port()
         env = dict(os.environ, ENTROPY_DEV_API_KEY=KEY)
         proc = subprocess.Popen(
-            [binary, "--dev", "--listen-addr", f"127.0.0.1:{port}",
+            [binary, "--dev", "--listen-addr", f"127.0.0.1:{port}", "--metrics-listen-addr", "",
              "--tls-cert-file", f"{tmp}/gateway.pem", "--tls-key-file", f"{tmp}/gateway.key"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
@@ -192,7 +193,7 @@ def main(binary):
     addr = f"127.0.0.1:{port}"
     env = dict(os.environ, ENTROPY_DEV_API_KEY=KEY)
     proc = subprocess.Popen(
-        [binary, "--dev", "--listen-addr", addr],
+        [binary, "--dev", "--listen-addr", addr, "--metrics-listen-addr", f"127.0.0.1:{free_port()}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

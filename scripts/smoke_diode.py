@@ -59,7 +59,8 @@ def collector_config_errors(bin_dir):
 
 def demo(bin_dir):
     key = "smoke-diode-" + os.urandom(6).hex()
-    ports = {"PUBLIC_PORT": free_port(), "INGEST_PORT": free_port(), "SIM_PORT": free_port()}
+    ports = {"PUBLIC_PORT": free_port(), "INGEST_PORT": free_port(), "SIM_PORT": free_port(),
+             "GATEWAY_METRICS_PORT": free_port(), "COLLECTOR_METRICS_PORT": free_port()}
     env = dict(os.environ, ENTROPY_DEV_API_KEY=key, BIN_DIR=bin_dir, SIM_RATE="400000",
                **{k: str(v) for k, v in ports.items()})
     addr = f"127.0.0.1:{ports['PUBLIC_PORT']}"

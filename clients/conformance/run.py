@@ -210,7 +210,8 @@ class BlackHole:
 def start_gateway(binary: str, key: str, log: Path) -> tuple[subprocess.Popen, str]:
     addr = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
-        [binary, "--dev", "--listen-addr", addr, "--pool-capacity-bytes", str(POOL_CAPACITY)],
+        [binary, "--dev", "--listen-addr", addr, "--pool-capacity-bytes", str(POOL_CAPACITY),
+         "--metrics-listen-addr", ""],
         env=dict(os.environ, ENTROPY_DEV_API_KEY=key),
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),

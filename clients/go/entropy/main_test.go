@@ -58,7 +58,7 @@ func startGateway() (stop func(), err error) {
 	apiKey = "go-test-" + hex.EncodeToString(key)
 	poolCapacity = testPoolCapacity
 	cmd := exec.Command(bin, "--dev", "--listen-addr", target,
-		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity))
+		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity), "--metrics-listen-addr", "")
 	cmd.Env = append(os.Environ(), "ENTROPY_DEV_API_KEY="+apiKey)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (set GATEWAY_BIN): %w", bin, err)

@@ -61,7 +61,8 @@ def gateway() -> Iterator[Gateway]:
         pytest.fail(f"no gateway binary at {binary} (set GATEWAY_BIN)")
     gw = Gateway(f"127.0.0.1:{free_port()}", "py-test-" + secrets.token_hex(8), POOL_CAPACITY)
     proc = subprocess.Popen(
-        [binary, "--dev", "--listen-addr", gw.target, "--pool-capacity-bytes", str(POOL_CAPACITY)],
+        [binary, "--dev", "--listen-addr", gw.target, "--pool-capacity-bytes", str(POOL_CAPACITY),
+         "--metrics-listen-addr", ""],
         env=dict(os.environ, ENTROPY_DEV_API_KEY=gw.api_key),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

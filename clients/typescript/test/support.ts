@@ -43,7 +43,15 @@ export async function startGateway(): Promise<Gateway> {
   const poolCapacity = 16n * 1024n * 1024n;
   const proc: ChildProcess = spawn(
     bin,
-    ["--dev", "--listen-addr", target, "--pool-capacity-bytes", String(poolCapacity)],
+    [
+      "--dev",
+      "--listen-addr",
+      target,
+      "--pool-capacity-bytes",
+      String(poolCapacity),
+      "--metrics-listen-addr",
+      "",
+    ],
     { env: { ...process.env, ENTROPY_DEV_API_KEY: apiKey }, stdio: "ignore" },
   );
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
