@@ -25,7 +25,8 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     if value.len() < 2 || value.len() > 9 {
         return None;
     }
-    let (digits, unit) = value.split_at(value.len() - 1);
+    // `split_at` would panic inside a multi-byte last character.
+    let (digits, unit) = value.split_at_checked(value.len() - 1)?;
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -71,7 +72,8 @@ mod tests {
         assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
         assert_eq!(parse_grpc_timeout("99999999u"), Some(Duration::from_micros(99_999_999)));
         assert_eq!(parse_grpc_timeout("5n"), Some(Duration::from_nanos(5)));
-        for bad in ["", "m", "10", "10x", "-1m", "123456789m", "1.5S", " 1S"] {
+        // "1é": found by fuzzing (`fuzz/`, target `metadata`), panicked before.
+        for bad in ["", "m", "10", "10x", "-1m", "123456789m", "1.5S", " 1S", "1é", "9\u{c482}"] {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
         }
     }
