@@ -24,6 +24,7 @@ and exits 0 where namespaces cannot be made; any other failure exits 1.
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -174,7 +175,7 @@ class Rehearsal:
         setup = (f"mount --bind {etc} /etc && mount --bind {runs} /run && "
                  "mount -o remount,bind,ro / && mount -o remount,bind,ro /etc && mount -o remount,bind,ro /run && "
                  f"exec setpriv --reuid {uid} --regid {gid or uid} --clear-groups --inh-caps=-all "
-                 f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex_quote, svc["argv"])))
+                 f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex.quote, svc["argv"])))
         log = open(self.work / f"{name}.log", "w")
         self.logs[name] = log
         self.procs[name] = subprocess.Popen(
@@ -258,11 +259,6 @@ class Rehearsal:
                 except (ProcessLookupError, ValueError):
                     pass
             run(["ip", "netns", "del", ns], check_rc=False)
-
-
-def shlex_quote(s):
-    import shlex
-    return shlex.quote(str(s))
 
 
 def preconditions(bin_dir):

@@ -254,6 +254,10 @@ scrape_configs:
             if r.returncode == 0:
                 drawn += size
         check(f"{calls} GetRandom calls of {size} bytes succeed", drawn == calls * size, f"drew {drawn} bytes")
+        stream_total = 65536
+        r = grpcurl(public, "entropy.v1.EntropyService/StreamRandom", api_key,
+                    {"chunk_bytes": 16384, "total_bytes": stream_total}, cacert)
+        check(f"a StreamRandom of {stream_total} bytes succeeds", r.returncode == 0, r.stderr)
         r = grpcurl(public, "entropy.v1.EntropyService/GetIntegers", api_key, {"min": 1, "max": 6, "count": 10}, cacert)
         check("a GetIntegers call succeeds", r.returncode == 0, r.stderr)
         r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", "not-a-key", {"num_bytes": 8}, cacert)
@@ -270,6 +274,17 @@ scrape_configs:
             (f"served bytes (GetRandom) grew by at least the {drawn} drawn",
              'entropy_gateway_served_bytes_total{method="GetRandom"}', lambda v: v - served0 >= drawn,
              "entropy_gateway_served_bytes_total", gw_metrics),
+            (f"served bytes (StreamRandom) >= {stream_total}",
+             'entropy_gateway_served_bytes_total{method="StreamRandom"}', lambda v: v >= stream_total,
+             "entropy_gateway_served_bytes_total", gw_metrics),
+            ("streams opened counted", "entropy_gateway_streams_opened_total", lambda v: v >= 1,
+             "entropy_gateway_streams_opened_total", gw_metrics),
+            ("RPC histogram: StreamRandom OK count >= 1",
+             'entropy_gateway_rpc_duration_seconds_count{method="StreamRandom",code="OK"}', lambda v: v >= 1,
+             "entropy_gateway_rpc_duration_seconds_count", gw_metrics),
+            ("the collector's connection counted on the ingest listener",
+             'entropy_gateway_connections_active{listener="ingest"}', lambda v: v >= 1,
+             "entropy_gateway_connections_active", gw_metrics),
             ("served bytes (GetIntegers) counted", 'entropy_gateway_served_bytes_total{method="GetIntegers"}',
              lambda v: v > 0, "entropy_gateway_served_bytes_total", gw_metrics),
             (f"RPC histogram: GetRandom OK count >= {calls}",
