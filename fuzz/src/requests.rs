@@ -1,0 +1,358 @@
+//! Request conversion: raw bytes decoded as each public request message and run through the
+//! EntropyService handlers (validation, sampling, encoding) against a real pool.
+//!
+//! The first input byte picks the message (low 3 bits) and what the pool is filled with (next
+//! 2 bits: pseudo-random, all 0xFF, all 0x00, or a counter); the rest is the protobuf
+//! encoding. The pool holds exactly what a valid request of that size needs (more for integers,
+//! whose draws may be rejected), so every outcome is predictable enough to check:
+//!
+//! - no panic, no hang (a stream ends when its client leaves);
+//! - every error is INVALID_ARGUMENT and its message starts with a field of the request, except
+//!   UNAVAILABLE for integers when rejection sampling ran the pool dry;
+//! - bytes come out in pool order, each once: GetRandom returns exactly the first `num_bytes`
+//!   put in (raw, hex or base64), a stream returns the pool in order;
+//! - integers lie in `[min, max]`, floats in `[0, 1)`, UUIDs are version 4; counts as asked;
+//! - the pool's counters balance after every call: ingested = served + level + discarded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use entropy_gateway::auth::{KeyGrant, Scope};
+use entropy_gateway::grpc::entropy_service::{DEFAULT_STREAM_CHUNK_BYTES, EntropyApi};
+use entropy_gateway::health::Readiness;
+use entropy_gateway::ingest::Ingest;
+use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::ingest::verify::VerifyPolicy;
+use entropy_gateway::pool::Pool;
+use entropy_gateway::quota::{KeyQuota, Limits};
+use entropy_proto::v1::entropy_service_server::EntropyService;
+use entropy_proto::v1::{
+    GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
+    StreamRandomRequest,
+};
+use prost::Message;
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tonic::{Code, Request, Status};
+
+/// Largest GetRandom (the gateway's bound).
+const MAX_RANDOM: usize = 1 << 20;
+/// Largest stream chunk (the gateway's bound).
+const MAX_CHUNK: usize = 1 << 20;
+/// Stream messages read before the client leaves.
+const STREAM_MESSAGES: usize = 3;
+
+/// Which message the input holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// GetRandomRequest.
+    Random,
+    /// StreamRandomRequest.
+    Stream,
+    /// GetIntegersRequest.
+    Integers,
+    /// GetFloatsRequest.
+    Floats,
+    /// GetUuidsRequest.
+    Uuids,
+    /// GetStatusRequest.
+    Status,
+}
+
+impl Kind {
+    /// Every kind, in selector order.
+    pub const ALL: [Kind; 6] =
+        [Self::Random, Self::Stream, Self::Integers, Self::Floats, Self::Uuids, Self::Status];
+
+    /// The selector byte for this kind with pool fill `fill` (0..4).
+    pub fn selector(self, fill: u8) -> u8 {
+        let i = Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u8;
+        i | ((fill & 3) << 3)
+    }
+}
+
+/// What the pool is filled with.
+fn fill(pattern: u8, n: usize, seed: &[u8]) -> Vec<u8> {
+    match pattern & 3 {
+        0 => {
+            // xorshift64* from the input: any byte values, deterministic per input.
+            let mut x = seed.iter().fold(0x9E37_79B9_7F4A_7C15u64, |a, b| {
+                (a ^ u64::from(*b)).wrapping_mul(0x100_0000_01B3)
+            }) | 1;
+            (0..n)
+                .map(|_| {
+                    x ^= x >> 12;
+                    x ^= x << 25;
+                    x ^= x >> 27;
+                    (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+                })
+                .collect()
+        }
+        1 => vec![0xFF; n],
+        2 => vec![0x00; n],
+        _ => (0..n).map(|i| i as u8).collect(),
+    }
+}
+
+/// The service under test, its pool, and what was put in.
+struct Rig {
+    api: EntropyApi,
+    pool: Arc<Pool>,
+    tracker: TaskTracker,
+    put: Vec<u8>,
+}
+
+impl Rig {
+    fn new(bytes: Vec<u8>) -> Self {
+        let pool = Arc::new(Pool::new(bytes.len().max(MAX_RANDOM)));
+        if let Err(e) = pool.put(&bytes) {
+            panic!("harness pool too small: {e}");
+        }
+        let policy = VerifyPolicy {
+            max_chunk_bytes: 1024,
+            freshness_window: Duration::from_secs(60),
+            started_unix_ms: 0,
+        };
+        let ingest = Arc::new(Ingest::new(pool.clone(), MacKeys::default(), policy, 1));
+        let readiness = Arc::new(Readiness::new(pool.clone(), 0));
+        let tracker = TaskTracker::new();
+        let api = EntropyApi::new(
+            pool.clone(),
+            ingest,
+            readiness,
+            Duration::ZERO,
+            CancellationToken::new(),
+            tracker.clone(),
+        );
+        Self { api, pool, tracker, put: bytes }
+    }
+
+    fn check_balance(&self) {
+        let s = self.pool.stats();
+        assert_eq!(
+            s.ingested_total,
+            s.served_total + s.level as u64 + s.discarded_total,
+            "pool accounting: {s:?}"
+        );
+    }
+
+    /// Bytes served so far must be the first bytes put in.
+    fn served(&self) -> &[u8] {
+        &self.put[..self.pool.stats().served_total as usize]
+    }
+}
+
+/// An authenticated request with an unlimited key holding every scope.
+fn request<T>(message: T) -> Request<T> {
+    let grant = KeyGrant {
+        name: "fuzz".into(),
+        scopes: vec![Scope::EntropyRead, Scope::StatusRead],
+        quota: KeyQuota::new(Limits::default()),
+    };
+    let mut req = Request::new(message);
+    req.extensions_mut().insert(Arc::new(grant));
+    req
+}
+
+/// Checks an error: INVALID_ARGUMENT naming one of `fields` first.
+fn invalid_argument(status: &Status, fields: &[&str]) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        fields.iter().any(|f| status.message().starts_with(f)),
+        "error does not start with a field name ({fields:?}): {:?}",
+        status.message()
+    );
+}
+
+/// Runs one input.
+pub fn run(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else { return };
+    let Some(&kind) = Kind::ALL.get(usize::from(selector & 7)) else { return };
+    let pattern = (selector >> 3) & 3;
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+        Ok(rt) => rt,
+        Err(e) => panic!("runtime: {e}"),
+    };
+    runtime.block_on(async {
+        match kind {
+            Kind::Random => random(body, pattern).await,
+            Kind::Stream => stream(body, pattern).await,
+            Kind::Integers => integers(body, pattern).await,
+            Kind::Floats => floats(body, pattern).await,
+            Kind::Uuids => uuids(body, pattern).await,
+            Kind::Status => status(body).await,
+        }
+    });
+}
+
+async fn random(body: &[u8], pattern: u8) {
+    let Ok(msg) = GetRandomRequest::decode(body) else { return };
+    // Valid sizes get exactly their bytes; invalid ones an empty pool.
+    let n = msg.num_bytes as usize;
+    let n = if n <= MAX_RANDOM { n } else { 0 };
+    let rig = Rig::new(fill(pattern, n, body));
+    let result = rig.api.get_random(request(msg.clone())).await;
+    rig.check_balance();
+    match result {
+        Ok(resp) => {
+            let resp = resp.into_inner();
+            let got = match msg.encoding {
+                0 => resp.data,
+                1 => hex::decode(&resp.text).expect("hex text"),
+                2 => base64::engine::general_purpose::STANDARD
+                    .decode(&resp.text)
+                    .expect("base64 text"),
+                e => panic!("encoding {e} was accepted"),
+            };
+            assert_eq!(got.len(), msg.num_bytes as usize);
+            assert_eq!(got, rig.served(), "GetRandom serves the pool's bytes in order");
+            assert_eq!(rig.pool.level(), 0);
+        }
+        Err(status) => {
+            invalid_argument(&status, &["num_bytes", "encoding"]);
+            assert_eq!(rig.pool.stats().served_total, 0, "a refused call consumes nothing");
+        }
+    }
+}
+
+async fn stream(body: &[u8], pattern: u8) {
+    let Ok(msg) = StreamRandomRequest::decode(body) else { return };
+    let chunk = match msg.chunk_bytes as usize {
+        0 => DEFAULT_STREAM_CHUNK_BYTES,
+        n if n <= MAX_CHUNK => n,
+        _ => 0, // refused before anything is drawn
+    };
+    let room = (chunk * STREAM_MESSAGES) as u64;
+    // With a total the pool can cover, the stream must end by itself; otherwise the client
+    // reads STREAM_MESSAGES messages and leaves.
+    let ends = msg.total_bytes != 0 && msg.total_bytes <= room;
+    let filled = if ends { msg.total_bytes } else { room } as usize;
+    let rig = Rig::new(fill(pattern, filled, body));
+    match rig.api.stream_random(request(msg.clone())).await {
+        Ok(resp) => {
+            let mut stream = resp.into_inner();
+            let mut got = Vec::new();
+            let mut messages = 0;
+            while ends || messages < STREAM_MESSAGES {
+                match stream.next().await {
+                    Some(Ok(m)) => {
+                        let expected = chunk.min(filled - got.len());
+                        assert_eq!(m.data.len(), expected, "message {messages} size");
+                        got.extend_from_slice(&m.data);
+                        messages += 1;
+                    }
+                    Some(Err(status)) => panic!("stream failed: {status:?}"),
+                    None => break,
+                }
+            }
+            assert_eq!(got.len(), filled, "a stream delivers what was asked, in full");
+            drop(stream); // the client leaves
+            rig.tracker.close();
+            rig.tracker.wait().await; // and the stream's task ends (a hang is a finding)
+            rig.check_balance();
+            assert_eq!(got, rig.served(), "a stream serves the pool's bytes in order");
+        }
+        Err(status) => {
+            invalid_argument(&status, &["chunk_bytes"]);
+            rig.check_balance();
+            assert_eq!(rig.pool.stats().served_total, 0);
+        }
+    }
+}
+
+async fn integers(body: &[u8], pattern: u8) {
+    let Ok(msg) = GetIntegersRequest::decode(body) else { return };
+    let span = msg.max.abs_diff(msg.min);
+    let k = (u64::BITS - span.leading_zeros()).div_ceil(8) as usize;
+    // Twice the bytes of one round (draws are rejected with probability < 1/2), plus slack.
+    let n = if msg.count <= 10_000 { msg.count as usize * k * 2 + 64 } else { 0 };
+    let rig = Rig::new(fill(pattern, n, body));
+    let result = rig.api.get_integers(request(msg.clone())).await;
+    rig.check_balance();
+    match result {
+        Ok(resp) => {
+            let values = resp.into_inner().values;
+            assert_eq!(values.len(), msg.count as usize);
+            assert!(msg.min <= msg.max);
+            for v in values {
+                assert!(msg.min <= v && v <= msg.max, "{v} outside [{}, {}]", msg.min, msg.max);
+            }
+        }
+        Err(status) if status.code() == Code::Unavailable => {
+            // Rejection sampling needed more than the pool held: nothing may be consumed.
+            assert!(msg.min <= msg.max && (1..=10_000).contains(&msg.count), "{status:?}");
+            assert_eq!(rig.pool.stats().served_total, 0, "a failed call consumes nothing");
+            assert_eq!(rig.pool.level(), n, "every drawn byte went back");
+        }
+        Err(status) => {
+            invalid_argument(&status, &["count", "min"]);
+            assert_eq!(rig.pool.stats().served_total, 0);
+        }
+    }
+}
+
+async fn floats(body: &[u8], pattern: u8) {
+    let Ok(msg) = GetFloatsRequest::decode(body) else { return };
+    let n = if msg.count <= 10_000 { msg.count as usize * 8 } else { 0 };
+    let rig = Rig::new(fill(pattern, n, body));
+    let result = rig.api.get_floats(request(msg.clone())).await;
+    rig.check_balance();
+    match result {
+        Ok(resp) => {
+            let values = resp.into_inner().values;
+            assert_eq!(values.len(), msg.count as usize);
+            assert!(values.iter().all(|v| (0.0..1.0).contains(v)), "{values:?}");
+        }
+        Err(status) => {
+            invalid_argument(&status, &["count"]);
+            assert_eq!(rig.pool.stats().served_total, 0);
+        }
+    }
+}
+
+async fn uuids(body: &[u8], pattern: u8) {
+    let Ok(msg) = GetUuidsRequest::decode(body) else { return };
+    let n = if msg.count <= 10_000 { msg.count as usize * 16 } else { 0 };
+    let rig = Rig::new(fill(pattern, n, body));
+    let result = rig.api.get_uuids(request(msg.clone())).await;
+    rig.check_balance();
+    match result {
+        Ok(resp) => {
+            let uuids = resp.into_inner().uuids;
+            assert_eq!(uuids.len(), msg.count as usize);
+            for u in uuids {
+                let parsed = uuid::Uuid::parse_str(&u).expect("a UUID");
+                assert_eq!(parsed.get_version_num(), 4, "{u}");
+                assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{u}");
+            }
+        }
+        Err(status) => {
+            invalid_argument(&status, &["count"]);
+            assert_eq!(rig.pool.stats().served_total, 0);
+        }
+    }
+}
+
+async fn status(body: &[u8]) {
+    let Ok(msg) = GetStatusRequest::decode(body) else { return };
+    let rig = Rig::new(fill(0, 64, body));
+    let resp = rig.api.get_status(request(msg)).await.expect("GetStatus has no failing input");
+    let s = resp.into_inner();
+    assert_eq!(s.pool_bytes, 64);
+    assert_eq!(s.ingested_bytes_total, 64);
+    assert_eq!(s.served_bytes_total, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_seed_runs() {
+        for (_, bytes) in crate::seeds::requests() {
+            run(&bytes);
+        }
+    }
+}
