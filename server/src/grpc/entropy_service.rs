@@ -406,6 +406,12 @@ impl EntropyApi {
             sources,
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,
+            not_serving_reason: match self.readiness.check() {
+                Ok(()) if self.readiness.is_serving() => String::new(),
+                // Ready now, not yet published on grpc.health (polled every 100 ms).
+                Ok(()) => "not ready: readiness is being re-evaluated".into(),
+                Err(reason) => reason.to_string(),
+            },
         }))
     }
 }

@@ -170,6 +170,8 @@ async fn metrics_follow_traffic_and_match_the_docs() {
         3.0
     );
     assert_eq!(http_get(metrics, "/readyz").await, (200, "ready\n".to_owned()));
+    assert!(status.serving || !status.not_serving_reason.is_empty(), "a reason when not serving");
+    assert!(!status.serving || status.not_serving_reason.is_empty(), "none when serving");
 
     // Refusals: auth (three reasons), quota, invalid argument, forged and replayed chunks.
     let none = client
@@ -253,6 +255,17 @@ async fn readiness_drops_when_ingest_goes_quiet_and_returns_with_a_chunk() {
     let body = ready(503).await;
     assert!(body.contains("no chunk from any collector"), "{body}");
     assert!(body.contains("ingest_stale_after_ms"), "{body}");
+    // GetStatus says the same, once grpc.health has caught up.
+    let mut status = t.status().await;
+    for _ in 0..100 {
+        if !status.serving {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        status = t.status().await;
+    }
+    assert!(!status.serving);
+    assert!(status.not_serving_reason.contains("no chunk from any collector"), "{status:?}");
     let mut ingest = t.ingest_client().await;
     ingest.publish(t.sign(vec![1; 1024])).await.expect("stored");
     ready(200).await;

@@ -665,13 +665,17 @@ type GetStatusResponse struct {
 	LastChunkAgeMs *uint64 `protobuf:"varint,10,opt,name=last_chunk_age_ms,json=lastChunkAgeMs,proto3,oneof" json:"last_chunk_age_ms,omitempty"`
 	// Every source a collector has reported, most recently seen first.
 	Sources []*SourceStatus `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
-	// True when the gateway is serving (pool at or above the low watermark, not shutting down).
+	// True when the gateway is serving: pool at or above the low watermark, a chunk arrived from
+	// a collector within `ingest_stale_after_ms` (stored, or deferred for a full pool), and not
+	// shutting down. The same rule as grpc.health.v1 and the HTTP /readyz probe.
 	Serving bool `protobuf:"varint,12,opt,name=serving,proto3" json:"serving,omitempty"`
 	// Publish calls refused with RESOURCE_EXHAUSTED because the pool had no room. Normal back
 	// pressure when nobody draws: the collector keeps the chunk and sends it again later.
 	ChunksDeferredTotal uint64 `protobuf:"varint,13,opt,name=chunks_deferred_total,json=chunksDeferredTotal,proto3" json:"chunks_deferred_total,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Why the gateway is not serving, in one line (as /readyz says it); empty while serving.
+	NotServingReason string `protobuf:"bytes,14,opt,name=not_serving_reason,json=notServingReason,proto3" json:"not_serving_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
@@ -793,6 +797,13 @@ func (x *GetStatusResponse) GetChunksDeferredTotal() uint64 {
 		return x.ChunksDeferredTotal
 	}
 	return 0
+}
+
+func (x *GetStatusResponse) GetNotServingReason() string {
+	if x != nil {
+		return x.NotServingReason
+	}
+	return ""
 }
 
 // What the gateway knows of one source, from the provenance of the chunks it accepted.
@@ -929,7 +940,7 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"(\n" +
 	"\x10GetUuidsResponse\x12\x14\n" +
 	"\x05uuids\x18\x01 \x03(\tR\x05uuids\"\x12\n" +
-	"\x10GetStatusRequest\"\xe2\x04\n" +
+	"\x10GetStatusRequest\"\x90\x05\n" +
 	"\x11GetStatusResponse\x12\x1d\n" +
 	"\n" +
 	"pool_bytes\x18\x01 \x01(\x04R\tpoolBytes\x12.\n" +
@@ -945,7 +956,8 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	" \x01(\x04H\x00R\x0elastChunkAgeMs\x88\x01\x01\x122\n" +
 	"\asources\x18\v \x03(\v2\x18.entropy.v1.SourceStatusR\asources\x12\x18\n" +
 	"\aserving\x18\f \x01(\bR\aserving\x122\n" +
-	"\x15chunks_deferred_total\x18\r \x01(\x04R\x13chunksDeferredTotalB\x14\n" +
+	"\x15chunks_deferred_total\x18\r \x01(\x04R\x13chunksDeferredTotal\x12,\n" +
+	"\x12not_serving_reason\x18\x0e \x01(\tR\x10notServingReasonB\x14\n" +
 	"\x12_last_chunk_age_ms\"\xbd\x02\n" +
 	"\fSourceStatus\x12!\n" +
 	"\fcollector_id\x18\x01 \x01(\tR\vcollectorId\x12\x12\n" +

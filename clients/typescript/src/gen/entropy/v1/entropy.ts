@@ -177,13 +177,19 @@ export interface GetStatusResponse {
     | undefined;
   /** Every source a collector has reported, most recently seen first. */
   sources: SourceStatus[];
-  /** True when the gateway is serving (pool at or above the low watermark, not shutting down). */
+  /**
+   * True when the gateway is serving: pool at or above the low watermark, a chunk arrived from
+   * a collector within `ingest_stale_after_ms` (stored, or deferred for a full pool), and not
+   * shutting down. The same rule as grpc.health.v1 and the HTTP /readyz probe.
+   */
   serving: boolean;
   /**
    * Publish calls refused with RESOURCE_EXHAUSTED because the pool had no room. Normal back
    * pressure when nobody draws: the collector keeps the chunk and sends it again later.
    */
   chunksDeferredTotal: bigint;
+  /** Why the gateway is not serving, in one line (as /readyz says it); empty while serving. */
+  notServingReason: string;
 }
 
 /** What the gateway knows of one source, from the provenance of the chunks it accepted. */
@@ -812,6 +818,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     sources: [],
     serving: false,
     chunksDeferredTotal: 0n,
+    notServingReason: "",
   };
 }
 
@@ -888,6 +895,9 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
         throw new globalThis.Error("value provided for field message.chunksDeferredTotal of type uint64 too large");
       }
       writer.uint32(104).uint64(message.chunksDeferredTotal);
+    }
+    if (message.notServingReason !== "") {
+      writer.uint32(114).string(message.notServingReason);
     }
     return writer;
   },
@@ -1007,6 +1017,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.chunksDeferredTotal = reader.uint64() as bigint;
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.notServingReason = reader.string();
             continue;
           }
         }

@@ -92,7 +92,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total")
+    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason")
     POOL_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_LOW_WATERMARK_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,7 @@ class GetStatusResponse(_message.Message):
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     SERVING_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_DEFERRED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    NOT_SERVING_REASON_FIELD_NUMBER: _ClassVar[int]
     pool_bytes: int
     pool_capacity_bytes: int
     pool_low_watermark_bytes: int
@@ -119,7 +120,8 @@ class GetStatusResponse(_message.Message):
     sources: _containers.RepeatedCompositeFieldContainer[SourceStatus]
     serving: bool
     chunks_deferred_total: int
-    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ...) -> None: ...
+    not_serving_reason: str
+    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ...) -> None: ...
 
 class SourceStatus(_message.Message):
     __slots__ = ("collector_id", "name", "kind", "health", "contributed_bytes_total", "last_report_age_ms", "last_mixing")
