@@ -231,6 +231,13 @@ pub struct ConnectionMetrics {
 }
 
 impl ConnectionMetrics {
+    /// A connection was admitted: it counts as active until the returned guard is dropped
+    /// (keep it beside the connection's permit).
+    pub fn open(&self) -> OpenConnection {
+        self.opened();
+        OpenConnection(self.active.clone())
+    }
+
     /// A connection was admitted.
     pub fn opened(&self) {
         self.active.increment(1.0);
@@ -244,6 +251,16 @@ impl ConnectionMetrics {
     /// A connection was refused at the cap.
     pub fn refused(&self) {
         self.refused.increment(1);
+    }
+}
+
+/// Holds one connection in `entropy_gateway_connections_active`.
+#[derive(Debug)]
+pub struct OpenConnection(Gauge);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
     }
 }
 
@@ -487,5 +504,15 @@ mod tests {
             1.0
         );
         assert_eq!(CODE_NAMES[tonic::Code::Unauthenticated as usize], "UNAUTHENTICATED");
+        let public = m.connections("public");
+        let open = public.open();
+        public.refused();
+        let e = Exposition::parse(&m.registry().render()).expect("parses");
+        let active = [("listener", "public")];
+        assert_eq!(e.sum("entropy_gateway_connections_active", &active), 1.0);
+        assert_eq!(e.sum("entropy_gateway_connections_refused_total", &active), 1.0);
+        drop(open);
+        let e = Exposition::parse(&m.registry().render()).expect("parses");
+        assert_eq!(e.sum("entropy_gateway_connections_active", &active), 0.0);
     }
 }
