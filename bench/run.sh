@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The benchmark suite in one command: builds release, installs its tools, runs the scenarios
+# with the server on CPU 0 and load generators on CPU 1, writes a report with tables and charts.
+#
+#   bench/run.sh [smoke|quick|full] [SCENARIO ...]   (default: quick, every scenario)
+#   bench/run.sh report [DIR]                        re-render DIR (default: the newest results
+#                                                    dir) and BENCHMARKS.md from its CSVs
+#
+# Scenarios: baselines sustained burst concurrency payload streaming rtt ingest e2e micro.
+# quick and full write bench/results/<date>-<suite>/ and update BENCHMARKS.md (only when every
+# scenario ran); smoke writes to a temporary directory (or $BENCH_OUT) and exits non-zero when a
+# scenario produced no data or calls failed. Speed is never asserted.
+# Needs Rust, Go and Python 3; installs ghz (go install), h2load/nghttp (apt-get install
+# nghttp2-client) and matplotlib (pip, into bench/.venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GHZ_VERSION=v0.120.0
+MATPLOTLIB_VERSION=3.10.8
+export PATH="$(go env GOPATH)/bin:$PATH"
+VENV=bench/.venv
+PY="$VENV/bin/python"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+tools() {
+  step "tools"
+  # `go install` builds report "dev" as their version: read the module version instead.
+  if ! go version -m "$(command -v ghz || echo /nonexistent)" 2>/dev/null | grep -q "bojand/ghz\s*$GHZ_VERSION"; then
+    go install "github.com/bojand/ghz/cmd/ghz@${GHZ_VERSION}"
+  fi
+  if ! command -v h2load >/dev/null || ! command -v nghttp >/dev/null; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get install -y nghttp2-client >/dev/null || {
+      $SUDO apt-get update >/dev/null && $SUDO apt-get install -y nghttp2-client >/dev/null; }
+  fi
+  if [ ! -x "$PY" ]; then python3 -m venv "$VENV"; fi
+  if ! "$PY" -c "import matplotlib; assert matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "matplotlib==$MATPLOTLIB_VERSION"
+  fi
+  echo "ghz $GHZ_VERSION, $(h2load --version | head -1), matplotlib $MATPLOTLIB_VERSION"
+}
+
+if [ "${1:-}" = report ]; then
+  dir="${2:-$(ls -d bench/results/*-quick bench/results/*-full 2>/dev/null | sort | tail -1)}"
+  [ -n "$dir" ] || { echo "no results directory to report" >&2; exit 1; }
+  tools
+  "$PY" bench/driver/report.py "$dir" --benchmarks BENCHMARKS.md
+  exit 0
+fi
+
+suite=quick
+case "${1:-}" in smoke|quick|full) suite=$1; shift ;; esac
+scenarios=("$@")
+
+tools
+step "build (release)"
+cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench
+if [ ${#scenarios[@]} = 0 ] || printf '%s\n' "${scenarios[@]}" | grep -qx micro; then
+  cargo bench --locked -q --no-run -p entropy-gateway -p entropy-collector -p entropy-bench 2>/dev/null ||
+    cargo bench --locked --no-run -p entropy-gateway -p entropy-collector -p entropy-bench
+fi
+
+if [ "$suite" = smoke ]; then
+  out="${BENCH_OUT:-$(mktemp -d)/smoke}"
+else
+  out="bench/results/$(date -u +%Y-%m-%d-%H%M)-$suite"
+fi
+mkdir -p "$out"
+step "suite $suite -> $out"
+status=0
+"$PY" bench/driver/bench.py "$suite" "${scenarios[@]}" --out "$out" || status=$?
+
+step "report"
+if [ "$suite" != smoke ] && [ ${#scenarios[@]} = 0 ]; then
+  "$PY" bench/driver/report.py "$out" --benchmarks BENCHMARKS.md
+else
+  "$PY" bench/driver/report.py "$out"
+fi
+echo "report: $out/REPORT.md"
+if [ "$status" != 0 ]; then echo "bench: some scenarios failed or produced no data (see PROBLEM lines)" >&2; fi
+exit "$status"
