@@ -193,7 +193,7 @@ async fn random(body: &[u8], pattern: u8) {
     let n = msg.num_bytes as usize;
     let n = if n <= MAX_RANDOM { n } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_random(request(msg.clone())).await;
+    let result = rig.api.get_random(request(msg)).await;
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -230,7 +230,7 @@ async fn stream(body: &[u8], pattern: u8) {
     let ends = msg.total_bytes != 0 && msg.total_bytes <= room;
     let filled = if ends { msg.total_bytes } else { room } as usize;
     let rig = Rig::new(fill(pattern, filled, body));
-    match rig.api.stream_random(request(msg.clone())).await {
+    match rig.api.stream_random(request(msg)).await {
         Ok(resp) => {
             let mut stream = resp.into_inner();
             let mut got = Vec::new();
@@ -269,7 +269,7 @@ async fn integers(body: &[u8], pattern: u8) {
     // Twice the bytes of one round (draws are rejected with probability < 1/2), plus slack.
     let n = if msg.count <= 10_000 { msg.count as usize * k * 2 + 64 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_integers(request(msg.clone())).await;
+    let result = rig.api.get_integers(request(msg)).await;
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -297,7 +297,7 @@ async fn floats(body: &[u8], pattern: u8) {
     let Ok(msg) = GetFloatsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 8 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_floats(request(msg.clone())).await;
+    let result = rig.api.get_floats(request(msg)).await;
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -316,7 +316,7 @@ async fn uuids(body: &[u8], pattern: u8) {
     let Ok(msg) = GetUuidsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 16 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_uuids(request(msg.clone())).await;
+    let result = rig.api.get_uuids(request(msg)).await;
     rig.check_balance();
     match result {
         Ok(resp) => {

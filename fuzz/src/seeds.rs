@@ -12,7 +12,7 @@ use crate::ingest::{self, NOW, WINDOW_MS};
 use crate::requests::Kind;
 
 /// Seeds for `ingest_bytes`: valid signed chunks and near misses, protobuf-encoded.
-pub fn ingest_bytes() -> Vec<(String, Vec<u8>)> {
+pub fn ingest_bytes() -> Seeds {
     let xor = |r: &mut entropy_proto::v1::PublishRequest| {
         r.mixing = Mixing::Xor as i32;
         r.sources.push(SourceReport {
@@ -36,7 +36,7 @@ pub fn ingest_bytes() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Seeds for `requests`: one selector byte, then a valid (or edge) request message.
-pub fn requests() -> Vec<(String, Vec<u8>)> {
+pub fn requests() -> Seeds {
     let mut out = Vec::new();
     let mut add = |name: &str, kind: Kind, fill: u8, body: Vec<u8>| {
         let mut bytes = vec![kind.selector(fill)];
@@ -66,7 +66,7 @@ pub fn requests() -> Vec<(String, Vec<u8>)> {
 /// Seeds for `ingest_chunks`: pseudo-random byte strings (a fixed xorshift), kept when the
 /// scenario `arbitrary` reads from them gets at least one chunk accepted, so the fuzzer starts
 /// past the MAC.
-pub fn ingest_chunks() -> Vec<(String, Vec<u8>)> {
+pub fn ingest_chunks() -> Seeds {
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
         x ^= x << 13;
@@ -96,7 +96,7 @@ pub fn ingest_chunks() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Seeds for `metadata`.
-pub fn metadata() -> Vec<(String, Vec<u8>)> {
+pub fn metadata() -> Seeds {
     use crate::metadata::{Headers, SECRET};
     let bearer = format!("Bearer {SECRET}").into_bytes();
     let seeds = [
@@ -115,8 +115,11 @@ pub fn metadata() -> Vec<(String, Vec<u8>)> {
     seeds.into_iter().map(|(name, h)| (name.to_owned(), h.to_bytes())).collect()
 }
 
+/// Named inputs of one target.
+pub type Seeds = Vec<(String, Vec<u8>)>;
+
 /// Every target's seeds, by target name.
-pub fn all() -> Vec<(&'static str, Vec<(String, Vec<u8>)>)> {
+pub fn all() -> Vec<(&'static str, Seeds)> {
     vec![
         ("ingest_bytes", ingest_bytes()),
         ("ingest_chunks", ingest_chunks()),
