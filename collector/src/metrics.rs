@@ -1,6 +1,7 @@
 //! The collector's Prometheus series (the contract in docs/metrics.md), and what its
-//! `/readyz` means: at least `min_sources` sources healthy, and a publish that succeeded within
-//! [`PUBLISH_FRESH`].
+//! `/readyz` means: at least `min_sources` sources healthy, and a gateway that took a chunk
+//! within [`PUBLISH_FRESH`] (stored it, had it already, or deferred it because its pool was
+//! full: back pressure is a healthy state when nobody draws).
 //!
 //! Handles per source and per gateway are registered once, from the config, when the
 //! collector is built; the pipeline, publishers and runner only bump them.
@@ -15,7 +16,8 @@ use metrics::{Counter, Gauge, Histogram};
 
 use crate::prom::{CODE_NAMES, Family, Kind, Probe, Registry};
 
-/// A successful publish older than this makes the collector not ready.
+/// A gateway answer (stored, already stored, or pool full) older than this makes the
+/// collector not ready.
 pub const PUBLISH_FRESH: Duration = Duration::from_secs(30);
 
 /// The `test` label values of health failures. A failure while a source is proving itself
@@ -164,6 +166,12 @@ impl GatewayMetrics {
                     self.bytes.increment(bytes as u64);
                     self.registry.published_now();
                 }
+                if matches!(
+                    code,
+                    tonic::Code::Ok | tonic::Code::AlreadyExists | tonic::Code::ResourceExhausted
+                ) {
+                    self.registry.taken_now();
+                }
             }
         }
     }
@@ -184,6 +192,8 @@ pub struct CollectorMetrics {
     queue: Gauge,
     last_publish: Gauge,
     last_publish_unix_ms: AtomicI64,
+    /// Unix ms of the last answer that took or deferred a chunk (readiness).
+    last_taken_unix_ms: AtomicI64,
 }
 
 impl CollectorMetrics {
@@ -221,6 +231,7 @@ impl CollectorMetrics {
             queue: r.gauge("entropy_collector_queue_chunks", &[]),
             last_publish: r.gauge("entropy_collector_last_publish_timestamp_seconds", &[]),
             last_publish_unix_ms: AtomicI64::new(0),
+            last_taken_unix_ms: AtomicI64::new(0),
             registry: r,
         })
     }
@@ -275,8 +286,12 @@ impl CollectorMetrics {
         self.last_publish.set(self.last_publish_unix_ms.load(Ordering::Relaxed) as f64 / 1000.0);
     }
 
-    /// `Ok` when at least `min_sources` sources are healthy and a publish succeeded within
-    /// [`PUBLISH_FRESH`]; otherwise why not.
+    fn taken_now(&self) {
+        self.last_taken_unix_ms.fetch_max(unix_ms_now(), Ordering::Relaxed);
+    }
+
+    /// `Ok` when at least `min_sources` sources are healthy and a gateway took (or deferred)
+    /// a chunk within [`PUBLISH_FRESH`]; otherwise why not.
     pub fn ready(&self) -> Result<(), String> {
         let healthy = self.sources.values().filter(|s| s.up_flag.load(Ordering::Relaxed)).count();
         if healthy < self.min_sources {
@@ -285,14 +300,14 @@ impl CollectorMetrics {
                 self.min_sources
             ));
         }
-        let last = self.last_publish_unix_ms.load(Ordering::Relaxed);
+        let last = self.last_taken_unix_ms.load(Ordering::Relaxed);
         if last == 0 {
             return Err("not ready: no chunk published yet".into());
         }
         let age_ms = unix_ms_now().saturating_sub(last);
         if u128::try_from(age_ms).unwrap_or(0) > PUBLISH_FRESH.as_millis() {
             return Err(format!(
-                "not ready: last successful publish {age_ms} ms ago (limit {} ms)",
+                "not ready: no gateway took or deferred a chunk for {age_ms} ms (limit {} ms)",
                 PUBLISH_FRESH.as_millis()
             ));
         }
@@ -330,6 +345,12 @@ mod tests {
         let g = m.gateway("http://gw:50052");
         g.attempt(Duration::from_millis(3), None, 10);
         assert!(m.ready().is_err(), "a transport failure is not a publish");
+        g.attempt(Duration::from_millis(3), Some(tonic::Code::Unauthenticated), 10);
+        assert!(m.ready().is_err(), "a refused chunk is not a publish");
+        g.attempt(Duration::from_millis(3), Some(tonic::Code::ResourceExhausted), 10);
+        assert_eq!(m.ready(), Ok(()), "a full gateway pool is back pressure, not a fault");
+        let e = Exposition::parse(&m.registry().render()).expect("parses");
+        assert_eq!(e.sum("entropy_collector_last_publish_timestamp_seconds", &[]), 0.0);
         g.attempt(Duration::from_millis(3), Some(tonic::Code::Ok), 10);
         assert_eq!(m.ready(), Ok(()));
         m.source("b").expect("b").state(SourceHealth::Quarantined);
