@@ -32,7 +32,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-use crate::metrics::ConnectionMetrics;
+use crate::metrics::{ConnectionMetrics, OpenConnection};
 
 /// Admits connections to one listener: the cap on open connections and the idle timeout.
 #[derive(Debug, Clone)]
@@ -71,8 +71,7 @@ impl Admission {
             self.warn_full();
             return None; // dropping `tcp` closes it
         };
-        self.metrics.opened();
-        let slot = Slot { _permit: permit, metrics: self.metrics.clone() };
+        let slot = Slot { _permit: permit, _open: self.metrics.open() };
         let activity = Arc::new(Activity::new());
         let idle = self
             .idle_timeout
@@ -163,13 +162,7 @@ struct IdleTimer {
 #[derive(Debug)]
 struct Slot {
     _permit: OwnedSemaphorePermit,
-    metrics: ConnectionMetrics,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.metrics.closed();
-    }
+    _open: OpenConnection,
 }
 
 /// A connection that counts against its listener's cap until dropped, and closes itself when

@@ -234,18 +234,8 @@ impl ConnectionMetrics {
     /// A connection was admitted: it counts as active until the returned guard is dropped
     /// (keep it beside the connection's permit).
     pub fn open(&self) -> OpenConnection {
-        self.opened();
-        OpenConnection(self.active.clone())
-    }
-
-    /// A connection was admitted.
-    pub fn opened(&self) {
         self.active.increment(1.0);
-    }
-
-    /// An admitted connection closed.
-    pub fn closed(&self) {
-        self.active.decrement(1.0);
+        OpenConnection(self.active.clone())
     }
 
     /// A connection was refused at the cap.
