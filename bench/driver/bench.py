@@ -587,6 +587,14 @@ def main() -> int:
     info["scenario_seconds"] = timings
     info["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
     info["problems"] = ctx.problems
+    busy = max(float(x) for x in info["loadavg_start"][:1] + info["loadavg_end"][:1])
+    notes = [os.environ.get("BENCH_NOTE", "")]
+    if busy > 0.5:
+        notes.append(f"The machine was not idle (1-minute load average up to {busy:.1f} on "
+                     f"{os.cpu_count()} CPUs during the run): other work competed for both cores, "
+                     "so absolute numbers are low and noisy; ratios to the echo server measured "
+                     "in the same run hold better.")
+    info["note"] = " ".join(n for n in notes if n)
     (a.out / "machine.json").write_text(json.dumps(info, indent=1))
     for p in ctx.problems:
         print(f"PROBLEM: {p}", file=sys.stderr)

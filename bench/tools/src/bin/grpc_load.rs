@@ -259,7 +259,7 @@ async fn stream(addr: &str, key: Option<&str>, o: StreamOpts) -> anyhow::Result<
     let snapshot = || counters.iter().map(|c| c.load(Ordering::Relaxed)).collect::<Vec<u64>>();
     // The window opens once every stream is flowing (or after 5 s, whichever first).
     let open_by = Instant::now() + Duration::from_secs(5);
-    while snapshot().iter().any(|&b| b == 0) && Instant::now() < open_by {
+    while snapshot().contains(&0) && Instant::now() < open_by {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let (c0, t0) = (snapshot(), Instant::now());

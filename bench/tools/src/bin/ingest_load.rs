@@ -70,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(cli.concurrency > 0 && cli.connections > 0, "need at least one call");
     let key_hex = std::fs::read_to_string(&cli.key_file)
         .with_context(|| format!("cannot read {}", cli.key_file.display()))?;
-    let key = decode_hex(key_hex.trim())?;
+    let key = hex::decode(key_hex.trim()).context("key file: not hex")?;
     let count =
         cli.count.unwrap_or_else(|| (cli.total_bytes / cli.chunk_bytes as u64).max(1) as usize);
 
@@ -170,12 +170,4 @@ async fn main() -> anyhow::Result<()> {
     });
     println!("{report}");
     Ok(())
-}
-
-fn decode_hex(s: &str) -> anyhow::Result<Vec<u8>> {
-    anyhow::ensure!(s.len() % 2 == 0, "key file: odd number of hex digits");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).context("key file: not hex"))
-        .collect()
 }
