@@ -42,7 +42,8 @@ tools() {
 }
 
 if [ "${1:-}" = report ]; then
-  dir="${2:-$(ls -d bench/results/*-quick bench/results/*-full 2>/dev/null | sort | tail -1)}"
+  newest="$(ls -d bench/results/*-quick bench/results/*-full 2>/dev/null | sort | tail -1 || true)"
+  dir="${2:-$newest}"
   [ -n "$dir" ] || { echo "no results directory to report" >&2; exit 1; }
   tools
   "$PY" bench/driver/report.py "$dir" --benchmarks BENCHMARKS.md
