@@ -10,8 +10,8 @@
 # quick and full write bench/results/<date>-<suite>/ and update BENCHMARKS.md (only when every
 # scenario ran); smoke writes to a temporary directory (or $BENCH_OUT) and exits non-zero when a
 # scenario produced no data or calls failed. Speed is never asserted.
-# Needs Rust, Go and Python 3; installs ghz (go install), h2load/nghttp (apt-get install
-# nghttp2-client) and matplotlib (pip, into bench/.venv).
+# Needs Rust, Go and Python 3; installs ghz (go install), h2load/nghttp and valgrind (apt-get
+# install nghttp2-client valgrind) and matplotlib (pip, into bench/.venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,10 +29,15 @@ tools() {
   if ! go version -m "$(command -v ghz || echo /nonexistent)" 2>/dev/null | grep -q "bojand/ghz\s*$GHZ_VERSION"; then
     go install "github.com/bojand/ghz/cmd/ghz@${GHZ_VERSION}"
   fi
-  if ! command -v h2load >/dev/null || ! command -v nghttp >/dev/null; then
+  # h2load and nghttp (nghttp2-client); valgrind for the profile where perf cannot count
+  # instructions (most VMs).
+  missing=()
+  command -v h2load >/dev/null && command -v nghttp >/dev/null || missing+=(nghttp2-client)
+  command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null || missing+=(valgrind)
+  if [ ${#missing[@]} != 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get install -y nghttp2-client >/dev/null || {
-      $SUDO apt-get update >/dev/null && $SUDO apt-get install -y nghttp2-client >/dev/null; }
+    $SUDO apt-get install -y "${missing[@]}" >/dev/null || {
+      $SUDO apt-get update >/dev/null && $SUDO apt-get install -y "${missing[@]}" >/dev/null; }
   fi
   if [ ! -x "$PY" ]; then python3 -m venv "$VENV"; fi
   if ! "$PY" -c "import matplotlib; assert matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
