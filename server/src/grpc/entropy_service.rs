@@ -34,12 +34,20 @@ pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
 pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Largest `count` of GetIntegers, GetFloats and GetUuids.
 pub const MAX_COUNT: u32 = 10_000;
-/// Messages a stream may have drawn but not yet handed to the transport. With the one being
-/// drawn, our side of a stream holds at most (this + 1) × chunk_bytes. Below us, hyper buffers
-/// up to 400 KiB per stream that the client's HTTP/2 window does not yet admit (not
-/// configurable through tonic). So a slow or stalled reader pins at most
-/// 3 × chunk_bytes + 400 KiB, and draws no more until it reads.
+/// Most messages a stream may have drawn but not yet handed to the transport.
 pub const STREAM_BUFFER_MESSAGES: usize = 2;
+/// Bytes of drawn messages a stream may queue (at least one message). With the one being
+/// drawn, our side of a stream holds at most this + chunk_bytes. Below us, hyper buffers up to
+/// 400 KiB per stream that the client's HTTP/2 window does not yet admit (not configurable
+/// through tonic). So a slow or stalled reader pins at most 2 × chunk_bytes + 400 KiB for
+/// chunks of 256 KiB or more (3 × chunk_bytes + 400 KiB below), and draws no more until it
+/// reads; two messages in flight are enough to keep a stream at full speed.
+pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
+
+/// The queue length of a stream of `chunk`-byte messages.
+fn stream_buffer_messages(chunk: usize) -> usize {
+    (STREAM_BUFFER_BYTES / chunk.max(1)).clamp(1, STREAM_BUFFER_MESSAGES)
+}
 
 /// The EntropyService implementation.
 #[derive(Debug, Clone)]
@@ -235,7 +243,7 @@ impl EntropyApi {
         // The call is now the stream's: its task ends it with the stream's final code.
         let mut call = std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom));
         let client_deadline = deadline::client_deadline(&metadata, Instant::now());
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER_MESSAGES);
+        let (tx, rx) = mpsc::channel(stream_buffer_messages(chunk));
         let pool = self.pool.clone();
         let shutdown = self.shutdown.clone();
         self.streams.spawn(async move {

@@ -43,6 +43,39 @@ async fn a_cancelled_stream_stops_drawing() {
 }
 
 #[tokio::test]
+async fn a_stalled_reader_of_large_messages_pins_a_bounded_number_of_bytes() {
+    let mut gw = start(test_config(|c| c.pool_capacity_bytes = 8 << 20)).await;
+    gw.feed(8 << 20, 1 << 20, |_| 0).await;
+    // HTTP/2's default 64 KiB windows (tonic's client asks for about 2 MiB).
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", gw.public))
+        .unwrap()
+        .initial_stream_window_size(Some(64 << 10))
+        .initial_connection_window_size(Some(64 << 10))
+        .connect()
+        .await
+        .unwrap();
+    let mut client = entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel)
+        .max_decoding_message_size(1 << 20);
+    let chunk = 256 << 10;
+    let mut stream = client
+        .stream_random(authed(StreamRandomRequest { chunk_bytes: chunk, total_bytes: 0 }))
+        .await
+        .expect("stream")
+        .into_inner();
+    stream.next().await.expect("message").expect("ok");
+    // The reader stalls: the stream draws until its queue and the transport's buffers are full.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pinned = gw.status().await.served_bytes_total;
+    // The one read, the client's 64 KiB window, hyper's 400 KiB send buffer, one queued
+    // message (STREAM_BUFFER_BYTES) and the one being drawn.
+    let chunk = chunk as u64;
+    let bound = chunk + (64 << 10) + (400 << 10) + 2 * chunk;
+    assert!(pinned <= bound, "a stalled stream drew {pinned} bytes, bound {bound}");
+    drop(stream);
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn shutdown_ends_an_open_stream_with_unavailable() {
     let gw = start(test_config(|_| {})).await;
     let mut client = gw.client().await;
