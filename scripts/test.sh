@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of the project. Installs the tools it needs (Go tools via `go install`,
-# Python packages into a venv via pip, npm packages from the lock file), so a fresh machine with
-# Rust, Go, Python 3 and Node 20 needs nothing else.
+# Runs every test of the project. Installs the tools it needs (Debian packages via apt-get, Go
+# tools via `go install`, cargo tools via `cargo install`, Python packages into a venv via pip,
+# npm packages from the lock file), so a fresh Debian machine with Rust, Go, Python 3 and Node
+# 20 needs nothing else.
 #
 #   scripts/test.sh            everything
 #   SKIP_LINT=1 scripts/test.sh   skip fmt/clippy/buf (quicker local loop)
@@ -15,6 +16,25 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "tools"
+# Debian packages: prometheus (promtool and the scrape test), nftables and iputils-ping (the
+# network-namespace diode test), iproute2 (namespaces), nghttp2-client (h2load, bench smoke).
+APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client)
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # The prometheus package may start its service; the tests run their own on free ports.
+  if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+    $sudo systemctl disable --now prometheus
+  elif [ -x /etc/init.d/prometheus ]; then
+    $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+fi
 for component in rustfmt clippy; do
   if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
     rustup component add "$component"
@@ -38,11 +58,17 @@ if [ -z "${SKIP_LINT:-}" ]; then
   (cd proto && buf lint)
 fi
 
+step "supply chain: cargo deny check bans licenses sources (offline) and the policy self-test"
+scripts/deny.sh
+
 step "MAC test vector (independent Python implementation)"
 python3 proto/testdata/mac_vector.py --check
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "fuzz: every cargo-fuzz target for ${FUZZ_SECONDS:-20}s from the committed seeds"
+scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
 cargo build --release --locked -p entropy-gateway -p entropy-collector
 
@@ -51,6 +77,21 @@ python3 scripts/smoke_dev.py target/release/entropy-gateway
 
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
 python3 scripts/smoke_diode.py target/release
+
+step "the diode in network namespaces: only the collector side can open a connection (root only; SKIP elsewhere)"
+python3 scripts/netns_diode.py target/release
+
+step "deploy: promtool (config, rules, rule unit tests), deploy configs, compose.yaml schema and policy"
+scripts/check_deploy.sh
+
+step "a real Prometheus scrapes simulator -> collector -> gateway"
+python3 scripts/prometheus_scrape.py target/release
+
+step "compose rehearsal: the compose services in namespaces, as compose runs them (root only; SKIP elsewhere)"
+python3 scripts/compose_rehearsal.py target/release
+
+step "bench smoke: every benchmark scenario for a few seconds, and the report (speed is never asserted)"
+bench/run.sh smoke
 
 step "clients: generated code in sync, Python/Go/TypeScript suites, conformance of all languages"
 GATEWAY_BIN=target/release/entropy-gateway clients/test.sh
