@@ -27,84 +27,85 @@ pub const HEALTH_TESTS: [&str; 5] = ["rct", "apt", "bit_proportion", "block_repe
 
 /// Every collector series (the docs table is checked against what is exposed).
 pub const FAMILIES: &[Family] = &[
-    fam("entropy_collector_build_info", Kind::Gauge, &["version"], "Always 1; the version label."),
-    fam(
+    Family::new(
+        "entropy_collector_build_info",
+        Kind::Gauge,
+        &["version"],
+        "Always 1; the version label.",
+    ),
+    Family::new(
         "entropy_collector_source_bytes_total",
         Kind::Counter,
         &["source"],
         "Raw bytes read from each source.",
     ),
-    fam(
+    Family::new(
         "entropy_collector_fetch_duration_seconds",
         Kind::Histogram,
         &["source"],
         "Duration of each source read, successful or not.",
     ),
-    fam(
+    Family::new(
         "entropy_collector_fetch_errors_total",
         Kind::Counter,
         &["source"],
         "Reads that failed: unreachable, timed out, or an answer failing a sanity check.",
     ),
-    fam(
+    Family::new(
         "entropy_collector_health_failures_total",
         Kind::Counter,
         &["source", "test"],
         "Health test failures, by source and test (startup: during a start-up test).",
     ),
-    fam(
+    Family::new(
         "entropy_collector_source_up",
         Kind::Gauge,
         &["source"],
         "1 while a source is healthy; 0 while starting, quarantined or unreachable.",
     ),
-    fam(
+    Family::new(
         "entropy_collector_mixed_bytes_total",
         Kind::Counter,
         &["mixing"],
         "Bytes out of the mixer, by how they were mixed (none, xor, hkdf).",
     ),
-    fam("entropy_collector_queue_chunks", Kind::Gauge, &[], "Signed chunks waiting for a gateway."),
-    fam(
+    Family::new(
+        "entropy_collector_queue_chunks",
+        Kind::Gauge,
+        &[],
+        "Signed chunks waiting for a gateway.",
+    ),
+    Family::new(
         "entropy_collector_queue_capacity_chunks",
         Kind::Gauge,
         &[],
         "Most signed chunks that may wait (buffer_chunks).",
     ),
-    fam(
+    Family::new(
         "entropy_collector_publish_total",
         Kind::Counter,
         &["gateway", "code"],
         "Publish attempts by gateway and gRPC code (TRANSPORT: no answer from the gateway).",
     ),
-    fam(
+    Family::new(
         "entropy_collector_published_bytes_total",
         Kind::Counter,
         &["gateway"],
         "Bytes of chunks a gateway stored (or had stored already).",
     ),
-    fam(
+    Family::new(
         "entropy_collector_publish_duration_seconds",
         Kind::Histogram,
         &["gateway"],
         "Duration of each Publish attempt.",
     ),
-    fam(
+    Family::new(
         "entropy_collector_last_publish_timestamp_seconds",
         Kind::Gauge,
         &[],
         "Unix time of the last successful publish (0: none yet).",
     ),
 ];
-
-const fn fam(
-    name: &'static str,
-    kind: Kind,
-    labels: &'static [&'static str],
-    help: &'static str,
-) -> Family {
-    Family { name, kind, labels, help }
-}
 
 /// Handles of one source.
 #[derive(Debug)]

@@ -91,6 +91,18 @@ pub struct Family {
     pub help: &'static str,
 }
 
+impl Family {
+    /// A family (for `const` tables of series).
+    pub const fn new(
+        name: &'static str,
+        kind: Kind,
+        labels: &'static [&'static str],
+        help: &'static str,
+    ) -> Self {
+        Self { name, kind, labels, help }
+    }
+}
+
 /// A recorder of its own, with every family described up front.
 #[derive(Debug)]
 pub struct Registry {
@@ -312,6 +324,47 @@ pub struct DocRow {
     pub labels: std::collections::BTreeSet<String>,
 }
 
+/// Checks the table under `heading` in `markdown` against `exposed`, both ways: every row is
+/// exposed with its type and label names, and every exposed family whose name starts with
+/// `prefix` has a row. The first mismatch, if any.
+pub fn check_documented(
+    exposed: &Exposition,
+    markdown: &str,
+    heading: &str,
+    prefix: &str,
+) -> Result<(), String> {
+    let rows = doc_rows(markdown, heading);
+    if rows.is_empty() {
+        return Err(format!("no table under {heading:?}"));
+    }
+    for row in &rows {
+        let kind = exposed.types.get(&row.name).map(|k| k.as_str());
+        if kind != Some(row.kind.as_str()) {
+            return Err(format!(
+                "{} is documented as {} but exposed as {kind:?}",
+                row.name,
+                row.kind.as_str()
+            ));
+        }
+        let labels = exposed.label_names(&row.name);
+        if labels != row.labels {
+            return Err(format!(
+                "labels of {}: documented {:?}, exposed {labels:?}",
+                row.name, row.labels
+            ));
+        }
+    }
+    let documented: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.name.as_str()).collect();
+    for sample in &exposed.samples {
+        let family = exposed.family_of(&sample.name);
+        if family.starts_with(prefix) && !documented.contains(family) {
+            return Err(format!("{family} is exposed but not documented"));
+        }
+    }
+    Ok(())
+}
+
 /// The rows of the first Markdown table after the heading line `heading` in `markdown`, whose
 /// first cell is a back-quoted series name.
 pub fn doc_rows(markdown: &str, heading: &str) -> Vec<DocRow> {
@@ -353,6 +406,30 @@ pub fn doc_rows(markdown: &str, heading: &str) -> Vec<DocRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_docs_check_catches_drift_both_ways() {
+        let text = "# TYPE t_total counter\nt_total{a=\"x\"} 1\n";
+        let exposed = Exposition::parse(text).expect("parses");
+        let docs = |rows: &str| {
+            format!("## T\n\n| series | type | labels | meaning |\n|---|---|---|---|\n{rows}")
+        };
+        let good = docs("| `t_total` | counter | `a` | things |\n");
+        assert_eq!(check_documented(&exposed, &good, "## T", "t_"), Ok(()));
+        let missing =
+            docs("| `t_total` | counter | `a` | things |\n| `t_other` | gauge | - | gone |\n");
+        assert!(
+            check_documented(&exposed, &missing, "## T", "t_").is_err(),
+            "documented, not exposed"
+        );
+        let wrong_labels = docs("| `t_total` | counter | `b` | things |\n");
+        assert!(check_documented(&exposed, &wrong_labels, "## T", "t_").is_err(), "labels differ");
+        let wrong_kind = docs("| `t_total` | gauge | `a` | things |\n");
+        assert!(check_documented(&exposed, &wrong_kind, "## T", "t_").is_err(), "type differs");
+        let more =
+            Exposition::parse(&format!("{text}# TYPE t_new gauge\nt_new 1\n")).expect("parses");
+        assert!(check_documented(&more, &good, "## T", "t_").is_err(), "exposed, not documented");
+    }
 
     #[test]
     fn a_registry_renders_real_histograms_and_parses_back() {

@@ -119,101 +119,127 @@ impl QuotaLimit {
 
 /// Every gateway series (the docs table is checked against what is exposed).
 pub const FAMILIES: &[Family] = &[
-    fam("entropy_gateway_build_info", Kind::Gauge, &["version"], "Always 1; the version label."),
-    fam("entropy_gateway_pool_bytes", Kind::Gauge, &[], "Bytes in the pool ready to serve."),
-    fam("entropy_gateway_pool_capacity_bytes", Kind::Gauge, &[], "Most bytes the pool holds."),
-    fam(
+    Family::new(
+        "entropy_gateway_build_info",
+        Kind::Gauge,
+        &["version"],
+        "Always 1; the version label.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_bytes",
+        Kind::Gauge,
+        &[],
+        "Bytes in the pool ready to serve.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_capacity_bytes",
+        Kind::Gauge,
+        &[],
+        "Most bytes the pool holds.",
+    ),
+    Family::new(
         "entropy_gateway_pool_low_watermark_bytes",
         Kind::Gauge,
         &[],
         "Below this pool level the gateway is not ready.",
     ),
-    fam("entropy_gateway_pool_waiters", Kind::Gauge, &[], "Callers queued waiting for entropy."),
-    fam("entropy_gateway_ready", Kind::Gauge, &[], "1 when ready to serve (as /readyz), else 0."),
-    fam(
+    Family::new(
+        "entropy_gateway_pool_waiters",
+        Kind::Gauge,
+        &[],
+        "Callers queued waiting for entropy.",
+    ),
+    Family::new(
+        "entropy_gateway_ready",
+        Kind::Gauge,
+        &[],
+        "1 when ready to serve (as /readyz), else 0.",
+    ),
+    Family::new(
         "entropy_gateway_ingested_bytes_total",
         Kind::Counter,
         &["collector"],
         "Bytes of accepted chunks, by collector id.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_chunks_accepted_total",
         Kind::Counter,
         &["collector"],
         "Chunks verified and stored, by collector id.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_chunks_rejected_total",
         Kind::Counter,
         &["reason"],
         "Chunks not stored, by reason (pool_full: deferred, the collector resends).",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_rejected_bytes_total",
         Kind::Counter,
         &["reason"],
         "Data bytes of chunks not stored, by reason.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_served_bytes_total",
         Kind::Counter,
         &["method"],
         "Bytes drawn from the pool and sent to callers, by method.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_rpc_duration_seconds",
         Kind::Histogram,
         &["method", "code"],
         "EntropyService call duration (streams: until they end), by method and status code.",
     ),
-    fam("entropy_gateway_streams_active", Kind::Gauge, &[], "StreamRandom streams open now."),
-    fam("entropy_gateway_streams_opened_total", Kind::Counter, &[], "StreamRandom streams opened."),
-    fam(
+    Family::new(
+        "entropy_gateway_streams_active",
+        Kind::Gauge,
+        &[],
+        "StreamRandom streams open now.",
+    ),
+    Family::new(
+        "entropy_gateway_streams_opened_total",
+        Kind::Counter,
+        &[],
+        "StreamRandom streams opened.",
+    ),
+    Family::new(
         "entropy_gateway_key_requests_total",
         Kind::Counter,
         &["key", "method"],
         "Authenticated calls by API key name and method.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_key_served_bytes_total",
         Kind::Counter,
         &["key"],
         "Bytes served by API key name.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_auth_failures_total",
         Kind::Counter,
         &["reason"],
         "Calls refused: no key (missing), unknown key (invalid), key without the scope (scope).",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_quota_rejections_total",
         Kind::Counter,
         &["key", "limit"],
         "Calls refused by a key's quota, by key name and limit.",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_connections_active",
         Kind::Gauge,
         &["listener"],
         "Open connections per listener (public, ingest).",
     ),
-    fam(
+    Family::new(
         "entropy_gateway_connections_refused_total",
         Kind::Counter,
         &["listener"],
         "Connections closed at accept because the listener was at max_connections.",
     ),
 ];
-
-const fn fam(
-    name: &'static str,
-    kind: Kind,
-    labels: &'static [&'static str],
-    help: &'static str,
-) -> Family {
-    Family { name, kind, labels, help }
-}
 
 /// Handles of one API key.
 #[derive(Debug)]

@@ -4,7 +4,6 @@
 //! fetch errors land under their source and test, /readyz follows the sources, and the JSON
 //! log switch gives one JSON object per line.
 
-use std::collections::BTreeSet;
 use std::io::Read as _;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -12,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use entropy_collector::prom::{Exposition, doc_rows};
+use entropy_collector::prom::{Exposition, check_documented};
 use entropy_collector::simulator::{self, Fault, Simulator, SimulatorOptions};
 use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServer};
 use entropy_proto::v1::{PublishRequest, PublishResponse};
@@ -268,19 +267,6 @@ attempts = 1
 fn check_docs_match(exposed: &Exposition) {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
         .expect("docs/metrics.md");
-    let rows = doc_rows(&docs, "## Collector series");
-    assert!(!rows.is_empty(), "no collector table");
-    for row in &rows {
-        let kind = exposed.types.get(&row.name).map(|k| k.as_str());
-        assert_eq!(kind, Some(row.kind.as_str()), "{} is documented but not exposed so", row.name);
-        assert_eq!(exposed.label_names(&row.name), row.labels, "labels of {}", row.name);
-    }
-    let documented: BTreeSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    for sample in &exposed.samples {
-        let family = exposed.family_of(&sample.name);
-        assert!(
-            !family.starts_with("entropy_collector_") || documented.contains(family),
-            "{family} is exposed but not documented in docs/metrics.md"
-        );
-    }
+    check_documented(exposed, &docs, "## Collector series", "entropy_collector_")
+        .unwrap_or_else(|e| panic!("docs/metrics.md: {e}"));
 }

@@ -3,11 +3,10 @@
 //! what ingest refused, /readyz follows the pool and ingest activity, and the binary logs one
 //! JSON line per call and refuses a taken metrics port clearly.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use entropy_collector::prom::{Exposition, doc_rows};
+use entropy_collector::prom::{Exposition, check_documented};
 use entropy_collector::signer::ChunkSigner;
 use entropy_gateway::Gateway;
 use entropy_gateway::auth::{ApiKeys, digest};
@@ -86,21 +85,8 @@ async fn scrape(addr: SocketAddr) -> Exposition {
 fn check_docs_match(exposed: &Exposition, heading: &str, prefix: &str) {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
         .expect("docs/metrics.md");
-    let rows = doc_rows(&docs, heading);
-    assert!(!rows.is_empty(), "no table under {heading:?}");
-    for row in &rows {
-        let kind = exposed.types.get(&row.name).map(|k| k.as_str());
-        assert_eq!(kind, Some(row.kind.as_str()), "{} is documented but not exposed so", row.name);
-        assert_eq!(exposed.label_names(&row.name), row.labels, "labels of {}", row.name);
-    }
-    let documented: BTreeSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    for sample in &exposed.samples {
-        let family = exposed.family_of(&sample.name);
-        assert!(
-            !family.starts_with(prefix) || documented.contains(family),
-            "{family} is exposed but not documented in docs/metrics.md"
-        );
-    }
+    check_documented(exposed, &docs, heading, prefix)
+        .unwrap_or_else(|e| panic!("docs/metrics.md: {e}"));
 }
 
 #[tokio::test]
