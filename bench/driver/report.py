@@ -492,7 +492,8 @@ def benchmarks_md(rep: Report) -> str:
              f"`{i.get('commit', '')}`. Full report with every table and chart: "
              f"[{rel}/REPORT.md]({rel}/REPORT.md). Regenerate: `bench/run.sh quick` (writes a new "
              "`bench/results/<date>-quick/` and rewrites this file); `bench/run.sh report` "
-             "re-renders both from the newest results directory.\n",
+             "re-renders both from the newest results directory. What the scenarios measure, and what "
+             "each missed target comes from: [bench/README.md](bench/README.md).\n",
              f"Machine: {i.get('cpu_model', '')}, {i.get('cpus')} CPUs, {i.get('mem_gib')} GiB, "
              f"{i.get('os', '')}, {i.get('kernel', '')}, {i.get('rustc', '')}. {i.get('pinning', '')}. "
              f"Load average at start {' '.join(i.get('loadavg_start', []))}.\n"]
