@@ -63,8 +63,8 @@ tools
 step "build (release)"
 cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench
 if [ ${#scenarios[@]} = 0 ] || printf '%s\n' "${scenarios[@]}" | grep -qx micro; then
-  cargo bench --locked -q --no-run -p entropy-gateway -p entropy-collector -p entropy-bench 2>/dev/null ||
-    cargo bench --locked --no-run -p entropy-gateway -p entropy-collector -p entropy-bench
+  cargo bench --locked -q --no-run -p entropy-bench 2>/dev/null ||
+    cargo bench --locked --no-run -p entropy-bench
 fi
 
 if [ "$suite" = smoke ]; then

@@ -1,5 +1,4 @@
-//! Micro-benchmarks the issue asks for that the crates' own benches do not cover: a gateway's
-//! chunk verification (bounds, CRC32C, HMAC-SHA256, freshness) per MiB, and unbiased integer
+//! Micro-benchmarks of a gateway's chunk verification (bounds, CRC32C, HMAC-SHA256, freshness) per MiB, and unbiased integer
 //! sampling (rejection sampling) per value.
 //!
 //! Run: `cargo bench -p entropy-bench --bench micro` (bench/run.sh runs it with the others).

@@ -5,7 +5,7 @@
 //! `contended_take`: 8 tasks on a 2-worker runtime draining a pre-filled pool in N-byte takes,
 //! i.e. the semaphore and mutex under contention, as concurrent GetRandom calls use them.
 //!
-//! Run: `cargo bench -p entropy-gateway --bench pool`; results in bench/results/pool.md.
+//! Run: `cargo bench -p entropy-bench --bench pool`; results in bench/results/pool.md.
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Cost per megabyte of each collector stage, on 1 MiB of input.
 //!
-//! Run: `cargo bench -p entropy-collector --bench stages`; results in
+//! Run: `cargo bench -p entropy-bench --bench stages`; results in
 //! bench/results/collector.md beside the end-to-end throughput measured by
 //! bench/collector_throughput.sh.
 

@@ -3,7 +3,7 @@
 //! and per-key counters, a debug line that the `info` filter drops) against the bare checks the
 //! handler made before metrics existed (scope and request quota).
 //!
-//! Run: `cargo bench -p entropy-gateway --bench metrics`.
+//! Run: `cargo bench -p entropy-bench --bench metrics`.
 
 use std::sync::Arc;
 
