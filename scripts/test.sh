@@ -15,7 +15,11 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Disk: a full run from a clean clone writes a few GiB (debug, release and fuzz builds). A linker
+# killed by SIGBUS is what a full disk looks like, so say up front how much room there is.
+disk_report() { df -h . | awk 'NR == 2 { print "disk: " $4 " free of " $2 " (" $5 " used) at " $6 }'; }
 step "tools"
+disk_report
 # Debian packages: prometheus (promtool and the scrape test), nftables and iputils-ping (the
 # network-namespace diode test), iproute2 (namespaces), nghttp2-client (h2load, bench smoke).
 APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client)
@@ -70,7 +74,9 @@ cargo test --workspace --locked
 step "fuzz: every cargo-fuzz target for ${FUZZ_SECONDS:-20}s from the committed seeds"
 scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
-cargo build --release --locked -p entropy-gateway -p entropy-collector
+# With entropy-bench in the same invocation, so the bench smoke below reuses this build (one set
+# of features for the release tree; see bench/tools/Cargo.toml).
+cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes"
 python3 scripts/smoke_dev.py target/release/entropy-gateway
@@ -95,3 +101,7 @@ bench/run.sh smoke
 
 step "clients: generated code in sync, Python/Go/TypeScript suites, conformance of all languages"
 GATEWAY_BIN=target/release/entropy-gateway clients/test.sh
+
+step "done"
+disk_report
+du -sh target fuzz/target 2>/dev/null || true
