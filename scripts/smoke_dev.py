@@ -146,6 +146,35 @@ def config_errors(binary):
             time.sleep(0.5)
             r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=new_secret)
             check("a bad keys file on SIGHUP keeps the old keys", error_code(r) == 14 and proc.poll() is None, r.stderr)
+
+            # A reload keeps each key's quota state: with max_streams = 1 and one stream open
+            # (waiting on the empty pool), a second stream after SIGHUP is still refused. With
+            # fresh state it would be admitted and wait until its deadline instead.
+            keys.write_text(entry + "max_streams = 1\n")
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            stream = {"chunk_bytes": 1024, "total_bytes": 1024}
+            first = subprocess.Popen(
+                ["grpcurl", "-plaintext", "-format-error", "-max-time", "20", "-H",
+                 f"authorization: Bearer {new_secret}", "-d", json.dumps(stream), addr,
+                 "entropy.v1.EntropyService/StreamRandom"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                time.sleep(1.0)
+                check("a stream of a max_streams = 1 key waits on the empty pool", first.poll() is None,
+                      f"exited {first.poll()}")
+                proc.send_signal(signal.SIGHUP)
+                time.sleep(0.5)
+                r = subprocess.run(
+                    ["grpcurl", "-plaintext", "-format-error", "-max-time", "5", "-H",
+                     f"authorization: Bearer {new_secret}", "-d", json.dumps(stream), addr,
+                     "entropy.v1.EntropyService/StreamRandom"],
+                    capture_output=True, text=True, timeout=30)
+                check("after SIGHUP the key's open stream still counts: a second is RESOURCE_EXHAUSTED",
+                      error_code(r) == 8 and "stream" in r.stderr, r.stderr)
+            finally:
+                first.kill()
+                first.wait(timeout=10)
         finally:
             proc.send_signal(15)
             code = proc.wait(timeout=15)

@@ -73,8 +73,8 @@ pub struct KeyGrant {
     pub name: String,
     /// Its scopes.
     pub scopes: Vec<Scope>,
-    /// Its quota state.
-    pub quota: KeyQuota,
+    /// Its quota state, shared with the key's successor when the keys file is reloaded.
+    pub quota: Arc<KeyQuota>,
 }
 
 impl KeyGrant {
@@ -143,6 +143,13 @@ struct KeyEntry {
 impl ApiKeys {
     /// Loads a keys file.
     pub fn load_file(path: &Path) -> Result<Self, ApiKeysError> {
+        Self::reload_file(path, &Self::default())
+    }
+
+    /// Loads a keys file to replace `previous` (SIGHUP). A key whose name was in `previous`
+    /// keeps its quota state ([`KeyQuota::carry_over`]), also when its secret was rotated, so a
+    /// reload neither refills a throttled key's buckets nor forgets the streams it has open.
+    pub fn reload_file(path: &Path, previous: &ApiKeys) -> Result<Self, ApiKeysError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|source| ApiKeysError::Io { path: shown.clone(), source })?;
@@ -185,7 +192,11 @@ impl ApiKeys {
                 bytes_per_second: positive(entry.bytes_per_second, "bytes_per_second")?,
                 max_streams: entry.max_streams,
             };
-            let grant = KeyGrant { name: entry.name, scopes, quota: KeyQuota::new(limits) };
+            let quota = match previous.grant_named(&entry.name) {
+                Some(old) => KeyQuota::carry_over(&old.quota, limits),
+                None => Arc::new(KeyQuota::new(limits)),
+            };
+            let grant = KeyGrant { name: entry.name, scopes, quota };
             keys.keys.push(ApiKey { digest, grant: Arc::new(grant) });
         }
         if keys.keys.is_empty() {
@@ -199,7 +210,7 @@ impl ApiKeys {
         let grant = KeyGrant {
             name: name.to_owned(),
             scopes: vec![Scope::EntropyRead, Scope::StatusRead],
-            quota: KeyQuota::new(Limits::default()),
+            quota: Arc::new(KeyQuota::new(Limits::default())),
         };
         Self { keys: vec![ApiKey { digest: digest(secret.as_bytes()), grant: Arc::new(grant) }] }
     }
@@ -219,6 +230,10 @@ impl ApiKeys {
             found |= hit;
         }
         bool::from(found).then(|| &self.keys[index as usize].grant)
+    }
+
+    fn grant_named(&self, name: &str) -> Option<&Arc<KeyGrant>> {
+        self.keys.iter().map(|k| &k.grant).find(|g| g.name == name)
     }
 
     /// Number of keys.
@@ -261,6 +276,7 @@ fn valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quota::QuotaError;
 
     fn keys_file(text: &str) -> Result<ApiKeys, ApiKeysError> {
         let file = tempfile::NamedTempFile::new().expect("temp file");
@@ -310,6 +326,59 @@ mod tests {
         assert_eq!(keys.authenticate(secret.as_bytes()).map(|g| g.name.as_str()), Some("new-key"));
         assert!(!entry.contains(&secret), "the entry never holds the secret");
         assert!(generate_key("bad name").is_err());
+    }
+
+    #[test]
+    fn a_reload_keeps_the_quota_state_of_each_key_by_name() {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let write = |entries: &[(&str, &[u8], &str)]| {
+            let text: String = entries
+                .iter()
+                .map(|(name, secret, limits)| {
+                    format!(
+                        "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\n{limits}\n",
+                        hex::encode(digest(secret))
+                    )
+                })
+                .collect();
+            std::fs::write(file.path(), text).expect("write");
+        };
+        let limits = "requests_per_second = 1\nmax_streams = 1";
+        write(&[("alice", b"a1", limits), ("bob", b"b1", limits)]);
+        let first = ApiKeys::load_file(file.path()).expect("valid");
+        let alice = first.authenticate(b"a1").expect("alice");
+        alice.quota.admit_request().expect("first call of the second");
+        let stream = alice.quota.open_stream().expect("first stream");
+        let bob = first.authenticate(b"b1").expect("bob");
+        bob.quota.admit_request().expect("bob's call");
+
+        // Same limits, alice's secret rotated, bob renamed carol: alice is still throttled and
+        // at her stream cap; carol is a new key with fresh buckets.
+        write(&[("alice", b"a2", limits), ("carol", b"b1", limits)]);
+        let second = ApiKeys::reload_file(file.path(), &first).expect("valid");
+        assert!(second.authenticate(b"a1").is_none(), "the old secret is gone");
+        let alice = second.authenticate(b"a2").expect("alice, rotated");
+        assert!(matches!(alice.quota.admit_request(), Err(QuotaError::Requests { .. })));
+        assert!(matches!(alice.quota.open_stream(), Err(QuotaError::Streams { limit: 1 })));
+        let carol = second.authenticate(b"b1").expect("carol");
+        assert!(carol.quota.admit_request().is_ok(), "a renamed key starts afresh");
+
+        // New limits: fresh buckets, but the open stream still counts against the new cap.
+        write(&[("alice", b"a2", "requests_per_second = 5\nmax_streams = 2")]);
+        let third = ApiKeys::reload_file(file.path(), &second).expect("valid");
+        let alice = third.authenticate(b"a2").expect("alice");
+        assert!(alice.quota.admit_request().is_ok(), "new limits, new buckets");
+        let second_stream = alice.quota.open_stream().expect("two of two");
+        assert!(matches!(alice.quota.open_stream(), Err(QuotaError::Streams { limit: 2 })));
+        drop(stream);
+        assert_eq!(alice.quota.open_streams(), 1, "the first key's stream closed");
+        drop(second_stream);
+        assert_eq!(alice.quota.open_streams(), 0);
+
+        // Without a previous set (a first load), every key starts afresh.
+        write(&[("alice", b"a2", limits)]);
+        let fresh = ApiKeys::load_file(file.path()).expect("valid");
+        assert!(fresh.authenticate(b"a2").expect("alice").quota.admit_request().is_ok());
     }
 
     #[test]

@@ -278,7 +278,8 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
 }
 
 /// Reloads the keys file on SIGHUP. A file that does not load leaves the old keys in place.
-/// Open connections and streams are untouched; the next call sees the new keys.
+/// Open connections and streams are untouched; the next call sees the new keys. Keys keep
+/// their quota state by name across the reload (`ApiKeys::reload_file`).
 async fn reload_keys_on_sighup(path: PathBuf, store: KeyStore, shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
@@ -290,7 +291,7 @@ async fn reload_keys_on_sighup(path: PathBuf, store: KeyStore, shutdown: Cancell
             () = shutdown.cancelled() => return,
             _ = hup.recv() => {}
         }
-        match ApiKeys::load_file(&path) {
+        match ApiKeys::reload_file(&path, &store.load()) {
             Ok(keys) => {
                 tracing::info!(keys = keys.len(), "SIGHUP: API keys reloaded");
                 store.store(std::sync::Arc::new(keys));

@@ -88,6 +88,19 @@ impl KeyQuota {
         Self { limits, requests, bytes, open_streams: Arc::new(AtomicUsize::new(0)) }
     }
 
+    /// The state a key continues with when the keys file is reloaded with `limits`: the same
+    /// state when its limits are unchanged (a throttled key stays throttled), else fresh buckets
+    /// for the new limits that still count the streams the key has open, so a reload never
+    /// lifts a stream cap the key is up against.
+    pub fn carry_over(previous: &Arc<KeyQuota>, limits: Limits) -> Arc<KeyQuota> {
+        if previous.limits == limits {
+            return Arc::clone(previous);
+        }
+        let mut fresh = Self::new(limits);
+        fresh.open_streams = Arc::clone(&previous.open_streams);
+        Arc::new(fresh)
+    }
+
     /// The configured limits.
     pub fn limits(&self) -> Limits {
         self.limits

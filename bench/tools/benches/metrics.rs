@@ -17,7 +17,7 @@ fn grant() -> Arc<KeyGrant> {
     Arc::new(KeyGrant {
         name: "alice".into(),
         scopes: vec![Scope::EntropyRead, Scope::StatusRead],
-        quota: KeyQuota::new(Limits::default()),
+        quota: Arc::new(KeyQuota::new(Limits::default())),
     })
 }
 
