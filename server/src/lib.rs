@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod pool;
 pub mod quota;
 pub mod sampling;
+pub mod secret;
 pub mod server;
 pub mod tls;
 

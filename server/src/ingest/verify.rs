@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use entropy_proto::signing::{MAC_LEN, verify_chunk_mac};
 use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind};
-use zeroize::Zeroizing;
 
 use super::keys::{MAX_KEY_ID_BYTES, MacKeys};
 use super::replay::StreamId;
+use crate::secret::SecretBytes;
 
 /// Longest collector id and source name, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
@@ -43,8 +43,8 @@ pub struct VerifiedChunk {
     pub mixing: Mixing,
     /// Every source the collector reported, contributing or not.
     pub sources: Vec<SourceReport>,
-    /// The entropy. Zeroized when dropped.
-    pub data: Zeroizing<Vec<u8>>,
+    /// The entropy. Wiped when dropped.
+    pub data: SecretBytes,
 }
 
 /// One reported source, with its enums parsed.
@@ -157,7 +157,7 @@ pub fn verify(
         timestamp_unix_ms: req.timestamp_unix_ms,
         mixing,
         sources,
-        data: Zeroizing::new(req.data),
+        data: SecretBytes::new(req.data),
     })
 }
 
