@@ -43,7 +43,8 @@ pub struct GatewayConfig {
     /// PEM CA certificates: when set, collectors must present a client certificate chaining
     /// to one (mTLS). Needs ingest TLS.
     pub ingest_client_ca_file: Option<PathBuf>,
-    /// Most bytes the pool holds.
+    /// Most bytes the pool holds. The memory is committed at start (touched page by page), so
+    /// the gateway's resident size is about this from the first second.
     pub pool_capacity_bytes: usize,
     /// Below this many pool bytes, grpc.health.v1 reports NOT_SERVING.
     pub pool_low_watermark_bytes: usize,
@@ -358,7 +359,7 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingest_client_ca_file: Option<PathBuf>,
-    /// Pool capacity in bytes [default: 16777216]
+    /// Pool capacity in bytes, committed at start [default: 16777216]
     #[arg(long, value_name = "BYTES")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_capacity_bytes: Option<usize>,
