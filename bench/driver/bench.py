@@ -124,8 +124,11 @@ class Ctx:
             self.problems.append(f"{scenario} {point}: only {r['grpc_ok_fraction']:.4f} of h2load's "
                                  "HTTP 200 answers carried the bytes (grpc-status not 0)")
 
-    def measure(self, scenario: str, point: str, proc: stack.Proc, fn, extra: dict | None = None):
-        """Runs fn() while sampling `proc`; records a resources row."""
+    def measure(self, scenario: str, point: str, proc: stack.Proc, fn, extra: dict | None = None,
+                busy_secs=None):
+        """Runs fn() while sampling `proc`; records a resources row. `busy_secs(result)`, when
+        given, is how long of fn() the load ran: CPU use is divided by that instead of fn()'s
+        whole time (ingest-load signs its chunks first, while the gateway idles)."""
         gw = self._drain if self._drain and self._drain.proc is proc else None
         lines0 = gw.log_lines() if gw else None
         s = Sampler(proc.pid).start()
@@ -134,6 +137,8 @@ class Ctx:
         finally:
             res = s.stop()
         row = {"scenario": scenario, "point": point, "process": proc.name, **res, **(extra or {})}
+        if busy_secs is not None and "cpu_secs" in res and isinstance(result, dict):
+            row["cpu_cores"] = res["cpu_secs"] / max(busy_secs(result), 1e-9)
         if gw is not None and lines0 is not None:
             row["log_lines"] = gw.log_lines() - lines0
         if isinstance(result, dict):
@@ -364,7 +369,8 @@ def ingest(ctx: Ctx) -> None:
         try:
             r = ctx.measure("ingest", f"{size} B chunks", gw.proc,
                             lambda: stack.ingest_load(gw, size, count=count),
-                            {"pool_capacity_mib": cap / MiB})
+                            {"pool_capacity_mib": cap / MiB},
+                            busy_secs=lambda r: r["elapsed_secs"])
             ctx.check("ingest", f"gateway {size}", r)
             if r["pool_full"]:
                 ctx.problems.append(f"ingest {size}: {r['pool_full']} chunks refused as pool-full")

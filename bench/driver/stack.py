@@ -269,6 +269,7 @@ class Sampler:
             "rss_max_mib": max(s["rss"] for s in self.samples) / 2**20,
             "rss_end_mib": b["rss"] / 2**20,
             "cpu_cores": (b["ticks"] - a["ticks"]) / CLK_TCK / wall,
+            "cpu_secs": (b["ticks"] - a["ticks"]) / CLK_TCK,
             "threads_max": max(s["threads"] for s in self.samples),
             "fds_max": max(s["fds"] for s in self.samples),
         }
