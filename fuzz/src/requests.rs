@@ -149,7 +149,7 @@ fn request<T>(message: T) -> Request<T> {
     let grant = KeyGrant {
         name: "fuzz".into(),
         scopes: vec![Scope::EntropyRead, Scope::StatusRead],
-        quota: KeyQuota::new(Limits::default()),
+        quota: Arc::new(KeyQuota::new(Limits::default())),
     };
     let mut req = Request::new(message);
     req.extensions_mut().insert(Arc::new(grant));
