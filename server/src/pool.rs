@@ -22,14 +22,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::{Semaphore, TryAcquireError};
 use tokio::time::Instant;
-use zeroize::{Zeroize, Zeroizing};
+
+use crate::secret::SecretBytes;
 
 /// Distance between the writes that commit the ring's memory at start: the smallest page size
 /// of the platforms we run on (a larger page is committed by its first write).
 const COMMIT_STRIDE: usize = 4096;
 
-/// Bytes drawn from the pool. Zeroized when dropped unless moved out with `std::mem::take`.
-pub type Drawn = Zeroizing<Vec<u8>>;
+/// Bytes drawn from the pool. Wiped when dropped unless moved out with `into_vec`.
+pub type Drawn = SecretBytes;
 
 /// A bounded pool of entropy bytes with fair, all-or-nothing takes.
 #[derive(Debug)]
@@ -137,7 +138,7 @@ impl Pool {
     pub async fn take(&self, n: usize, deadline: Option<Instant>) -> Result<Drawn, TakeError> {
         let permits = self.permits_for(n)?;
         if permits == 0 {
-            return Ok(Zeroizing::new(Vec::new()));
+            return Ok(Drawn::default());
         }
         // Fast path: no queue to join.
         match self.available.try_acquire_many(permits) {
@@ -178,8 +179,9 @@ impl Pool {
 
     /// Gives back bytes that were taken but never left the process (a call that failed after
     /// drawing part of what it needed). They go to the front, to be served next. If the pool
-    /// has filled up meanwhile, they are zeroized and counted as discarded instead.
-    pub fn give_back(&self, mut bytes: Drawn) {
+    /// has filled up meanwhile, they are counted as discarded instead. Either way `bytes` is
+    /// wiped as it drops.
+    pub fn give_back(&self, bytes: Drawn) {
         let len = bytes.len();
         if len == 0 {
             return;
@@ -200,7 +202,6 @@ impl Pool {
             self.counters.served.fetch_sub(len as u64, Ordering::Relaxed);
             self.counters.discarded.fetch_add(len as u64, Ordering::Relaxed);
         }
-        bytes.zeroize();
     }
 
     /// Closes the pool: waiting and future takes fail with [`TakeError::Closed`].
@@ -241,10 +242,10 @@ impl Pool {
     /// Copies out `n` bytes whose permits the caller has just acquired and forgotten.
     fn draw(&self, n: usize) -> Drawn {
         // Not `vec![0; n]`: every byte is written by the copy, so zeroing first is wasted work.
-        let mut out = Zeroizing::new(Vec::with_capacity(n));
+        let mut out = Vec::with_capacity(n);
         self.lock().pop_front_into(&mut out, n);
         self.counters.served.fetch_add(n as u64, Ordering::Relaxed);
-        out
+        SecretBytes::new(out)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {

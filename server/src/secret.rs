@@ -10,7 +10,8 @@ use std::ops::Deref;
 
 use zeroize::Zeroize;
 
-/// A `Vec<u8>` whose contents (and spare capacity) are wiped when it is dropped.
+/// A `Vec<u8>` whose contents (and spare capacity) are wiped when it is dropped, unless they
+/// are moved out with [`SecretBytes::into_vec`] (to be sent).
 #[derive(Default, PartialEq, Eq)]
 pub struct SecretBytes(Vec<u8>);
 
@@ -19,6 +20,11 @@ impl SecretBytes {
     pub fn new(bytes: Vec<u8>) -> Self {
         Self(bytes)
     }
+
+    /// The bytes, no longer wiped: for a response that takes them out of the process.
+    pub fn into_vec(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
 }
 
 impl Deref for SecretBytes {
@@ -26,12 +32,6 @@ impl Deref for SecretBytes {
 
     fn deref(&self) -> &[u8] {
         &self.0
-    }
-}
-
-impl From<Vec<u8>> for SecretBytes {
-    fn from(bytes: Vec<u8>) -> Self {
-        Self(bytes)
     }
 }
 
@@ -105,5 +105,6 @@ mod tests {
         let s = SecretBytes::new(vec![0x42; 3]);
         assert_eq!(format!("{s:?}"), "SecretBytes(3 bytes)");
         assert_eq!(&*s, &[0x42; 3]);
+        assert_eq!(s.into_vec(), vec![0x42; 3], "moved out whole, not wiped");
     }
 }

@@ -202,10 +202,10 @@ impl EntropyApi {
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
-        let mut drawn = self.draw(call, &metadata, &grant, n).await?;
+        let drawn = self.draw(call, &metadata, &grant, n).await?;
         let response = match encoding {
             Encoding::Unspecified => {
-                GetRandomResponse { data: std::mem::take(&mut *drawn), text: String::new() }
+                GetRandomResponse { data: drawn.into_vec(), text: String::new() }
             }
             Encoding::Hex => GetRandomResponse { data: Vec::new(), text: hex::encode(&*drawn) },
             Encoding::Base64 => {
@@ -278,8 +278,8 @@ impl EntropyApi {
                     } => r.map_err(|e| take_failed(e, Limit::Server, n)),
                 };
                 match drawn {
-                    Ok(mut bytes) => {
-                        slot.send(Ok(StreamRandomResponse { data: std::mem::take(&mut *bytes) }));
+                    Ok(bytes) => {
+                        slot.send(Ok(StreamRandomResponse { data: bytes.into_vec() }));
                         sent += n as u64;
                         call.sent(n);
                     }
