@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use entropy_gateway::auth::{KeyGrant, Scope};
-use entropy_gateway::grpc::entropy_service::{DEFAULT_STREAM_CHUNK_BYTES, EntropyApi};
+use entropy_gateway::grpc::entropy_service::EntropyApi;
+use entropy_gateway::grpc::stream_random::DEFAULT_STREAM_CHUNK_BYTES;
 use entropy_gateway::health::Readiness;
 use entropy_gateway::ingest::Ingest;
 use entropy_gateway::ingest::keys::MacKeys;

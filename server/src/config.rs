@@ -51,6 +51,9 @@ pub struct GatewayConfig {
     /// Longest a unary call waits for entropy before UNAVAILABLE (a shorter client deadline
     /// wins).
     pub max_wait_ms: u64,
+    /// Longest a stream waits for entropy for its next message before it ends with
+    /// UNAVAILABLE (nothing consumed; the client reopens it).
+    pub stream_max_wait_ms: u64,
     /// How far a chunk's timestamp may be from the gateway's clock, either way.
     pub freshness_window_ms: u64,
     /// Largest chunk accepted by Publish.
@@ -103,6 +106,7 @@ pub const KEYS: &[&str] = &[
     "pool_capacity_bytes",
     "pool_low_watermark_bytes",
     "max_wait_ms",
+    "stream_max_wait_ms",
     "freshness_window_ms",
     "max_chunk_bytes",
     "replay_max_streams",
@@ -132,6 +136,7 @@ impl Default for GatewayConfig {
             pool_capacity_bytes: 16 << 20,
             pool_low_watermark_bytes: 64 << 10,
             max_wait_ms: 2_000,
+            stream_max_wait_ms: 30_000,
             freshness_window_ms: 60_000,
             max_chunk_bytes: 1 << 20,
             replay_max_streams: 4_096,
@@ -162,6 +167,11 @@ impl GatewayConfig {
     /// Longest unary wait for entropy.
     pub fn max_wait(&self) -> Duration {
         Duration::from_millis(self.max_wait_ms)
+    }
+
+    /// `stream_max_wait_ms` as a duration.
+    pub fn stream_max_wait(&self) -> Duration {
+        Duration::from_millis(self.stream_max_wait_ms)
     }
 
     /// Freshness window for chunk timestamps.
@@ -223,6 +233,12 @@ impl GatewayConfig {
         }
         if !(1..=600_000).contains(&self.max_wait_ms) {
             return bad("max_wait_ms", format!("{} must be 1..=600000", self.max_wait_ms));
+        }
+        if !(1..=3_600_000).contains(&self.stream_max_wait_ms) {
+            return bad(
+                "stream_max_wait_ms",
+                format!("{} must be 1..=3600000", self.stream_max_wait_ms),
+            );
         }
         if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
             return bad(
@@ -371,6 +387,10 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ms: Option<u64>,
+    /// Longest a stream waits for entropy per message, ms [default: 30000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_max_wait_ms: Option<u64>,
     /// Chunk timestamp tolerance either way, ms [default: 60000]
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -507,6 +527,7 @@ mod tests {
             pool_capacity_bytes: Some(1),
             pool_low_watermark_bytes: Some(1),
             max_wait_ms: Some(1),
+            stream_max_wait_ms: Some(1),
             freshness_window_ms: Some(1),
             max_chunk_bytes: Some(1),
             replay_max_streams: Some(1),

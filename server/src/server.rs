@@ -156,6 +156,7 @@ impl Gateway {
             shutdown.clone(),
             streams.clone(),
         )
+        .with_stream_max_wait(self.config.stream_max_wait())
         .with_metrics(self.metrics.clone());
         let entropy = TagMethod(tonic::service::interceptor::InterceptedService::new(
             EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),

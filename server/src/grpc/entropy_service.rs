@@ -7,48 +7,31 @@ use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
     Encoding, GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse,
     GetRandomRequest, GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
-    GetUuidsResponse, SourceStatus, StreamRandomRequest, StreamRandomResponse,
+    GetUuidsResponse, SourceStatus, StreamRandomRequest,
 };
-use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
-use super::deadline::{self, Limit};
+use super::deadline;
 use super::errors::{out_of_range, take_failed};
 use super::observe::Call;
+use super::stream_random::{Outbox, Producer, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
 use crate::config::MAX_GET_RANDOM_BYTES;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::{GatewayMetrics, Method};
-use crate::pool::{Drawn, Pool};
+use crate::pool::{Drawn, Pool, TakeError, Tenant};
 use crate::sampling::{FLOAT_BYTES, IntRange, UUID_BYTES, float_from, uuid_v4_from};
 
-/// Default `StreamRandomRequest.chunk_bytes`.
-pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
-/// Largest `StreamRandomRequest.chunk_bytes`.
-pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
+/// How long a stream waits for entropy for one message before it ends with UNAVAILABLE,
+/// unless configured (`stream_max_wait_ms`).
+pub const DEFAULT_STREAM_MAX_WAIT: Duration = Duration::from_secs(30);
 /// Largest `count` of GetIntegers, GetFloats and GetUuids.
 pub const MAX_COUNT: u32 = 10_000;
-/// Most messages a stream may have drawn but not yet handed to the transport.
-pub const STREAM_BUFFER_MESSAGES: usize = 2;
-/// Bytes of drawn messages a stream may queue (at least one message). With the one being
-/// drawn, our side of a stream holds at most this + chunk_bytes. Below us, hyper buffers up to
-/// 400 KiB per stream that the client's HTTP/2 window does not yet admit (not configurable
-/// through tonic). So a slow or stalled reader pins at most 2 × chunk_bytes + 400 KiB for
-/// chunks of 256 KiB or more (3 × chunk_bytes + 400 KiB below), and draws no more until it
-/// reads; two messages in flight are enough to keep a stream at full speed.
-pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
-
-/// The queue length of a stream of `chunk`-byte messages.
-fn stream_buffer_messages(chunk: usize) -> usize {
-    (STREAM_BUFFER_BYTES / chunk.max(1)).clamp(1, STREAM_BUFFER_MESSAGES)
-}
-
 /// The EntropyService implementation.
 #[derive(Debug, Clone)]
 pub struct EntropyApi {
@@ -56,6 +39,7 @@ pub struct EntropyApi {
     ingest: Arc<Ingest>,
     readiness: Arc<Readiness>,
     max_wait: Duration,
+    stream_max_wait: Duration,
     shutdown: CancellationToken,
     streams: TaskTracker,
     started: Instant,
@@ -78,11 +62,19 @@ impl EntropyApi {
             ingest,
             readiness,
             max_wait,
+            stream_max_wait: DEFAULT_STREAM_MAX_WAIT,
             shutdown,
             streams,
             started: Instant::now(),
             metrics: Arc::default(),
         }
+    }
+
+    /// Ends a stream when its next message cannot be drawn within `max_wait` (default
+    /// [`DEFAULT_STREAM_MAX_WAIT`]).
+    pub fn with_stream_max_wait(mut self, max_wait: Duration) -> Self {
+        self.stream_max_wait = max_wait;
+        self
     }
 
     /// Counts calls into `metrics` (by default, a registry of its own that nobody reads).
@@ -100,11 +92,21 @@ impl EntropyApi {
         grant: &KeyGrant,
         n: usize,
     ) -> Result<Drawn, Status> {
-        grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
-        let drawn = self.pool.take(n, Some(until)).await.map_err(|e| take_failed(e, limit, n))?;
+        if until <= now {
+            // A deadline already spent (`grpc-timeout: 1n`): nothing is drawn, not even when
+            // the bytes are there.
+            return Err(take_failed(TakeError::TimedOut, limit, n));
+        }
+        grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
+        let tenant = Tenant::named(&grant.name);
+        let drawn = self
+            .pool
+            .take_for(tenant, n, Some(until))
+            .await
+            .map_err(|e| take_failed(e, limit, n))?;
         call.drew(n);
         Ok(drawn)
     }
@@ -129,7 +131,7 @@ impl EntropyService for EntropyApi {
         result
     }
 
-    type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;
+    type StreamRandomStream = Outbox;
 
     async fn stream_random(
         &self,
@@ -221,78 +223,31 @@ impl EntropyApi {
         &self,
         call: &mut Call,
         request: Request<StreamRandomRequest>,
-    ) -> Result<Response<ReceiverStream<Result<StreamRandomResponse, Status>>>, Status> {
+    ) -> Result<Response<Outbox>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let chunk = match req.chunk_bytes as usize {
-            0 => DEFAULT_STREAM_CHUNK_BYTES,
-            n if n > MAX_STREAM_CHUNK_BYTES => {
-                return Err(out_of_range(
-                    "chunk_bytes",
-                    n,
-                    &format!(
-                        "0 (default {DEFAULT_STREAM_CHUNK_BYTES}) or 1..={MAX_STREAM_CHUNK_BYTES}"
-                    ),
-                ));
-            }
-            n => n,
-        };
-        let total = req.total_bytes;
-        let stream_slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
+        let plan = StreamPlan::new(&req)?;
+        let slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
         let open_gauge = self.metrics.stream_opened();
-        // The call is now the stream's: its task ends it with the stream's final code.
-        let mut call = std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom));
-        let client_deadline = deadline::client_deadline(&metadata, Instant::now());
-        let (tx, rx) = mpsc::channel(stream_buffer_messages(chunk));
-        let pool = self.pool.clone();
-        let shutdown = self.shutdown.clone();
-        self.streams.spawn(async move {
-            let _open = stream_slot; // counts against max_streams until the stream ends
-            let _open_gauge = open_gauge;
-            let mut sent: u64 = 0;
-            // How the stream ended, for the call's metrics and log line.
-            let mut outcome = (tonic::Code::Ok, String::new());
-            loop {
-                let n = if total == 0 { chunk } else { chunk.min((total - sent) as usize) };
-                if n == 0 {
-                    break; // all of total_bytes sent: the stream ends with OK
-                }
-                // Reserve room first, so nothing is drawn for a client that has gone.
-                let Ok(slot) = tx.reserve().await else {
-                    outcome = (tonic::Code::Cancelled, "client left".into());
-                    break;
-                };
-                let drawn = tokio::select! {
-                    biased;
-                    () = shutdown.cancelled() => Err(Status::unavailable("server is shutting down")),
-                    () = tx.closed() => {
-                        outcome = (tonic::Code::Cancelled, "client left".into());
-                        break;
-                    }
-                    () = sleep_until(client_deadline) => Err(Status::deadline_exceeded(
-                        "stream deadline reached")),
-                    // Metered as it flows: wait for the key's byte tokens, then draw.
-                    r = async {
-                        grant.quota.wait_bytes(n).await;
-                        pool.take(n, None).await
-                    } => r.map_err(|e| take_failed(e, Limit::Server, n)),
-                };
-                match drawn {
-                    Ok(bytes) => {
-                        slot.send(Ok(StreamRandomResponse { data: bytes.into_vec() }));
-                        sent += n as u64;
-                        call.sent(n);
-                    }
-                    Err(status) => {
-                        outcome = (status.code(), status.message().to_owned());
-                        slot.send(Err(status));
-                        break;
-                    }
-                }
-            }
-            call.end(outcome.0, &outcome.1);
+        let producer = Producer {
+            plan,
+            pool: self.pool.clone(),
+            tenant: Tenant::named(&grant.name),
+            quota: grant.quota.clone(),
+            slot,
+            max_wait: self.stream_max_wait,
+            client_deadline: deadline::client_deadline(&metadata, Instant::now()),
+            shutdown: self.shutdown.clone(),
+            // The call is now the stream's: its task ends it with the stream's final code.
+            call: std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom)),
+        };
+        let stream = producer.start(|task| {
+            self.streams.spawn(async move {
+                let _open_gauge = open_gauge;
+                task.await;
+            });
         });
-        Ok(Response::new(ReceiverStream::new(rx)))
+        Ok(Response::new(stream))
     }
 
     async fn handle_get_integers(
@@ -421,13 +376,5 @@ impl EntropyApi {
                 Err(reason) => reason.to_string(),
             },
         }))
-    }
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }

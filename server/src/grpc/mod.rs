@@ -10,3 +10,4 @@ pub mod entropy_service;
 pub mod errors;
 pub mod ingest_service;
 pub mod observe;
+pub mod stream_random;

@@ -16,6 +16,24 @@ use crate::auth::{KeyGrant, Scope};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
 use crate::quota::QuotaError;
 
+/// Counts bytes served for one call's method and key.
+#[derive(Debug, Clone)]
+pub struct ServedMeter {
+    metrics: Arc<GatewayMetrics>,
+    method: Method,
+    key: Option<Arc<KeyHandles>>,
+}
+
+impl ServedMeter {
+    /// Counts `n` bytes as served.
+    pub fn served(&self, n: usize) {
+        self.metrics.served(self.method, n as u64);
+        if let Some(handles) = &self.key {
+            handles.served(n as u64);
+        }
+    }
+}
+
 /// A call in progress.
 #[derive(Debug)]
 pub struct Call {
@@ -109,6 +127,16 @@ impl Call {
         self.metrics.served(self.method, n as u64);
         if let Some((_, handles)) = &self.key {
             handles.served(n as u64);
+        }
+    }
+
+    /// A meter that counts bytes as served for this call's method and key, for bytes that
+    /// leave from elsewhere (a stream's outbox, as the transport takes each message).
+    pub fn meter(&self) -> ServedMeter {
+        ServedMeter {
+            metrics: self.metrics.clone(),
+            method: self.method,
+            key: self.key.as_ref().map(|(_, handles)| handles.clone()),
         }
     }
 

@@ -14,9 +14,12 @@ use super::support::{authed, start, test_config};
 async fn a_cancelled_stream_stops_drawing() {
     let mut gw = start(test_config(|_| {})).await;
     gw.feed(2 << 20, 256 << 10, |_| 0).await;
-    // A client with the default 64 KiB HTTP/2 window that reads 3 messages, then leaves.
+    // A client with HTTP/2's default 64 KiB windows (tonic's client asks for about 2 MiB,
+    // which would let the whole pool flow to it) that reads 3 messages, then leaves.
     let channel = tonic::transport::Channel::from_shared(format!("http://{}", gw.public))
         .unwrap()
+        .initial_stream_window_size(Some(64 << 10))
+        .initial_connection_window_size(Some(64 << 10))
         .connect()
         .await
         .unwrap();
@@ -32,9 +35,9 @@ async fn a_cancelled_stream_stops_drawing() {
     drop(stream);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let after_cancel = gw.status().await.served_bytes_total;
-    // Drawn before the reset arrived: the 3 read, the 64 KiB the client's window admitted,
-    // hyper's 400 KiB send buffer and (STREAM_BUFFER_MESSAGES + 1) chunks: well short of the
-    // 2 MiB a stream that kept drawing would have taken.
+    // Served before the reset arrived: the 3 read, the 64 KiB the client's window admitted,
+    // hyper's 400 KiB send buffer and the message being written; what was still queued is
+    // discarded, not served. Well short of the 2 MiB a stream that kept drawing would take.
     let bound = 3 * 4096 + (64 << 10) + (400 << 10) + 3 * 4096;
     assert!(after_cancel <= bound, "stream drew {after_cancel} bytes, bound {bound}");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -65,9 +68,12 @@ async fn a_stalled_reader_of_large_messages_pins_a_bounded_number_of_bytes() {
     stream.next().await.expect("message").expect("ok");
     // The reader stalls: the stream draws until its queue and the transport's buffers are full.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let pinned = gw.status().await.served_bytes_total;
-    // The one read, the client's 64 KiB window, hyper's 400 KiB send buffer, one queued
-    // message (STREAM_BUFFER_BYTES) and the one being drawn.
+    let status = gw.status().await;
+    // Out of the pool: sent, queued, or reserved for a draw in flight.
+    let pinned = status.ingested_bytes_total - status.pool_bytes;
+    // The one read, the client's 64 KiB window, hyper's 400 KiB send buffer and the stream's
+    // queue (STREAM_BUFFER_BYTES, or one message when they are larger: this one) with the
+    // message the transport is writing.
     let chunk = chunk as u64;
     let bound = chunk + (64 << 10) + (400 << 10) + 2 * chunk;
     assert!(pinned <= bound, "a stalled stream drew {pinned} bytes, bound {bound}");

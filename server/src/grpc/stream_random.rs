@@ -1,0 +1,279 @@
+//! The StreamRandom producer: a task per stream that draws messages ahead of the client, up
+//! to a bounded depth, and ends the stream with the documented status.
+//!
+//! The task keeps up to [`stream_depth`] draws in flight, each holding a place in the stream's
+//! queue before it joins the pool's line, so the queue (and the memory behind it) never holds
+//! more than [`STREAM_BUFFER_BYTES`] (or one message, when messages are larger). Drawing ahead
+//! is what keeps a stream's share when entropy is scarce: the pool shares each arriving chunk
+//! among the tenants with waiting draws, and a stream with a single draw in flight could take
+//! only one message of each chunk.
+//!
+//! Nothing drawn is lost or miscounted: a message drawn but not queued when the stream ends (its
+//! client left, an earlier draw failed, shutdown) goes back to the pool, which serves it to
+//! someone else. Messages count as served when the transport takes them from the queue
+//! ([`Outbox`]); those still queued when the stream is dropped are wiped and counted as
+//! discarded, never as served to anyone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
+use futures_util::Stream;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesOrdered;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tonic::{Code, Status};
+
+use super::deadline::Limit;
+use super::errors::{out_of_range, take_failed};
+use super::observe::{Call, ServedMeter};
+use crate::pool::{Drawn, Pool, TakeError, Tenant};
+use crate::quota::{KeyQuota, StreamSlot};
+
+/// Default `StreamRandomRequest.chunk_bytes`.
+pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
+/// Largest `StreamRandomRequest.chunk_bytes`.
+pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
+/// Most messages a stream draws ahead of its client.
+pub const MAX_STREAM_DEPTH: usize = 32;
+/// Bytes of messages a stream may have drawn or be drawing ahead of its client (at least one
+/// message). Below us, hyper buffers up to 400 KiB per stream that the client's HTTP/2 window
+/// does not yet admit (not configurable through tonic). So a slow or stalled reader pins at
+/// most max(256 KiB, chunk_bytes) + chunk_bytes + 400 KiB, and draws no more until it reads.
+pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
+
+/// How many messages of `chunk` bytes a stream draws ahead.
+pub fn stream_depth(chunk: usize) -> usize {
+    (STREAM_BUFFER_BYTES / chunk.max(1)).clamp(1, MAX_STREAM_DEPTH)
+}
+
+/// A StreamRandom request, checked.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamPlan {
+    /// Bytes per message.
+    pub chunk: usize,
+    /// Bytes in all (0: until the client leaves).
+    pub total: u64,
+}
+
+impl StreamPlan {
+    /// Checks `request`'s bounds.
+    pub fn new(request: &StreamRandomRequest) -> Result<Self, Status> {
+        let chunk = match request.chunk_bytes as usize {
+            0 => DEFAULT_STREAM_CHUNK_BYTES,
+            n if n > MAX_STREAM_CHUNK_BYTES => {
+                return Err(out_of_range(
+                    "chunk_bytes",
+                    n,
+                    &format!(
+                        "0 (default {DEFAULT_STREAM_CHUNK_BYTES}) or 1..={MAX_STREAM_CHUNK_BYTES}"
+                    ),
+                ));
+            }
+            n => n,
+        };
+        Ok(Self { chunk, total: request.total_bytes })
+    }
+}
+
+/// Everything a stream's task needs.
+#[derive(Debug)]
+pub struct Producer {
+    /// What to send.
+    pub plan: StreamPlan,
+    /// Where bytes come from.
+    pub pool: Arc<Pool>,
+    /// Whose fair share the draws count against.
+    pub tenant: Tenant,
+    /// The key's byte metering.
+    pub quota: Arc<KeyQuota>,
+    /// Holds the key's stream slot until the stream ends.
+    pub slot: StreamSlot,
+    /// Longest wait for one message's entropy.
+    pub max_wait: Duration,
+    /// The client's deadline, if it set one.
+    pub client_deadline: Option<Instant>,
+    /// The server's shutdown.
+    pub shutdown: CancellationToken,
+    /// The call's metrics and log line.
+    pub call: Call,
+}
+
+/// How a draw in flight ended other than with bytes.
+enum Ended {
+    ClientLeft,
+    Failed(Status),
+}
+
+/// A drawn message not yet in the queue: goes back to the pool if dropped.
+struct Unsent {
+    pool: Arc<Pool>,
+    bytes: Option<Drawn>,
+}
+
+impl Unsent {
+    fn into_bytes(mut self) -> Drawn {
+        self.bytes.take().unwrap_or_default()
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        if let Some(bytes) = self.bytes.take() {
+            self.pool.give_back(bytes);
+        }
+    }
+}
+
+type Message = Result<StreamRandomResponse, Status>;
+
+impl Producer {
+    /// Starts the stream's task on `spawn` and returns the stream for tonic.
+    pub fn start(self, spawn: impl FnOnce(futures_util::future::BoxFuture<'static, ()>)) -> Outbox {
+        let (tx, rx) = mpsc::channel(stream_depth(self.plan.chunk));
+        let outbox = Outbox { rx, pool: self.pool.clone(), meter: self.call.meter() };
+        spawn(Box::pin(self.run(tx)));
+        outbox
+    }
+
+    async fn run(mut self, tx: mpsc::Sender<Message>) {
+        let depth = stream_depth(self.plan.chunk);
+        let mut in_flight = FuturesOrdered::new();
+        let mut planned: u64 = 0;
+        let outcome: (Code, String) = loop {
+            // Keep `depth` draws in flight; each first holds a place in the queue, so nothing
+            // is drawn that the queue could not take.
+            while in_flight.len() < depth {
+                let n = match self.plan.total {
+                    0 => self.plan.chunk,
+                    total => self.plan.chunk.min((total - planned) as usize),
+                };
+                if n == 0 {
+                    break;
+                }
+                planned += n as u64;
+                in_flight.push_back(self.draw(tx.clone(), n));
+            }
+            if in_flight.is_empty() {
+                break (Code::Ok, String::new()); // all of total_bytes sent
+            }
+            let next = tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => {
+                    Err(Ended::Failed(Status::unavailable("server is shutting down")))
+                }
+                () = tx.closed() => Err(Ended::ClientLeft),
+                () = sleep_until(self.client_deadline) => {
+                    Err(Ended::Failed(Status::deadline_exceeded("stream deadline reached")))
+                }
+                next = in_flight.next() => next.unwrap_or(Err(Ended::ClientLeft)),
+            };
+            match next {
+                Ok((place, unsent)) => {
+                    let bytes = unsent.into_bytes();
+                    let n = bytes.len();
+                    place.send(Ok(StreamRandomResponse { data: bytes.into_vec() }));
+                    self.call.drew(n);
+                }
+                Err(Ended::ClientLeft) => break (Code::Cancelled, "client left".into()),
+                Err(Ended::Failed(status)) => {
+                    // Draws still in flight give their reservations and bytes back first.
+                    drop(in_flight);
+                    let outcome = (status.code(), status.message().to_owned());
+                    self.send_last(&tx, status).await;
+                    break outcome;
+                }
+            }
+        };
+        let Producer { call, slot, .. } = self;
+        drop(slot);
+        call.end(outcome.0, &outcome.1);
+    }
+
+    /// One message: a place in the queue, the key's byte tokens, then the bytes.
+    fn draw(
+        &self,
+        tx: mpsc::Sender<Message>,
+        n: usize,
+    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Message>, Unsent), Ended>> + use<> {
+        let (pool, quota, tenant, max_wait) =
+            (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait);
+        async move {
+            let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
+            // Metered as it flows: wait for the key's byte tokens, then draw.
+            quota.wait_bytes(n).await;
+            let bytes = pool
+                .take_for(tenant, n, Some(Instant::now() + max_wait))
+                .await
+                .map_err(|e| Ended::Failed(stream_take_failed(e, n, max_wait)))?;
+            Ok((place, Unsent { pool, bytes: Some(bytes) }))
+        }
+    }
+
+    /// Queues the stream's final status, unless the client leaves or stops reading for
+    /// `max_wait` first.
+    async fn send_last(&self, tx: &mpsc::Sender<Message>, status: Status) {
+        tokio::select! {
+            _ = tx.send(Err(status)) => {}
+            () = tokio::time::sleep(self.max_wait) => {}
+        }
+    }
+}
+
+/// A stream's queue as tonic sees it: counts each message as served when the transport takes
+/// it, and the messages left in it when it is dropped as discarded.
+#[derive(Debug)]
+pub struct Outbox {
+    rx: mpsc::Receiver<Message>,
+    pool: Arc<Pool>,
+    meter: ServedMeter,
+}
+
+impl Stream for Outbox {
+    type Item = Message;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Message>> {
+        let next = self.rx.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(Ok(message))) = &next {
+            self.meter.served(message.data.len());
+        }
+        next
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(message) = self.rx.try_recv() {
+            if let Ok(mut message) = message {
+                self.pool.count_undelivered(message.data.len());
+                crate::secret::wipe(&mut message.data);
+            }
+        }
+    }
+}
+
+/// The status that ends a stream whose next message could not be drawn.
+fn stream_take_failed(e: TakeError, n: usize, max_wait: Duration) -> Status {
+    match e {
+        TakeError::TimedOut => Status::unavailable(format!(
+            "no entropy for the next {n}-byte message within {} ms (stream_max_wait_ms); \
+             nothing consumed, reopen the stream later",
+            max_wait.as_millis()
+        )),
+        other => take_failed(other, Limit::Server, n),
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,319 @@
+//! Who gets the pool's bytes while callers wait: fair shares across tenants (one per API
+//! key), arrival order within a tenant.
+//!
+//! A waiting take is a *reservation*: it names how many bytes it needs, and bytes that reach
+//! the pool are assigned to waiters as a count, while they stay in the ring. Bytes are handed
+//! out [`QUANTUM`] at a time, each time to the waiting tenant that has received the fewest
+//! bytes so far, and within that tenant to its oldest waiter. A waiter whose count reaches what
+//! it needs is woken and copies that many bytes out of the ring. One that gives up (deadline,
+//! client gone) hands its count back: the bytes never left the ring, so a failed take consumes
+//! nothing.
+//!
+//! So a tenant that waits for 1 MiB at an appliance's rate no longer holds up a tenant asking
+//! for 32 bytes: the small request is served by the first [`QUANTUM`] bytes that arrive once
+//! the tenants ahead of it in received bytes have had theirs. Under contention, tenants receive
+//! equal bytes whatever the number or size of their requests.
+//!
+//! *Received* counts every byte a tenant took, waiting or not. A tenant that had no waiter for a
+//! while (a stream between two messages, a key that was idle) comes back no further than
+//! [`CATCH_UP`] bytes behind the least-served waiting tenant: short gaps keep its place, long
+//! idleness is not banked.
+//!
+//! The scheduler is plain data under the pool's lock; it never blocks and never allocates for
+//! bytes, only for its bookkeeping.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::task::Waker;
+
+/// Bytes handed to one tenant at a time.
+pub const QUANTUM: usize = 4096;
+
+/// How far behind the least-served waiting tenant a returning tenant may start.
+pub const CATCH_UP: u64 = 64 * QUANTUM as u64;
+
+/// Tenants remembered while idle, beyond which the idle ones are forgotten.
+const MAX_IDLE_TENANTS: usize = 1024;
+
+/// A fairness class: callers of one tenant are served in arrival order; tenants share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tenant(u64);
+
+impl Tenant {
+    /// The tenant of callers that do not say (benchmarks, tests, in-process use).
+    pub const ANONYMOUS: Tenant = Tenant(0);
+
+    /// The tenant of the API key called `name`. Names map to 64-bit classes; two names sharing
+    /// one would only share a share.
+    pub fn named(name: &str) -> Self {
+        // SipHash with fixed keys: cheap enough to compute per call.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        name.hash(&mut hasher);
+        Tenant(hasher.finish() | 1)
+    }
+}
+
+/// One waiting take.
+#[derive(Debug)]
+struct Waiter {
+    tenant: Tenant,
+    need: usize,
+    reserved: usize,
+    waker: Option<Waker>,
+}
+
+/// A tenant's line and what it has received.
+#[derive(Debug, Default)]
+struct Line {
+    /// Unsatisfied waiters, oldest first.
+    queue: VecDeque<u64>,
+    /// Bytes assigned to this tenant since it was first seen (or forgotten).
+    received: u64,
+}
+
+/// The waiting takes and the shares among them.
+#[derive(Debug, Default)]
+pub(super) struct Scheduler {
+    next_id: u64,
+    waiters: HashMap<u64, Waiter>,
+    lines: HashMap<Tenant, Line>,
+    /// Tenants with unsatisfied waiters.
+    active: Vec<Tenant>,
+    /// Bytes assigned to waiters and still in the ring (sum of every waiter's `reserved`).
+    pub(super) reserved: usize,
+    unsatisfied: usize,
+}
+
+/// A waiter's state as seen by its take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Progress {
+    /// Still short of what it needs.
+    Waiting,
+    /// Its reservation is full: it may copy `need` bytes out.
+    Ready(usize),
+}
+
+impl Scheduler {
+    /// Waiters not yet satisfied.
+    pub(super) fn unsatisfied(&self) -> usize {
+        self.unsatisfied
+    }
+
+    /// Waiters, satisfied or not, that have not collected their bytes.
+    pub(super) fn waiting(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// Counts `n` bytes taken by `tenant` without waiting.
+    pub(super) fn took(&mut self, tenant: Tenant, n: usize) {
+        self.forget_idle();
+        self.lines.entry(tenant).or_default().received += n as u64;
+    }
+
+    /// Adds a waiter for `need` bytes at the back of `tenant`'s line.
+    pub(super) fn enqueue(&mut self, tenant: Tenant, need: usize) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.waiters.insert(id, Waiter { tenant, need, reserved: 0, waker: None });
+        self.forget_idle();
+        let floor = self.least_received().map(|least| least.saturating_sub(CATCH_UP));
+        let line = self.lines.entry(tenant).or_default();
+        if line.queue.is_empty() {
+            if let Some(floor) = floor {
+                line.received = line.received.max(floor);
+            }
+            self.active.push(tenant);
+        }
+        line.queue.push_back(id);
+        self.unsatisfied += 1;
+        id
+    }
+
+    /// Where waiter `id` stands; registers `waker` to be woken when it is ready.
+    pub(super) fn progress(&mut self, id: u64, waker: &Waker) -> Progress {
+        let Some(waiter) = self.waiters.get_mut(&id) else {
+            // Only its own take removes a waiter, and it stops asking then.
+            return Progress::Waiting;
+        };
+        if waiter.reserved == waiter.need {
+            return Progress::Ready(waiter.need);
+        }
+        match &mut waiter.waker {
+            Some(w) if w.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+        Progress::Waiting
+    }
+
+    /// Removes a ready waiter whose bytes are being copied out: its reservation ends.
+    pub(super) fn complete(&mut self, id: u64) {
+        if let Some(waiter) = self.waiters.remove(&id) {
+            self.reserved -= waiter.reserved;
+        }
+    }
+
+    /// Removes a waiter that gave up; its reservation returns to the others (call
+    /// [`Scheduler::distribute`] next). Its tenant is not charged for it.
+    pub(super) fn cancel(&mut self, id: u64) {
+        let Some(waiter) = self.waiters.remove(&id) else { return };
+        self.reserved -= waiter.reserved;
+        let Some(line) = self.lines.get_mut(&waiter.tenant) else { return };
+        line.received = line.received.saturating_sub(waiter.reserved as u64);
+        if waiter.reserved < waiter.need {
+            self.unsatisfied -= 1;
+            line.queue.retain(|w| *w != id);
+            if line.queue.is_empty() {
+                self.active.retain(|t| *t != waiter.tenant);
+            }
+        }
+    }
+
+    /// Shares `unclaimed` bytes (in the ring, reserved by no one) among unsatisfied waiters,
+    /// [`QUANTUM`] at a time to the least-served waiting tenant, oldest waiter first. Wakes
+    /// the waiters that became ready.
+    pub(super) fn distribute(&mut self, mut unclaimed: usize) {
+        while unclaimed > 0 {
+            let Some(slot) = self.least_served_slot() else { return };
+            let tenant = self.active[slot];
+            let Some(line) = self.lines.get_mut(&tenant) else {
+                self.active.swap_remove(slot); // unreachable: active tenants have lines
+                continue;
+            };
+            let mut turn = QUANTUM.min(unclaimed);
+            while turn > 0 {
+                let Some(&id) = line.queue.front() else { break };
+                let Some(waiter) = self.waiters.get_mut(&id) else {
+                    line.queue.pop_front(); // unreachable: cancel removes ids from lines
+                    continue;
+                };
+                let give = turn.min(waiter.need - waiter.reserved);
+                waiter.reserved += give;
+                line.received += give as u64;
+                self.reserved += give;
+                turn -= give;
+                unclaimed -= give;
+                if waiter.reserved == waiter.need {
+                    line.queue.pop_front();
+                    self.unsatisfied -= 1;
+                    if let Some(waker) = waiter.waker.take() {
+                        waker.wake();
+                    }
+                }
+            }
+            if line.queue.is_empty() {
+                self.active.swap_remove(slot);
+            }
+        }
+    }
+
+    /// Wakes every waiter (the pool closed: each take sees it and gives up).
+    pub(super) fn wake_all(&mut self) {
+        for waiter in self.waiters.values_mut() {
+            if let Some(waker) = waiter.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    /// The position in `active` of the waiting tenant that has received the least.
+    fn least_served_slot(&self) -> Option<usize> {
+        let received = |t: &Tenant| self.lines.get(t).map_or(0, |l| l.received);
+        (0..self.active.len()).min_by_key(|&i| received(&self.active[i]))
+    }
+
+    fn least_received(&self) -> Option<u64> {
+        self.least_served_slot().and_then(|i| self.lines.get(&self.active[i])).map(|l| l.received)
+    }
+
+    /// Keeps the memory of idle tenants bounded: past [`MAX_IDLE_TENANTS`], idle ones start
+    /// afresh (at the catch-up floor) when they return.
+    fn forget_idle(&mut self) {
+        if self.lines.len() > MAX_IDLE_TENANTS + self.active.len() {
+            self.lines.retain(|_, line| !line.queue.is_empty());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(s: &mut Scheduler, id: u64) -> bool {
+        matches!(s.progress(id, Waker::noop()), Progress::Ready(_))
+    }
+
+    #[test]
+    fn one_tenant_is_served_in_arrival_order() {
+        let mut s = Scheduler::default();
+        let t = Tenant::named("a");
+        let first = s.enqueue(t, 10_000);
+        let second = s.enqueue(t, 10);
+        s.distribute(9_000);
+        assert!(!ready(&mut s, first) && !ready(&mut s, second), "the head takes all it can");
+        s.distribute(1_010);
+        assert!(ready(&mut s, first) && ready(&mut s, second));
+        assert_eq!(s.reserved, 10_010);
+        assert_eq!(s.unsatisfied(), 0);
+    }
+
+    #[test]
+    fn a_big_waiter_does_not_hold_up_another_tenants_small_one() {
+        let mut s = Scheduler::default();
+        let big = s.enqueue(Tenant::named("greedy"), 1 << 20);
+        let small = s.enqueue(Tenant::named("modest"), 32);
+        s.distribute(2 * QUANTUM);
+        assert!(ready(&mut s, small), "one turn each serves the small request");
+        assert!(!ready(&mut s, big));
+        assert_eq!(s.reserved, 2 * QUANTUM, "every byte was assigned");
+    }
+
+    #[test]
+    fn contending_tenants_receive_equal_shares() {
+        let mut s = Scheduler::default();
+        let tenants: Vec<_> = (0..3).map(|i| Tenant::named(&format!("key-{i}"))).collect();
+        // Different request shapes: many small, a few large, one huge.
+        let mut ids: Vec<Vec<u64>> = vec![Vec::new(); 3];
+        for _ in 0..1_000 {
+            ids[0].push(s.enqueue(tenants[0], 512));
+        }
+        for _ in 0..10 {
+            ids[1].push(s.enqueue(tenants[1], 64 << 10));
+        }
+        ids[2].push(s.enqueue(tenants[2], 1 << 20));
+        for _ in 0..30 {
+            s.distribute(16 << 10);
+        }
+        let got: Vec<usize> = ids
+            .iter()
+            .map(|ids| ids.iter().map(|id| s.waiters.get(id).map_or(0, |w| w.reserved)).sum())
+            .collect();
+        assert_eq!(got.iter().sum::<usize>(), 30 * (16 << 10));
+        let (min, max) = (got.iter().min().copied(), got.iter().max().copied());
+        assert_eq!(min, max, "equal shares: {got:?}");
+    }
+
+    #[test]
+    fn cancelling_returns_the_reservation_to_the_others() {
+        let mut s = Scheduler::default();
+        let quitter = s.enqueue(Tenant::named("a"), 2 * QUANTUM);
+        let other = s.enqueue(Tenant::named("b"), 2 * QUANTUM);
+        s.distribute(2 * QUANTUM);
+        assert_eq!(s.reserved, 2 * QUANTUM, "a turn each");
+        s.cancel(quitter);
+        assert_eq!(s.reserved, QUANTUM, "b keeps its turn's worth");
+        s.distribute(QUANTUM);
+        assert!(ready(&mut s, other), "a's bytes went to b");
+        s.complete(other);
+        assert_eq!((s.reserved, s.waiting(), s.unsatisfied()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_ready_waiter_that_leaves_frees_its_bytes() {
+        let mut s = Scheduler::default();
+        let id = s.enqueue(Tenant::ANONYMOUS, 10);
+        s.distribute(10);
+        assert!(ready(&mut s, id));
+        s.cancel(id);
+        assert_eq!((s.reserved, s.waiting(), s.unsatisfied()), (0, 0, 0));
+    }
+}
