@@ -14,6 +14,8 @@
 //! requests_per_second = 100                        # optional limits; absent = unlimited
 //! bytes_per_second = 10000000
 //! max_streams = 4
+//! max_undelivered_bytes = 33554432                 # drawn, not yet taken by the transport;
+//!                                                  # default 32 MiB, at least 1 MiB
 //! ```
 //!
 //! `entropy-gateway keygen --name alice` makes a secret and prints it once, with its entry.
@@ -138,6 +140,7 @@ struct KeyEntry {
     requests_per_second: Option<u32>,
     bytes_per_second: Option<u32>,
     max_streams: Option<usize>,
+    max_undelivered_bytes: Option<usize>,
 }
 
 impl ApiKeys {
@@ -191,6 +194,15 @@ impl ApiKeys {
                 requests_per_second: positive(entry.requests_per_second, "requests_per_second")?,
                 bytes_per_second: positive(entry.bytes_per_second, "bytes_per_second")?,
                 max_streams: entry.max_streams,
+                max_undelivered_bytes: match entry.max_undelivered_bytes {
+                    Some(n) if n < crate::quota::MIN_MAX_UNDELIVERED_BYTES => {
+                        return Err(invalid(&format!(
+                            "max_undelivered_bytes is {n}, must be at least {}",
+                            crate::quota::MIN_MAX_UNDELIVERED_BYTES
+                        )));
+                    }
+                    other => other,
+                },
             };
             let quota = match previous.grant_named(&entry.name) {
                 Some(old) => KeyQuota::carry_over(&old.quota, limits),

@@ -1,4 +1,5 @@
-//! Per-key quotas: requests per second, bytes per second, concurrent streams.
+//! Per-key quotas: requests per second, bytes per second, concurrent streams, and the bytes
+//! drawn for the key that the transport has not yet taken.
 //!
 //! Token buckets (GCRA, from `governor`) hold each key's request and byte allowances. A unary
 //! call is admitted or refused before any byte is drawn, and a refusal says when to retry.
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// A key's limits as configured; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,6 +25,21 @@ pub struct Limits {
     pub bytes_per_second: Option<NonZeroU32>,
     /// Streams open at once.
     pub max_streams: Option<usize>,
+    /// Bytes drawn for the key and not yet handed to the transport (a client that does not
+    /// read holds them); `None` is [`DEFAULT_MAX_UNDELIVERED_BYTES`]. Never unlimited.
+    pub max_undelivered_bytes: Option<usize>,
+}
+
+/// The default cap on a key's drawn-but-undelivered bytes.
+pub const DEFAULT_MAX_UNDELIVERED_BYTES: usize = 32 << 20;
+/// The smallest cap: the largest single draw (a 1 MiB request or stream message) must fit.
+pub const MIN_MAX_UNDELIVERED_BYTES: usize = 1 << 20;
+
+impl Limits {
+    /// The cap on drawn-but-undelivered bytes in force.
+    pub fn undelivered_cap(&self) -> usize {
+        self.max_undelivered_bytes.unwrap_or(DEFAULT_MAX_UNDELIVERED_BYTES)
+    }
 }
 
 /// Why a call was refused by its key's quota.
@@ -71,6 +88,8 @@ pub struct KeyQuota {
     requests: Option<DefaultDirectRateLimiter>,
     bytes: Option<DefaultDirectRateLimiter>,
     open_streams: Arc<AtomicUsize>,
+    /// Permits = bytes the key may still have drawn and undelivered.
+    undelivered: Arc<Semaphore>,
 }
 
 /// Burst floor of the byte bucket: the largest request (1 MiB) must always be admissible.
@@ -85,7 +104,8 @@ impl KeyQuota {
             let burst = NonZeroU32::new(b.get().max(MIN_BYTE_BURST)).unwrap_or(b);
             governor::RateLimiter::direct(Quota::per_second(b).allow_burst(burst))
         });
-        Self { limits, requests, bytes, open_streams: Arc::new(AtomicUsize::new(0)) }
+        let undelivered = Arc::new(Semaphore::new(limits.undelivered_cap()));
+        Self { limits, requests, bytes, open_streams: Arc::new(AtomicUsize::new(0)), undelivered }
     }
 
     /// The state a key continues with when the keys file is reloaded with `limits`: the same
@@ -98,6 +118,9 @@ impl KeyQuota {
         }
         let mut fresh = Self::new(limits);
         fresh.open_streams = Arc::clone(&previous.open_streams);
+        if limits.undelivered_cap() == previous.limits.undelivered_cap() {
+            fresh.undelivered = Arc::clone(&previous.undelivered);
+        }
         Arc::new(fresh)
     }
 
@@ -156,6 +179,29 @@ impl KeyQuota {
             Some(limit) if open > limit => Err(QuotaError::Streams { limit }),
             _ => Ok(slot),
         }
+    }
+
+    /// Holds `n` bytes of the key's undelivered allowance until the returned permit drops,
+    /// waiting until `deadline` (or without limit) while the key's earlier draws are still
+    /// with clients that have not read them. `None` when the deadline passed first.
+    pub async fn hold_undelivered(
+        &self,
+        n: usize,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let n = u32::try_from(n.min(self.limits.undelivered_cap())).unwrap_or(u32::MAX);
+        let acquire = self.undelivered.clone().acquire_many_owned(n);
+        let permit = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, acquire).await.ok()?,
+            None => acquire.await,
+        };
+        // The semaphore is never closed.
+        permit.ok()
+    }
+
+    /// Bytes drawn for the key and not yet delivered.
+    pub fn undelivered_bytes(&self) -> usize {
+        self.limits.undelivered_cap() - self.undelivered.available_permits()
     }
 
     /// Streams open now.
@@ -231,6 +277,18 @@ mod tests {
         assert_eq!(q.open_streams(), 2, "a refused open does not hold a slot");
         drop(a);
         q.open_stream().expect("a slot came back");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn undelivered_bytes_are_capped_and_come_back() {
+        let q = KeyQuota::new(Limits { max_undelivered_bytes: Some(2 << 20), ..Limits::default() });
+        let first = q.hold_undelivered(1 << 20, None).await.expect("room");
+        let _second = q.hold_undelivered(1 << 20, None).await.expect("room");
+        assert_eq!(q.undelivered_bytes(), 2 << 20);
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert!(q.hold_undelivered(1, Some(soon)).await.is_none(), "the cap holds");
+        drop(first);
+        assert!(q.hold_undelivered(1 << 20, Some(soon)).await.is_some(), "delivery frees room");
     }
 
     #[tokio::test]

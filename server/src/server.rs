@@ -20,6 +20,7 @@ use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
 use crate::conn_limit::{Admission, TrackCallsLayer};
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
+use crate::grpc::delivery::DeliveryLayer;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
@@ -253,11 +254,7 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
-fn base_server(
-    stream_window: u32,
-    connection_window: u32,
-    max_streams: u32,
-) -> Server<Stack<TrackCallsLayer, Identity>> {
+fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> Server<Layers> {
     Server::builder()
         // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: compliant clients queue past it; a stream
         // opened anyway gets REFUSED_STREAM.
@@ -267,11 +264,16 @@ fn base_server(
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .layer(TrackCallsLayer)
+        .layer(DeliveryLayer)
 }
+
+/// The tower layers around every service: call tracking for the idle timeout (outermost),
+/// then delivery accounting.
+type Layers = Stack<DeliveryLayer, Stack<TrackCallsLayer, Identity>>;
 
 /// Serves `router` on `listener`, over TLS when `tls` is set, until `shutdown`.
 async fn serve_router(
-    router: Router<Stack<TrackCallsLayer, Identity>>,
+    router: Router<Layers>,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     admission: Admission,

@@ -16,7 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline;
-use super::errors::{out_of_range, take_failed};
+use super::errors::{out_of_range, take_failed, undelivered_exceeded};
 use super::observe::Call;
 use super::stream_random::{Outbox, Producer, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
@@ -101,13 +101,18 @@ impl EntropyApi {
             return Err(take_failed(TakeError::TimedOut, limit, n));
         }
         grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
+        let hold = grant
+            .quota
+            .hold_undelivered(n, Some(until))
+            .await
+            .ok_or_else(|| undelivered_exceeded(grant, n))?;
         let tenant = Tenant::named(&grant.name);
         let drawn = self
             .pool
             .take_for(tenant, n, Some(until))
             .await
             .map_err(|e| take_failed(e, limit, n))?;
-        call.drew(n);
+        call.drew_held(&self.pool, n, hold);
         Ok(drawn)
     }
 }
@@ -127,8 +132,7 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetRandomResponse>, Status> {
         let mut call = Call::start(&self.metrics, Method::GetRandom);
         let result = self.handle_get_random(&mut call, request).await;
-        call.finish(&result);
-        result
+        call.finish(result)
     }
 
     type StreamRandomStream = Outbox;
@@ -154,8 +158,7 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetIntegersResponse>, Status> {
         let mut call = Call::start(&self.metrics, Method::GetIntegers);
         let result = self.handle_get_integers(&mut call, request).await;
-        call.finish(&result);
-        result
+        call.finish(result)
     }
 
     async fn get_floats(
@@ -164,8 +167,7 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetFloatsResponse>, Status> {
         let mut call = Call::start(&self.metrics, Method::GetFloats);
         let result = self.handle_get_floats(&mut call, request).await;
-        call.finish(&result);
-        result
+        call.finish(result)
     }
 
     async fn get_uuids(
@@ -174,8 +176,7 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetUuidsResponse>, Status> {
         let mut call = Call::start(&self.metrics, Method::GetUuids);
         let result = self.handle_get_uuids(&mut call, request).await;
-        call.finish(&result);
-        result
+        call.finish(result)
     }
 
     async fn get_status(
@@ -184,8 +185,7 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetStatusResponse>, Status> {
         let mut call = Call::start(&self.metrics, Method::GetStatus);
         let result = self.handle_get_status(&mut call, request);
-        call.finish(&result);
-        result
+        call.finish(result)
     }
 }
 

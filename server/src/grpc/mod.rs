@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod deadline;
+pub mod delivery;
 pub mod entropy_service;
 pub mod errors;
 pub mod ingest_service;

@@ -11,9 +11,13 @@ use std::time::Instant;
 
 use tonic::{Code, Status};
 
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::delivery::{Ticket, Undelivered};
 use super::errors::quota_exceeded;
 use crate::auth::{KeyGrant, Scope};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
+use crate::pool::Pool;
 use crate::quota::QuotaError;
 
 /// Counts bytes served for one call's method and key.
@@ -45,6 +49,8 @@ pub struct Call {
     bytes: u64,
     /// A short label for a refusal, for the log line.
     refusal: Option<&'static str>,
+    /// What a unary call drew, held until its response is delivered.
+    undelivered: Option<Undelivered>,
 }
 
 impl Call {
@@ -57,6 +63,7 @@ impl Call {
             key: None,
             bytes: 0,
             refusal: None,
+            undelivered: None,
         }
     }
 
@@ -116,9 +123,17 @@ impl Call {
         quota_exceeded(e)
     }
 
-    /// Notes `n` bytes drawn for the caller (served if the call succeeds).
+    /// Notes `n` bytes drawn for the caller (a stream's message: its queue counts them).
     pub fn drew(&mut self, n: usize) {
         self.bytes += n as u64;
+    }
+
+    /// Notes `n` bytes drawn from `pool` for a unary caller, holding `hold` of its key's
+    /// undelivered allowance: served once the response is delivered (see [`super::delivery`]).
+    pub fn drew_held(&mut self, pool: &Arc<Pool>, n: usize, hold: OwnedSemaphorePermit) {
+        self.bytes += n as u64;
+        let meter = self.meter();
+        self.undelivered.get_or_insert_with(|| Undelivered::new(pool.clone(), meter)).add(n, hold);
     }
 
     /// Counts `n` bytes sent at once (a stream's message).
@@ -140,20 +155,29 @@ impl Call {
         }
     }
 
-    /// Ends a unary call with its result.
-    pub fn finish<T>(mut self, result: &Result<T, Status>) {
+    /// Ends a unary call with its result. A successful response carries what the call drew
+    /// to the delivery layer, which counts it as served once the transport has taken it.
+    pub fn finish<T>(
+        mut self,
+        result: Result<tonic::Response<T>, Status>,
+    ) -> Result<tonic::Response<T>, Status> {
+        let undelivered = self.undelivered.take();
         match result {
-            Ok(_) => {
-                let n = std::mem::take(&mut self.bytes);
-                if n > 0 {
-                    self.sent(n as usize);
+            Ok(mut response) => {
+                if let Some(undelivered) = undelivered {
+                    response.extensions_mut().insert(Ticket::new(undelivered));
                 }
                 self.end(Code::Ok, "");
+                Ok(response)
             }
             Err(status) => {
                 // Drawn bytes of a failed call went back to the pool or were never drawn.
+                if let Some(undelivered) = undelivered {
+                    undelivered.abandon();
+                }
                 self.bytes = 0;
                 self.end(status.code(), status.message());
+                Err(status)
             }
         }
     }

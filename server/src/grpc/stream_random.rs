@@ -21,7 +21,7 @@ use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
@@ -129,6 +129,13 @@ impl Drop for Unsent {
 
 type Message = Result<StreamRandomResponse, Status>;
 
+/// A message in the stream's queue, with its hold on the key's undelivered allowance.
+#[derive(Debug)]
+pub struct Queued {
+    message: Message,
+    _hold: Option<OwnedSemaphorePermit>,
+}
+
 impl Producer {
     /// Starts the stream's task on `spawn` and returns the stream for tonic.
     pub fn start(self, spawn: impl FnOnce(futures_util::future::BoxFuture<'static, ()>)) -> Outbox {
@@ -138,7 +145,7 @@ impl Producer {
         outbox
     }
 
-    async fn run(mut self, tx: mpsc::Sender<Message>) {
+    async fn run(mut self, tx: mpsc::Sender<Queued>) {
         let depth = stream_depth(self.plan.chunk);
         let mut in_flight = FuturesOrdered::new();
         let mut planned: u64 = 0;
@@ -171,10 +178,11 @@ impl Producer {
                 next = in_flight.next() => next.unwrap_or(Err(Ended::ClientLeft)),
             };
             match next {
-                Ok((place, unsent)) => {
+                Ok((place, unsent, hold)) => {
                     let bytes = unsent.into_bytes();
                     let n = bytes.len();
-                    place.send(Ok(StreamRandomResponse { data: bytes.into_vec() }));
+                    let message = Ok(StreamRandomResponse { data: bytes.into_vec() });
+                    place.send(Queued { message, _hold: Some(hold) });
                     self.call.drew(n);
                 }
                 Err(Ended::ClientLeft) => break (Code::Cancelled, "client left".into()),
@@ -195,28 +203,43 @@ impl Producer {
     /// One message: a place in the queue, the key's byte tokens, then the bytes.
     fn draw(
         &self,
-        tx: mpsc::Sender<Message>,
+        tx: mpsc::Sender<Queued>,
         n: usize,
-    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Message>, Unsent), Ended>> + use<> {
+    ) -> impl Future<
+        Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, OwnedSemaphorePermit), Ended>,
+    > + use<> {
         let (pool, quota, tenant, max_wait) =
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait);
         async move {
             let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
-            // Metered as it flows: wait for the key's byte tokens, then draw.
+            // Metered as it flows: wait for the key's byte tokens and room in its undelivered
+            // allowance (other streams of the key may hold it), then draw.
             quota.wait_bytes(n).await;
+            let hold = quota
+                .hold_undelivered(n, Some(Instant::now() + max_wait))
+                .await
+                .ok_or_else(|| {
+                    Ended::Failed(Status::resource_exhausted(format!(
+                        "the key's clients hold {} bytes drawn and unread (max_undelivered_bytes \
+                     {}) for longer than {} ms; nothing consumed",
+                        quota.undelivered_bytes(),
+                        quota.limits().undelivered_cap(),
+                        max_wait.as_millis()
+                    )))
+                })?;
             let bytes = pool
                 .take_for(tenant, n, Some(Instant::now() + max_wait))
                 .await
                 .map_err(|e| Ended::Failed(stream_take_failed(e, n, max_wait)))?;
-            Ok((place, Unsent { pool, bytes: Some(bytes) }))
+            Ok((place, Unsent { pool, bytes: Some(bytes) }, hold))
         }
     }
 
     /// Queues the stream's final status, unless the client leaves or stops reading for
     /// `max_wait` first.
-    async fn send_last(&self, tx: &mpsc::Sender<Message>, status: Status) {
+    async fn send_last(&self, tx: &mpsc::Sender<Queued>, status: Status) {
         tokio::select! {
-            _ = tx.send(Err(status)) => {}
+            _ = tx.send(Queued { message: Err(status), _hold: None }) => {}
             () = tokio::time::sleep(self.max_wait) => {}
         }
     }
@@ -226,7 +249,7 @@ impl Producer {
 /// it, and the messages left in it when it is dropped as discarded.
 #[derive(Debug)]
 pub struct Outbox {
-    rx: mpsc::Receiver<Message>,
+    rx: mpsc::Receiver<Queued>,
     pool: Arc<Pool>,
     meter: ServedMeter,
 }
@@ -238,19 +261,22 @@ impl Stream for Outbox {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Message>> {
-        let next = self.rx.poll_recv(cx);
-        if let std::task::Poll::Ready(Some(Ok(message))) = &next {
-            self.meter.served(message.data.len());
-        }
-        next
+        // The transport takes the message: it is served, and its hold ends with `Queued`.
+        self.rx.poll_recv(cx).map(|queued| {
+            let message = queued?.message;
+            if let Ok(message) = &message {
+                self.meter.served(message.data.len());
+            }
+            Some(message)
+        })
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
         self.rx.close();
-        while let Ok(message) = self.rx.try_recv() {
-            if let Ok(mut message) = message {
+        while let Ok(queued) = self.rx.try_recv() {
+            if let Ok(mut message) = queued.message {
                 self.pool.count_undelivered(message.data.len());
                 crate::secret::wipe(&mut message.data);
             }

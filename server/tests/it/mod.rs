@@ -11,3 +11,4 @@ mod metrics;
 mod quota;
 mod support;
 mod tls;
+mod undelivered;

@@ -1,0 +1,170 @@
+//! Delivery: drawn bytes count as served only once the transport has taken them, and hold
+//! their key's undelivered allowance until then.
+//!
+//! A client that does not read its responses must not make the gateway hold entropy without
+//! bound. Every draw first holds that many bytes of its key's `max_undelivered_bytes`
+//! ([`crate::quota::KeyQuota::hold_undelivered`]); the hold ends when the response is
+//! delivered: for a unary call when the transport has polled its response to the end (the
+//! trailers come after the data, and hyper asks for them only once HTTP/2 flow control has
+//! admitted the data), for a stream message when the transport takes it from the stream's
+//! queue. A response dropped before that (the client reset the call, the connection closed)
+//! counts its bytes as discarded, never as served; they were wiped where we held them.
+//!
+//! [`DeliveryLayer`] finds an [`Undelivered`] in a response's extensions (put there by
+//! [`super::observe::Call::finish`]) and keeps it with the response body until the body ends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::observe::ServedMeter;
+use crate::pool::Pool;
+
+/// Bytes drawn for one response and not yet delivered.
+#[derive(Debug)]
+pub struct Undelivered {
+    n: usize,
+    pool: Arc<Pool>,
+    meter: ServedMeter,
+    hold: Option<OwnedSemaphorePermit>,
+}
+
+impl Undelivered {
+    /// Nothing yet, for a response metered by `meter`.
+    pub fn new(pool: Arc<Pool>, meter: ServedMeter) -> Self {
+        Self { n: 0, pool, meter, hold: None }
+    }
+
+    /// Adds `n` drawn bytes, holding `hold` of the key's allowance.
+    pub fn add(&mut self, n: usize, hold: OwnedSemaphorePermit) {
+        self.n += n;
+        match &mut self.hold {
+            Some(held) => held.merge(hold),
+            None => self.hold = Some(hold),
+        }
+    }
+
+    /// Bytes drawn.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True when nothing was drawn.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The bytes went back to the pool (the call failed): nothing to count.
+    pub fn abandon(mut self) {
+        self.n = 0;
+    }
+
+    /// The transport took the bytes: count them as served.
+    pub fn delivered(mut self) {
+        self.meter.served(self.n);
+        self.n = 0;
+    }
+}
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            self.pool.count_undelivered(self.n);
+        }
+    }
+}
+
+/// An [`Undelivered`] riding in a response's extensions (which must be `Clone`).
+#[derive(Debug, Clone)]
+pub struct Ticket(Arc<Mutex<Option<Undelivered>>>);
+
+impl Ticket {
+    /// Wraps `undelivered` for the extensions.
+    pub fn new(undelivered: Undelivered) -> Self {
+        Self(Arc::new(Mutex::new(Some(undelivered))))
+    }
+
+    fn take(&self) -> Option<Undelivered> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+}
+
+/// Keeps each response's [`Undelivered`] with its body until the body ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeliveryLayer;
+
+impl<S> tower::Layer<S> for DeliveryLayer {
+    type Service = Delivery<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Delivery { inner }
+    }
+}
+
+/// The service [`DeliveryLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct Delivery<S> {
+    inner: S,
+}
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for Delivery<S>
+where
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Delivering<ResBody>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let mut response = response.await?;
+            let pending = response.extensions_mut().remove::<Ticket>().and_then(|t| t.take());
+            Ok(response.map(|body| Delivering { body, pending }))
+        })
+    }
+}
+
+/// A response body that holds its [`Undelivered`] until the body ends.
+#[derive(Debug)]
+pub struct Delivering<B> {
+    body: B,
+    pending: Option<Undelivered>,
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for Delivering<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        let ended = match &frame {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(frame))) => frame.is_trailers(),
+            _ => false,
+        };
+        if ended && let Some(pending) = self.pending.take() {
+            pending.delivered();
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
