@@ -70,6 +70,14 @@ pub struct GatewayConfig {
     /// A connection with no call in progress for this long is closed (0: never). PINGs and
     /// partial requests do not count as activity.
     pub idle_timeout_ms: u64,
+    /// A connection whose responses (entropy drawn for its client) wait this long with nothing
+    /// written to the socket is closed, and what it held is wiped and counted as discarded
+    /// (0: never). A client that stopped reading cannot pin memory longer.
+    pub send_timeout_ms: u64,
+    /// Bytes drawn for one connection's calls and not yet taken by the transport; further
+    /// draws on it wait for room (then RESOURCE_EXHAUSTED). Each key has its own cap too
+    /// (`max_undelivered_bytes` in the keys file, default 32 MiB).
+    pub max_undelivered_bytes_per_connection: usize,
     /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off.
     pub metrics_listen_addr: String,
     /// Not ready (gRPC health NOT_SERVING, /readyz 503) when no chunk has arrived from any
@@ -114,6 +122,8 @@ pub const KEYS: &[&str] = &[
     "max_connections",
     "max_streams_per_connection",
     "idle_timeout_ms",
+    "send_timeout_ms",
+    "max_undelivered_bytes_per_connection",
     "metrics_listen_addr",
     "ingest_stale_after_ms",
     "log_format",
@@ -144,6 +154,8 @@ impl Default for GatewayConfig {
             max_connections: 10_000,
             max_streams_per_connection: 256,
             idle_timeout_ms: 120_000,
+            send_timeout_ms: 30_000,
+            max_undelivered_bytes_per_connection: 16 << 20,
             metrics_listen_addr: "0.0.0.0:9464".into(),
             ingest_stale_after_ms: 60_000,
             log_format: LogFormat::Text,
@@ -167,6 +179,11 @@ impl GatewayConfig {
     /// Longest unary wait for entropy.
     pub fn max_wait(&self) -> Duration {
         Duration::from_millis(self.max_wait_ms)
+    }
+
+    /// `send_timeout_ms` as a duration, `None` for never.
+    pub fn send_timeout(&self) -> Option<Duration> {
+        (self.send_timeout_ms > 0).then(|| Duration::from_millis(self.send_timeout_ms))
     }
 
     /// `stream_max_wait_ms` as a duration.
@@ -238,6 +255,18 @@ impl GatewayConfig {
             return bad(
                 "stream_max_wait_ms",
                 format!("{} must be 1..=3600000", self.stream_max_wait_ms),
+            );
+        }
+        if self.send_timeout_ms > 3_600_000 {
+            return bad("send_timeout_ms", format!("{} must be 0..=3600000", self.send_timeout_ms));
+        }
+        if !(1 << 20..=1 << 32).contains(&self.max_undelivered_bytes_per_connection) {
+            return bad(
+                "max_undelivered_bytes_per_connection",
+                format!(
+                    "{} must be 1048576..=4294967296 (the largest draw must fit)",
+                    self.max_undelivered_bytes_per_connection
+                ),
             );
         }
         if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
@@ -423,6 +452,14 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_listen_addr: Option<String>,
+    /// Close a connection whose responses wait this long unsent, ms; 0 = never [default: 30000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_timeout_ms: Option<u64>,
+    /// Drawn-but-undelivered bytes per connection [default: 16777216]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_undelivered_bytes_per_connection: Option<usize>,
     /// Not ready after this long without a chunk from any collector, ms; 0 disables
     /// [default: 60000]
     #[arg(long, value_name = "MS")]
@@ -536,6 +573,8 @@ mod tests {
             max_streams_per_connection: Some(1),
             idle_timeout_ms: Some(1),
             metrics_listen_addr: Some(String::new()),
+            send_timeout_ms: Some(1),
+            max_undelivered_bytes_per_connection: Some(1),
             ingest_stale_after_ms: Some(1),
             log_format: Some(LogFormat::Json),
             log_filter: Some("x".into()),

@@ -15,6 +15,14 @@
 //! slowly entropy flows. A connection idle for the configured time is closed; HTTP/2 PINGs and
 //! bytes trickled by a slow-loris client without completing a request do not count as
 //! activity. Clients reconnect on their next call.
+//!
+//! **Stalled readers.** Entropy drawn for a client waits in our buffers and hyper's until the
+//! client's HTTP/2 window lets it out. A connection that has had a response waiting to be sent
+//! ([`ConnectionInfo::sending`]: a unary response not yet delivered, a stream whose queue is
+//! full) and has written nothing to the socket for `send_timeout` is closed: every response on
+//! it is dropped, and what it held is wiped and counted as discarded. Besides, the bytes drawn
+//! and not yet delivered on one connection are capped ([`ConnectionInfo::hold_undelivered`]),
+//! as they are per key.
 
 use std::future::Future;
 use std::io;
@@ -40,6 +48,7 @@ pub struct Admission {
     slots: Arc<Semaphore>,
     max: usize,
     idle_timeout: Option<Duration>,
+    delivery: DeliveryLimits,
     listener: &'static str,
     metrics: ConnectionMetrics,
     last_warning: Arc<std::sync::Mutex<Option<Instant>>>,
@@ -58,10 +67,18 @@ impl Admission {
             slots: Arc::new(Semaphore::new(max)),
             max,
             idle_timeout,
+            delivery: DeliveryLimits::default(),
             listener,
             metrics,
             last_warning: Arc::default(),
         }
+    }
+
+    /// Closes connections whose responses wait longer than `limits.send_timeout` with
+    /// nothing written, and caps each connection's undelivered bytes.
+    pub fn with_delivery(mut self, limits: DeliveryLimits) -> Self {
+        self.delivery = limits;
+        self
     }
 
     /// `tcp` wrapped with its permit, or `None` (and `tcp` closed) when the listener is full.
@@ -72,11 +89,15 @@ impl Admission {
             return None; // dropping `tcp` closes it
         };
         let slot = Slot { _permit: permit, _open: self.metrics.open() };
-        let activity = Arc::new(Activity::new());
+        let activity = Arc::new(Activity::new(self.delivery.max_undelivered_bytes));
         let idle = self
             .idle_timeout
             .map(|timeout| IdleTimer { timeout, sleep: Box::pin(tokio::time::sleep(timeout)) });
-        Some(Limited { inner: tcp, _slot: slot, activity, idle })
+        let stall = self
+            .delivery
+            .send_timeout
+            .map(|timeout| IdleTimer { timeout, sleep: Box::pin(tokio::time::sleep(timeout)) });
+        Some(Limited { inner: tcp, _slot: slot, activity, idle, stall })
     }
 
     /// Passes through the admitted connections of `incoming`; the rest are closed.
@@ -105,6 +126,21 @@ impl Admission {
     }
 }
 
+/// Limits on what a connection may hold for a client that does not read.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryLimits {
+    /// Close a connection whose waiting responses had nothing written for this long.
+    pub send_timeout: Option<Duration>,
+    /// Bytes drawn for a connection's calls and not yet delivered.
+    pub max_undelivered_bytes: usize,
+}
+
+impl Default for DeliveryLimits {
+    fn default() -> Self {
+        Self { send_timeout: None, max_undelivered_bytes: 16 << 20 }
+    }
+}
+
 /// Calls in progress on one connection, and since when it has had none.
 #[derive(Debug)]
 pub struct Activity {
@@ -112,15 +148,45 @@ pub struct Activity {
     calls: AtomicUsize,
     /// Milliseconds after `origin` when the last call ended (or the connection opened).
     idle_since_ms: AtomicU64,
+    /// Responses waiting to be sent.
+    sending: AtomicUsize,
+    /// Milliseconds after `origin` of the last write to the socket, or of the moment a response
+    /// began to wait when none did, whichever is later.
+    progress_ms: AtomicU64,
+    /// Permits = bytes this connection may still have drawn and undelivered.
+    undelivered: Arc<Semaphore>,
+    max_undelivered: usize,
 }
 
 impl Activity {
-    fn new() -> Self {
+    fn new(max_undelivered: usize) -> Self {
         Self {
             origin: Instant::now(),
             calls: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
+            sending: AtomicUsize::new(0),
+            progress_ms: AtomicU64::new(0),
+            undelivered: Arc::new(Semaphore::new(max_undelivered)),
+            max_undelivered,
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn wrote(&self) {
+        self.progress_ms.fetch_max(self.now_ms(), Ordering::AcqRel);
+    }
+
+    /// When the connection, stalled now, would be closed; `None` while nothing waits to be
+    /// sent.
+    fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
+        if self.sending.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let since = Duration::from_millis(self.progress_ms.load(Ordering::Acquire));
+        Some(self.origin + since + timeout)
     }
 
     fn call_started(self: &Arc<Self>) -> CallGuard {
@@ -152,6 +218,16 @@ impl Drop for CallGuard {
     }
 }
 
+/// A response waiting to be sent on its connection; dropping it ends the wait.
+#[derive(Debug)]
+pub struct Sending(Arc<Activity>);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.0.sending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[derive(Debug)]
 struct IdleTimer {
     timeout: Duration,
@@ -173,9 +249,27 @@ pub struct Limited<T> {
     _slot: Slot,
     activity: Arc<Activity>,
     idle: Option<IdleTimer>,
+    stall: Option<IdleTimer>,
 }
 
 impl<T> Limited<T> {
+    /// True when responses have waited with nothing written for the send timeout. Otherwise
+    /// re-arms the timer for the next moment that could happen.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(stall) = &mut self.stall else { return false };
+        while stall.sleep.as_mut().poll(cx).is_ready() {
+            let next = match self.activity.stall_deadline(stall.timeout) {
+                Some(deadline) if deadline <= Instant::now() => return true,
+                Some(deadline) => deadline,
+                // Nothing waits: look again one timeout from now (a response that starts
+                // waiting stamps its start, so it gets the whole timeout).
+                None => Instant::now() + stall.timeout,
+            };
+            stall.sleep.as_mut().reset(next.into());
+        }
+        false
+    }
+
     /// True when the idle timer has run out with no call in progress. Otherwise re-arms the
     /// timer (registering the waker) for the next moment the connection could time out.
     fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
@@ -201,6 +295,48 @@ pub struct ConnectionInfo {
     activity: Arc<Activity>,
 }
 
+impl ConnectionInfo {
+    /// Marks a response as waiting to be sent until the guard drops (see the module docs).
+    pub fn sending(&self) -> Sending {
+        if self.activity.sending.fetch_add(1, Ordering::AcqRel) == 0 {
+            // The first response to wait gets the whole timeout from now.
+            self.activity.wrote();
+        }
+        Sending(self.activity.clone())
+    }
+
+    /// Holds `n` bytes of this connection's undelivered allowance until the permit drops,
+    /// waiting until `deadline`; `None` when it passed first.
+    pub async fn hold_undelivered(
+        &self,
+        n: usize,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let n = u32::try_from(n.min(self.activity.max_undelivered)).unwrap_or(u32::MAX);
+        let acquire = self.activity.undelivered.clone().acquire_many_owned(n);
+        let permit = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, acquire).await.ok()?,
+            None => acquire.await,
+        };
+        // The semaphore is never closed.
+        permit.ok()
+    }
+
+    /// Bytes drawn for this connection and not yet delivered, and the cap.
+    pub fn undelivered_bytes(&self) -> (usize, usize) {
+        let cap = self.activity.max_undelivered;
+        (cap - self.activity.undelivered.available_permits(), cap)
+    }
+
+    /// The connection of a request, from its extensions (plaintext or TLS).
+    pub fn of(extensions: &http::Extensions) -> Option<&ConnectionInfo> {
+        extensions.get::<ConnectionInfo>().or_else(|| {
+            let tls = extensions.get::<tonic::transport::server::TlsConnectInfo<ConnectionInfo>>();
+            tls.map(|tls| tls.get_ref())
+        })
+    }
+}
+
 impl Connected for Limited<TcpStream> {
     type ConnectInfo = ConnectionInfo;
 
@@ -216,6 +352,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Limited<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if self.stalled(cx) {
+            return Poll::Ready(Err(stalled_error()));
+        }
         if self.idle_expired(cx) {
             tracing::debug!("closing idle connection");
             // End of stream: hyper closes the connection, the peer sees it closed.
@@ -231,7 +370,16 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Limited<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        if self.stalled(cx) {
+            return Poll::Ready(Err(stalled_error()));
+        }
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written
+            && n > 0
+        {
+            self.activity.wrote();
+        }
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -247,12 +395,27 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Limited<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        if self.stalled(cx) {
+            return Poll::Ready(Err(stalled_error()));
+        }
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = written
+            && n > 0
+        {
+            self.activity.wrote();
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
     }
+}
+
+/// The error that closes a stalled connection.
+fn stalled_error() -> io::Error {
+    tracing::debug!("closing a connection whose client stopped reading");
+    io::Error::new(io::ErrorKind::TimedOut, "responses waited longer than the send timeout")
 }
 
 /// Counts each call against its connection's [`Activity`], from the request until the
@@ -276,13 +439,7 @@ pub struct TrackCalls<S> {
 
 /// The connection of `extensions`, over plaintext or TLS.
 fn activity_of(extensions: &http::Extensions) -> Option<&Arc<Activity>> {
-    extensions
-        .get::<ConnectionInfo>()
-        .or_else(|| {
-            let tls = extensions.get::<tonic::transport::server::TlsConnectInfo<ConnectionInfo>>();
-            tls.map(|tls| tls.get_ref())
-        })
-        .map(|info| &info.activity)
+    ConnectionInfo::of(extensions).map(|info| &info.activity)
 }
 
 impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for TrackCalls<S>

@@ -18,7 +18,7 @@ use tower::layer::util::{Identity, Stack};
 
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
-use crate::conn_limit::{Admission, TrackCallsLayer};
+use crate::conn_limit::{Admission, DeliveryLimits, TrackCallsLayer};
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::delivery::DeliveryLayer;
 use crate::grpc::entropy_service::EntropyApi;
@@ -195,7 +195,11 @@ impl Gateway {
             public_server,
             public,
             self.tls.public,
-            Admission::new(max_conns, idle, "public", self.metrics.connections("public")),
+            Admission::new(max_conns, idle, "public", self.metrics.connections("public"))
+                .with_delivery(DeliveryLimits {
+                    send_timeout: self.config.send_timeout(),
+                    max_undelivered_bytes: self.config.max_undelivered_bytes_per_connection,
+                }),
             shutdown.clone(),
         );
         // Ingest receives up to a MiB per call: larger windows keep one collector from being

@@ -13,7 +13,7 @@ use entropy_gateway::config::{ConfigFlags, GatewayConfig, KEYS};
 fn unit(key: &str) -> &'static str {
     match key {
         k if k.ends_with("_ms") => "milliseconds",
-        k if k.ends_with("_bytes") => "bytes",
+        k if k.ends_with("_bytes") || k.contains("_bytes_per_") => "bytes",
         k if k.ends_with("_file") || k.ends_with("_dir") => "path",
         k if k.ends_with("_addr") => "host:port",
         "max_connections" | "max_streams_per_connection" | "replay_max_streams" => "count",

@@ -19,9 +19,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 
 use super::observe::ServedMeter;
+use crate::conn_limit::{ConnectionInfo, Sending};
 use crate::pool::Pool;
+use crate::quota::KeyQuota;
 
 /// Bytes drawn for one response and not yet delivered.
 #[derive(Debug)]
@@ -29,21 +32,23 @@ pub struct Undelivered {
     n: usize,
     pool: Arc<Pool>,
     meter: ServedMeter,
-    hold: Option<OwnedSemaphorePermit>,
+    holds: Vec<OwnedSemaphorePermit>,
 }
 
 impl Undelivered {
     /// Nothing yet, for a response metered by `meter`.
     pub fn new(pool: Arc<Pool>, meter: ServedMeter) -> Self {
-        Self { n: 0, pool, meter, hold: None }
+        Self { n: 0, pool, meter, holds: Vec::new() }
     }
 
-    /// Adds `n` drawn bytes, holding `hold` of the key's allowance.
-    pub fn add(&mut self, n: usize, hold: OwnedSemaphorePermit) {
+    /// Adds `n` drawn bytes, holding `holds` (the key's and the connection's allowances).
+    pub fn add(&mut self, n: usize, holds: Holds) {
         self.n += n;
-        match &mut self.hold {
-            Some(held) => held.merge(hold),
-            None => self.hold = Some(hold),
+        for hold in holds.0 {
+            match self.holds.iter_mut().find(|h| Arc::ptr_eq(h.semaphore(), hold.semaphore())) {
+                Some(held) => held.merge(hold),
+                None => self.holds.push(hold),
+            }
         }
     }
 
@@ -74,6 +79,65 @@ impl Drop for Undelivered {
         if self.n > 0 {
             self.pool.count_undelivered(self.n);
         }
+    }
+}
+
+/// What one draw holds of the allowances it counts against (its key's, its connection's).
+#[derive(Debug, Default)]
+pub struct Holds(pub Vec<OwnedSemaphorePermit>);
+
+/// Holds `n` bytes of the key's undelivered allowance and, when the request came over a
+/// connection we track, of the connection's, waiting until `deadline`. The error names the
+/// allowance that had no room.
+pub async fn hold_undelivered(
+    quota: &KeyQuota,
+    connection: Option<&ConnectionInfo>,
+    n: usize,
+    deadline: Option<Instant>,
+) -> Result<Holds, Full> {
+    let mut holds = Holds::default();
+    if let Some(connection) = connection {
+        let hold = connection.hold_undelivered(n, deadline).await;
+        let (held, cap) = connection.undelivered_bytes();
+        holds.0.push(hold.ok_or(Full::Connection { held, cap })?);
+    }
+    let hold = quota.hold_undelivered(n, deadline).await;
+    let (held, cap) = (quota.undelivered_bytes(), quota.limits().undelivered_cap());
+    holds.0.push(hold.ok_or(Full::Key { held, cap })?);
+    Ok(holds)
+}
+
+/// Which undelivered allowance had no room in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Full {
+    /// The key's (`max_undelivered_bytes` in the keys file).
+    #[error("the key's clients hold {held} bytes drawn and unread (max_undelivered_bytes {cap})")]
+    Key {
+        /// Held now.
+        held: usize,
+        /// The cap.
+        cap: usize,
+    },
+    /// The connection's (`max_undelivered_bytes_per_connection`).
+    #[error(
+        "this connection holds {held} bytes drawn and unread \
+         (max_undelivered_bytes_per_connection {cap})"
+    )]
+    Connection {
+        /// Held now.
+        held: usize,
+        /// The cap.
+        cap: usize,
+    },
+}
+
+impl Full {
+    /// RESOURCE_EXHAUSTED saying which allowance is full; nothing was drawn.
+    pub fn status(self, wanted: usize) -> tonic::Status {
+        tonic::Status::resource_exhausted(format!(
+            "{self}, no room for {wanted} more; nothing consumed: read the responses already \
+             sent, or retry later"
+        ))
     }
 }
 
@@ -124,11 +188,15 @@ where
     }
 
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let connection = ConnectionInfo::of(request.extensions()).cloned();
         let response = self.inner.call(request);
         Box::pin(async move {
             let mut response = response.await?;
             let pending = response.extensions_mut().remove::<Ticket>().and_then(|t| t.take());
-            Ok(response.map(|body| Delivering { body, pending }))
+            // A response with entropy in it waits to be sent until it is delivered: the
+            // connection's send timeout watches it.
+            let sending = pending.as_ref().and(connection.as_ref()).map(ConnectionInfo::sending);
+            Ok(response.map(|body| Delivering { body, pending, _sending: sending }))
         })
     }
 }
@@ -138,6 +206,7 @@ where
 pub struct Delivering<B> {
     body: B,
     pending: Option<Undelivered>,
+    _sending: Option<Sending>,
 }
 
 impl<B: http_body::Body + Unpin> http_body::Body for Delivering<B> {
@@ -156,6 +225,7 @@ impl<B: http_body::Body + Unpin> http_body::Body for Delivering<B> {
         };
         if ended && let Some(pending) = self.pending.take() {
             pending.delivered();
+            self._sending = None;
         }
         frame
     }

@@ -16,11 +16,13 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline;
-use super::errors::{out_of_range, take_failed, undelivered_exceeded};
+use super::delivery;
+use super::errors::{out_of_range, take_failed};
 use super::observe::Call;
 use super::stream_random::{Outbox, Producer, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
 use crate::config::MAX_GET_RANDOM_BYTES;
+use crate::conn_limit::ConnectionInfo;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::{GatewayMetrics, Method};
@@ -88,7 +90,7 @@ impl EntropyApi {
     async fn draw(
         &self,
         call: &mut Call,
-        metadata: &MetadataMap,
+        (metadata, extensions): (&MetadataMap, &tonic::Extensions),
         grant: &KeyGrant,
         n: usize,
     ) -> Result<Drawn, Status> {
@@ -101,18 +103,17 @@ impl EntropyApi {
             return Err(take_failed(TakeError::TimedOut, limit, n));
         }
         grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
-        let hold = grant
-            .quota
-            .hold_undelivered(n, Some(until))
+        let connection = ConnectionInfo::of(extensions);
+        let holds = delivery::hold_undelivered(&grant.quota, connection, n, Some(until))
             .await
-            .ok_or_else(|| undelivered_exceeded(grant, n))?;
+            .map_err(|full| full.status(n))?;
         let tenant = Tenant::named(&grant.name);
         let drawn = self
             .pool
             .take_for(tenant, n, Some(until))
             .await
             .map_err(|e| take_failed(e, limit, n))?;
-        call.drew_held(&self.pool, n, hold);
+        call.drew_held(&self.pool, n, holds);
         Ok(drawn)
     }
 }
@@ -204,7 +205,7 @@ impl EntropyApi {
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
-        let drawn = self.draw(call, &metadata, &grant, n).await?;
+        let drawn = self.draw(call, (&metadata, &extensions), &grant, n).await?;
         let response = match encoding {
             Encoding::Unspecified => {
                 GetRandomResponse { data: drawn.into_vec(), text: String::new() }
@@ -234,6 +235,7 @@ impl EntropyApi {
             pool: self.pool.clone(),
             tenant: Tenant::named(&grant.name),
             quota: grant.quota.clone(),
+            connection: ConnectionInfo::of(&extensions).cloned(),
             slot,
             max_wait: self.stream_max_wait,
             client_deadline: deadline::client_deadline(&metadata, Instant::now()),
@@ -275,7 +277,10 @@ impl EntropyApi {
         // call consumes nothing.
         let mut rounds: Vec<Drawn> = Vec::new();
         while values.len() < count {
-            match self.draw(call, &metadata, &grant, (count - values.len()) * k).await {
+            match self
+                .draw(call, (&metadata, &extensions), &grant, (count - values.len()) * k)
+                .await
+            {
                 Ok(bytes) => {
                     values.extend(
                         bytes
@@ -304,7 +309,7 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(call, &metadata, &grant, count * FLOAT_BYTES).await?;
+        let bytes = self.draw(call, (&metadata, &extensions), &grant, count * FLOAT_BYTES).await?;
         let values = bytes
             .chunks_exact(FLOAT_BYTES)
             .map(|c| float_from(c.try_into().unwrap_or(&[0; FLOAT_BYTES])))
@@ -320,7 +325,7 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let count = check_count("count", req.count)?;
-        let bytes = self.draw(call, &metadata, &grant, count * UUID_BYTES).await?;
+        let bytes = self.draw(call, (&metadata, &extensions), &grant, count * UUID_BYTES).await?;
         let uuids = bytes
             .chunks_exact(UUID_BYTES)
             .map(|c| uuid_v4_from(c.try_into().unwrap_or([0; UUID_BYTES])).to_string())

@@ -5,7 +5,6 @@
 
 use tonic::Status;
 
-use crate::auth::KeyGrant;
 use crate::ingest::IngestError;
 use crate::ingest::replay::ReplayError;
 use crate::ingest::verify::VerifyError;
@@ -71,17 +70,4 @@ pub fn quota_exceeded(e: QuotaError) -> Status {
         }
     }
     status
-}
-
-/// RESOURCE_EXHAUSTED for a key whose clients hold too many drawn bytes unread (until the
-/// call's deadline, nothing was delivered to make room).
-pub fn undelivered_exceeded(grant: &KeyGrant, wanted: usize) -> Status {
-    Status::resource_exhausted(format!(
-        "key {:?} has {} bytes drawn that its clients have not read yet \
-         (max_undelivered_bytes {}), no room for {wanted} more; nothing consumed, read your \
-         responses or retry later",
-        grant.name,
-        grant.quota.undelivered_bytes(),
-        grant.quota.limits().undelivered_cap(),
-    ))
 }

@@ -11,9 +11,7 @@ use std::time::Instant;
 
 use tonic::{Code, Status};
 
-use tokio::sync::OwnedSemaphorePermit;
-
-use super::delivery::{Ticket, Undelivered};
+use super::delivery::{Holds, Ticket, Undelivered};
 use super::errors::quota_exceeded;
 use crate::auth::{KeyGrant, Scope};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
@@ -128,12 +126,12 @@ impl Call {
         self.bytes += n as u64;
     }
 
-    /// Notes `n` bytes drawn from `pool` for a unary caller, holding `hold` of its key's
-    /// undelivered allowance: served once the response is delivered (see [`super::delivery`]).
-    pub fn drew_held(&mut self, pool: &Arc<Pool>, n: usize, hold: OwnedSemaphorePermit) {
+    /// Notes `n` bytes drawn from `pool` for a unary caller, holding `holds` of its key's and connection's
+    /// undelivered allowances: served once the response is delivered (see [`super::delivery`]).
+    pub fn drew_held(&mut self, pool: &Arc<Pool>, n: usize, holds: Holds) {
         self.bytes += n as u64;
         let meter = self.meter();
-        self.undelivered.get_or_insert_with(|| Undelivered::new(pool.clone(), meter)).add(n, hold);
+        self.undelivered.get_or_insert_with(|| Undelivered::new(pool.clone(), meter)).add(n, holds);
     }
 
     /// Counts `n` bytes sent at once (a stream's message).

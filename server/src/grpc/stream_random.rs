@@ -21,14 +21,16 @@ use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 use super::deadline::Limit;
+use super::delivery::{self, Holds};
 use super::errors::{out_of_range, take_failed};
 use super::observe::{Call, ServedMeter};
+use crate::conn_limit::ConnectionInfo;
 use crate::pool::{Drawn, Pool, TakeError, Tenant};
 use crate::quota::{KeyQuota, StreamSlot};
 
@@ -87,8 +89,10 @@ pub struct Producer {
     pub pool: Arc<Pool>,
     /// Whose fair share the draws count against.
     pub tenant: Tenant,
-    /// The key's byte metering.
+    /// The key's byte metering and undelivered allowance.
     pub quota: Arc<KeyQuota>,
+    /// The connection the stream runs on (its undelivered allowance and send timeout).
+    pub connection: Option<ConnectionInfo>,
     /// Holds the key's stream slot until the stream ends.
     pub slot: StreamSlot,
     /// Longest wait for one message's entropy.
@@ -133,7 +137,7 @@ type Message = Result<StreamRandomResponse, Status>;
 #[derive(Debug)]
 pub struct Queued {
     message: Message,
-    _hold: Option<OwnedSemaphorePermit>,
+    _holds: Holds,
 }
 
 impl Producer {
@@ -182,7 +186,7 @@ impl Producer {
                     let bytes = unsent.into_bytes();
                     let n = bytes.len();
                     let message = Ok(StreamRandomResponse { data: bytes.into_vec() });
-                    place.send(Queued { message, _hold: Some(hold) });
+                    place.send(Queued { message, _holds: hold });
                     self.call.drew(n);
                 }
                 Err(Ended::ClientLeft) => break (Code::Cancelled, "client left".into()),
@@ -205,28 +209,29 @@ impl Producer {
         &self,
         tx: mpsc::Sender<Queued>,
         n: usize,
-    ) -> impl Future<
-        Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, OwnedSemaphorePermit), Ended>,
-    > + use<> {
+    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, Holds), Ended>> + use<>
+    {
         let (pool, quota, tenant, max_wait) =
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait);
+        let connection = self.connection.clone();
         async move {
-            let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
+            let place = match tx.clone().try_reserve_owned() {
+                Ok(place) => place,
+                Err(mpsc::error::TrySendError::Closed(_)) => return Err(Ended::ClientLeft),
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    // The queue is full: the client is not reading as fast as we draw. While
+                    // this waits, the connection's send timeout watches it.
+                    let _sending = connection.as_ref().map(ConnectionInfo::sending);
+                    tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?
+                }
+            };
             // Metered as it flows: wait for the key's byte tokens and room in its undelivered
             // allowance (other streams of the key may hold it), then draw.
             quota.wait_bytes(n).await;
-            let hold = quota
-                .hold_undelivered(n, Some(Instant::now() + max_wait))
+            let deadline = Some(Instant::now() + max_wait);
+            let hold = delivery::hold_undelivered(&quota, connection.as_ref(), n, deadline)
                 .await
-                .ok_or_else(|| {
-                    Ended::Failed(Status::resource_exhausted(format!(
-                        "the key's clients hold {} bytes drawn and unread (max_undelivered_bytes \
-                     {}) for longer than {} ms; nothing consumed",
-                        quota.undelivered_bytes(),
-                        quota.limits().undelivered_cap(),
-                        max_wait.as_millis()
-                    )))
-                })?;
+                .map_err(|full| Ended::Failed(full.status(n)))?;
             let bytes = pool
                 .take_for(tenant, n, Some(Instant::now() + max_wait))
                 .await
@@ -239,7 +244,7 @@ impl Producer {
     /// `max_wait` first.
     async fn send_last(&self, tx: &mpsc::Sender<Queued>, status: Status) {
         tokio::select! {
-            _ = tx.send(Queued { message: Err(status), _hold: None }) => {}
+            _ = tx.send(Queued { message: Err(status), _holds: Holds::default() }) => {}
             () = tokio::time::sleep(self.max_wait) => {}
         }
     }

@@ -5,16 +5,20 @@
 use std::time::Duration;
 
 use entropy_gateway::auth::{ApiKeys, digest};
-use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, GetStatusResponse};
+use entropy_gateway::config::GatewayConfig;
+use entropy_proto::v1::{
+    GetRandomRequest, GetStatusRequest, GetStatusResponse, StreamRandomRequest,
+};
 use prost::Message;
 use prost::bytes::{BufMut, Bytes, BytesMut};
 
 use super::support::{TestGateway, start_with_keys, test_config, with_key};
 
-/// A gateway whose key "stalled" may hold 2 MiB undelivered, and a key "other"; 8 MiB fed.
-async fn gateway() -> TestGateway {
+/// A gateway with a key "stalled" (with `stalled_limits` in its keys-file entry) and a key
+/// "other", 8 MiB fed, configured by `edit`.
+async fn gateway(stalled_limits: &str, edit: impl FnOnce(&mut GatewayConfig)) -> TestGateway {
     let text = format!(
-        "[[key]]\nname = \"stalled\"\nsha256 = \"{}\"\nmax_undelivered_bytes = 2097152\n\
+        "[[key]]\nname = \"stalled\"\nsha256 = \"{}\"\n{stalled_limits}\n\
          [[key]]\nname = \"other\"\nsha256 = \"{}\"\n",
         hex::encode(digest(b"stalled")),
         hex::encode(digest(b"other")),
@@ -25,6 +29,7 @@ async fn gateway() -> TestGateway {
     let config = test_config(|c| {
         c.pool_capacity_bytes = 8 << 20;
         c.max_wait_ms = 500;
+        edit(c);
     });
     let mut gw = start_with_keys(config, keys).await;
     gw.feed(8 << 20, 1 << 20, |i| i as u8).await;
@@ -46,44 +51,89 @@ fn frame(message: &impl Message) -> Bytes {
     out.freeze()
 }
 
+/// A client that announces a zero window (the gateway can send it nothing) and never reads.
+struct Stalled {
+    h2: h2::client::SendRequest<Bytes>,
+    driver: tokio::task::JoinHandle<Result<(), h2::Error>>,
+    addr: std::net::SocketAddr,
+}
+
+impl Stalled {
+    async fn connect(gw: &TestGateway) -> Self {
+        let tcp = tokio::net::TcpStream::connect(gw.public).await.expect("connect");
+        let (h2, connection) = h2::client::Builder::new()
+            .initial_window_size(0)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .expect("h2 handshake");
+        Self { h2, driver: tokio::spawn(connection), addr: gw.public }
+    }
+
+    /// Sends one call of `method` with `message` as key "stalled"; the response is not read.
+    async fn call(&mut self, method: &str, message: &impl Message) -> h2::client::ResponseFuture {
+        let request =
+            http::Request::post(format!("http://{}/entropy.v1.EntropyService/{method}", self.addr))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .header("authorization", "Bearer stalled")
+                .body(())
+                .expect("request");
+        self.h2 = self.h2.clone().ready().await.expect("ready");
+        let (response, mut body) = self.h2.send_request(request, false).expect("send");
+        body.send_data(frame(message), true).expect("data");
+        response
+    }
+
+    /// Waits (up to 10 s) for the gateway to close the connection.
+    async fn closed_by_the_gateway(self) {
+        let ended = tokio::time::timeout(Duration::from_secs(10), self.driver).await;
+        assert!(ended.is_ok(), "the gateway did not close the stalled connection within 10 s");
+    }
+}
+
+/// Waits (up to 5 s) until the gateway's served counter reads `n`, and returns the status.
+async fn served_becomes(gw: &TestGateway, n: u64) -> GetStatusResponse {
+    let mut after = status(gw).await;
+    for _ in 0..500 {
+        if after.served_bytes_total == n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        after = status(gw).await;
+    }
+    after
+}
+
+/// Reads the status of a refused call's response: code and message.
+async fn refusal(response: h2::client::ResponseFuture) -> (String, String) {
+    let response = tokio::time::timeout(Duration::from_secs(10), response)
+        .await
+        .expect("answered within the wait")
+        .expect("response headers");
+    let header = |name| {
+        response.headers().get(name).map_or(String::new(), |v| v.to_str().unwrap_or("?").into())
+    };
+    (header("grpc-status"), header("grpc-message"))
+}
+
+fn one_mib() -> GetRandomRequest {
+    GetRandomRequest { num_bytes: 1 << 20, ..Default::default() }
+}
+
 #[tokio::test]
 async fn a_client_that_does_not_read_holds_at_most_its_keys_allowance() {
-    let gw = gateway().await;
-    let tcp = tokio::net::TcpStream::connect(gw.public).await.expect("connect");
-    let (mut h2, connection) = h2::client::Builder::new()
-        .initial_window_size(0)
-        .handshake::<_, Bytes>(tcp)
-        .await
-        .expect("h2 handshake");
-    let driver = tokio::spawn(connection);
+    let gw = gateway("max_undelivered_bytes = 2097152", |c| c.send_timeout_ms = 0).await;
+    let mut stalled = Stalled::connect(&gw).await;
     let mut responses = Vec::new();
     for _ in 0..6 {
-        let request = http::Request::post(format!(
-            "http://{}/entropy.v1.EntropyService/GetRandom",
-            gw.public
-        ))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .header("authorization", "Bearer stalled")
-        .body(())
-        .expect("request");
-        h2 = h2.ready().await.expect("ready");
-        let (response, mut body) = h2.send_request(request, false).expect("send");
-        let message = GetRandomRequest { num_bytes: 1 << 20, ..Default::default() };
-        body.send_data(frame(&message), true).expect("data");
-        responses.push(response);
+        responses.push(stalled.call("GetRandom", &one_mib()).await);
     }
     // Two calls fit the 2 MiB allowance; the other four wait for room, then are refused.
     let mut refused = 0;
     for response in responses.drain(2..) {
-        let response = tokio::time::timeout(Duration::from_secs(10), response)
-            .await
-            .expect("answered within the wait")
-            .expect("response headers");
-        let code = response.headers().get("grpc-status").map(|v| v.to_str().unwrap_or("?"));
-        let message = response.headers().get("grpc-message").map(|v| v.to_str().unwrap_or(""));
-        assert_eq!(code, Some("8"), "RESOURCE_EXHAUSTED: {message:?}");
-        assert!(message.is_some_and(|m| m.contains("max_undelivered_bytes")), "{message:?}");
+        let (code, message) = refusal(response).await;
+        assert_eq!(code, "8", "RESOURCE_EXHAUSTED: {message:?}");
+        assert!(message.contains("max_undelivered_bytes%20"), "{message:?}");
         refused += 1;
     }
     assert_eq!(refused, 4);
@@ -104,17 +154,71 @@ async fn a_client_that_does_not_read_holds_at_most_its_keys_allowance() {
     // The client goes away: its two responses were never delivered, so their bytes count as
     // discarded (wiped), never as served.
     drop(responses);
-    drop(h2);
-    driver.abort();
-    let mut after = status(&gw).await;
-    for _ in 0..500 {
-        if after.served_bytes_total == 32 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        after = status(&gw).await;
-    }
+    stalled.driver.abort();
+    let after = served_becomes(&gw, 32).await;
     assert_eq!(after.served_bytes_total, 32, "only the other key's 32 bytes were served");
     assert_eq!(after.pool_bytes, (6 << 20) - 32, "the 2 MiB drawn for the stalled client are gone");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn one_connection_holds_at_most_its_allowance_whatever_its_keys_allow() {
+    let gw = gateway("", |c| {
+        c.send_timeout_ms = 0;
+        c.max_undelivered_bytes_per_connection = 2 << 20;
+    })
+    .await;
+    let mut stalled = Stalled::connect(&gw).await;
+    let mut responses = Vec::new();
+    for _ in 0..4 {
+        responses.push(stalled.call("GetRandom", &one_mib()).await);
+    }
+    for response in responses.drain(2..) {
+        let (code, message) = refusal(response).await;
+        assert_eq!(code, "8", "RESOURCE_EXHAUSTED: {message:?}");
+        assert!(message.contains("max_undelivered_bytes_per_connection"), "{message:?}");
+    }
+    let held = status(&gw).await;
+    assert_eq!(held.ingested_bytes_total - held.pool_bytes, 2 << 20);
+    stalled.driver.abort();
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_connection_whose_client_stops_reading_is_closed_after_the_send_timeout() {
+    let gw = gateway("", |c| c.send_timeout_ms = 300).await;
+    let mut stalled = Stalled::connect(&gw).await;
+    let _unary = stalled.call("GetRandom", &one_mib()).await;
+    let stream = StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0 };
+    let _stream = stalled.call("StreamRandom", &stream).await;
+    stalled.closed_by_the_gateway().await;
+    // What was drawn for it (the unary 1 MiB, the stream's queue) was wiped and counted as
+    // discarded, except the one stream message the HTTP/2 layer took from the queue (which
+    // counts as served when taken); the pool kept the rest.
+    let chunk = 64 << 10;
+    let after = served_becomes(&gw, chunk).await;
+    assert!(after.served_bytes_total <= chunk, "served {}", after.served_bytes_total);
+    let drawn = after.ingested_bytes_total - after.pool_bytes;
+    assert!(drawn <= (1 << 20) + (256 << 10) + chunk, "{drawn} bytes out of the pool");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
+    // The send timeout is about no progress at all: a client reading steadily, if slowly,
+    // keeps its stream.
+    let gw = gateway("", |c| c.send_timeout_ms = 300).await;
+    let mut client = gw.client().await;
+    let request = super::support::with_key(
+        "other",
+        StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 64 << 10 },
+    );
+    let mut stream = client.stream_random(request).await.expect("opens").into_inner();
+    let mut got = 0;
+    while let Some(message) = tokio_stream::StreamExt::next(&mut stream).await {
+        got += message.expect("not cut off").data.len();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(got, 64 << 10);
     gw.stop().await;
 }
