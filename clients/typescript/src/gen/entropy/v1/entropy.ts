@@ -39,9 +39,18 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  *   INVALID_ARGUMENT    a field is out of range; the message names the field and its bounds.
  *   UNAUTHENTICATED     no key, or a key the gateway does not know.
  *   PERMISSION_DENIED   the key lacks the scope this call needs.
- *   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer).
+ *   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
+ *                       or the key or the connection already holds its cap of bytes drawn
+ *                       and not yet read by the client (`max_undelivered_bytes`): read the
+ *                       responses in flight. Nothing was consumed.
  *   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
- *                       wait, or the server is shutting down. Nothing was consumed: retry.
+ *                       wait (a stream: for its next message within `stream_max_wait_ms`), or
+ *                       the server is shutting down. Nothing was consumed: retry.
+ *
+ * Sharing: while callers wait for entropy, each arriving byte goes to the waiting key that has
+ * received the fewest so far (4 KiB at a time), and within one key to its oldest call. So one
+ * key's large or many requests never hold up another key's small one, and keys under
+ * contention receive equal shares.
  *   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
  */
 
@@ -1181,7 +1190,9 @@ export const EntropyServiceService = {
   },
   /**
    * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. Concurrent streams and unary calls share the pool in arrival order.
+   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
+   * they are larger); a client that stops reading for the server's send timeout loses its
+   * connection, and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom: {
     path: "/entropy.v1.EntropyService/StreamRandom" as const,
@@ -1240,7 +1251,9 @@ export interface EntropyServiceServer extends UntypedServiceImplementation {
   getRandom: handleUnaryCall<GetRandomRequest, GetRandomResponse>;
   /**
    * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. Concurrent streams and unary calls share the pool in arrival order.
+   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
+   * they are larger); a client that stops reading for the server's send timeout loses its
+   * connection, and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom: handleServerStreamingCall<StreamRandomRequest, StreamRandomResponse>;
   /** Uniformly distributed integers in an inclusive range, unbiased (rejection sampling). */
@@ -1272,7 +1285,9 @@ export interface EntropyServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. Concurrent streams and unary calls share the pool in arrival order.
+   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
+   * they are larger); a client that stops reading for the server's send timeout loses its
+   * connection, and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom(
     request: StreamRandomRequest,
