@@ -74,6 +74,9 @@ pub enum ServeError {
     /// The reflection service could not be built from the descriptors.
     #[error("reflection setup failed: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The compiled descriptors could not be read or filtered.
+    #[error("public descriptors: {0}")]
+    Descriptors(String),
 }
 
 impl Gateway {
@@ -146,8 +149,17 @@ impl Gateway {
         ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
         ingest_health.set_service_status("", ServingStatus::Serving).await;
 
-        let reflection_v1 = reflection().build_v1()?;
-        let reflection_v1alpha = reflection().build_v1alpha()?;
+        // Every service on every listener refuses requests past the public cap: health and
+        // reflection requests are a few bytes, and tonic's 4 MiB default let one connection
+        // hold 256 × 4 MiB of partial messages.
+        let reflection_v1 =
+            reflection()?.build_v1()?.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
+        let reflection_v1alpha =
+            reflection()?.build_v1alpha()?.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
+        let public_health_service =
+            public_health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
+        let ingest_health_service =
+            ingest_health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
 
         let api = EntropyApi::new(
             self.pool.clone(),
@@ -246,16 +258,35 @@ impl Gateway {
     }
 }
 
-/// Reflection for the public listener. It lists only what that listener serves: the
-/// descriptors also hold IngestService (same package), which lives on the ingest listener.
-fn reflection() -> tonic_reflection::server::Builder<'static> {
-    tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(entropy_proto::FILE_DESCRIPTOR_SET)
+/// The proto file of the ingest contract, which the public listener does not describe.
+const INGEST_PROTO: &str = "entropy/v1/ingest.proto";
+
+/// Reflection for the public listener. It describes only what that listener serves: the
+/// descriptors also hold IngestService (same package), which lives on the ingest listener, so
+/// its file is left out of what reflection can return, not only of the service list.
+fn reflection() -> Result<tonic_reflection::server::Builder<'static>, ServeError> {
+    Ok(tonic_reflection::server::Builder::configure()
+        .register_file_descriptor_set(public_descriptors()?)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .with_service_name(PUBLIC_SERVICE)
         .with_service_name("grpc.health.v1.Health")
         .with_service_name("grpc.reflection.v1.ServerReflection")
-        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
+        .with_service_name("grpc.reflection.v1alpha.ServerReflection"))
+}
+
+/// The compiled descriptors without the ingest contract's file.
+fn public_descriptors() -> Result<prost_types::FileDescriptorSet, ServeError> {
+    use prost::Message as _;
+    let mut set = prost_types::FileDescriptorSet::decode(entropy_proto::FILE_DESCRIPTOR_SET)
+        .map_err(|e| ServeError::Descriptors(e.to_string()))?;
+    set.file.retain(|file| file.name() != INGEST_PROTO);
+    if let Some(file) = set.file.iter().find(|f| f.dependency.iter().any(|d| d == INGEST_PROTO)) {
+        return Err(ServeError::Descriptors(format!(
+            "{} imports {INGEST_PROTO}, which the public listener must not describe",
+            file.name()
+        )));
+    }
+    Ok(set)
 }
 
 fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> Server<Layers> {

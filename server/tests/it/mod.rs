@@ -10,5 +10,6 @@ mod limits;
 mod metrics;
 mod quota;
 mod support;
+mod surface;
 mod tls;
 mod undelivered;
