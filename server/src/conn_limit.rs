@@ -10,11 +10,14 @@
 //! settings; this bounds how many there are.
 //!
 //! **Idleness.** A connection is idle while no call is in progress on it (gRPC's
-//! MAX_CONNECTION_IDLE). [`TrackCallsLayer`] counts calls per connection, from the request to
-//! the end of the response body, so a long `StreamRandom` keeps its connection busy however
-//! slowly entropy flows. A connection idle for the configured time is closed; HTTP/2 PINGs and
-//! bytes trickled by a slow-loris client without completing a request do not count as
-//! activity. Clients reconnect on their next call.
+//! MAX_CONNECTION_IDLE). [`TrackCallsLayer`] counts a call from the moment its request has
+//! fully arrived (END_STREAM) to the end of its response body, so a long `StreamRandom` keeps
+//! its connection busy however slowly entropy flows, while a request that never completes (a
+//! HEADERS frame without END_STREAM, a body trickled forever) does not. Calls that cost a peer
+//! nothing to hold open, grpc.health.v1 `Watch` and reflection streams, never count: they
+//! need no key. A connection idle for the configured time is closed; HTTP/2 PINGs and bytes
+//! trickled by a slow-loris client do not count as activity. Clients reconnect on their next
+//! call.
 //!
 //! **Stalled readers.** Entropy drawn for a client waits in our buffers and hyper's until the
 //! client's HTTP/2 window lets it out. A connection that has had a response waiting to be sent
@@ -442,9 +445,16 @@ fn activity_of(extensions: &http::Extensions) -> Option<&Arc<Activity>> {
     ConnectionInfo::of(extensions).map(|info| &info.activity)
 }
 
-impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for TrackCalls<S>
+/// Methods that never count as activity: long-lived, and open to peers without a key.
+const NOT_ACTIVITY: &[&str] = &[
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+];
+
+impl<S, ResBody> tower::Service<http::Request<tonic::body::Body>> for TrackCalls<S>
 where
-    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>,
     S::Future: Send + 'static,
 {
     type Response = http::Response<Tracked<ResBody>>;
@@ -455,13 +465,103 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
-        let guard = activity_of(request.extensions()).map(Activity::call_started);
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let counted = !NOT_ACTIVITY.contains(&request.uri().path());
+        let call = match activity_of(request.extensions()) {
+            Some(activity) if counted => Some(Arc::new(CallSlot {
+                activity: activity.clone(),
+                state: std::sync::Mutex::new(SlotState::Waiting),
+            })),
+            _ => None,
+        };
+        let request = match &call {
+            // The call starts when the request body ends (see `Arriving`).
+            Some(slot) => request
+                .map(|body| tonic::body::Body::new(Arriving { body, slot: Some(slot.clone()) })),
+            None => request,
+        };
         let response = self.inner.call(request);
         Box::pin(async move {
             let response = response.await?;
-            Ok(response.map(|body| Tracked { body, _guard: guard }))
+            Ok(response.map(|body| Tracked { body, _call: call.map(CallEnd) }))
         })
+    }
+}
+
+/// Where a call stands: its request still arriving, in progress, or over.
+#[derive(Debug)]
+enum SlotState {
+    Waiting,
+    Active(#[allow(dead_code)] CallGuard),
+    Over,
+}
+
+/// The call of one request, shared by its request body (which starts it) and its response
+/// body (which ends it).
+#[derive(Debug)]
+struct CallSlot {
+    activity: Arc<Activity>,
+    state: std::sync::Mutex<SlotState>,
+}
+
+impl CallSlot {
+    fn set(&self, next: impl FnOnce(&SlotState) -> Option<SlotState>) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(next) = next(&state) {
+            *state = next;
+        }
+    }
+}
+
+/// Ends the call when the response body is dropped.
+#[derive(Debug)]
+struct CallEnd(Arc<CallSlot>);
+
+impl Drop for CallEnd {
+    fn drop(&mut self) {
+        self.0.set(|_| Some(SlotState::Over));
+    }
+}
+
+/// A request body that starts its call once it has fully arrived.
+struct Arriving {
+    body: tonic::body::Body,
+    slot: Option<Arc<CallSlot>>,
+}
+
+impl Arriving {
+    fn arrived(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let activity = slot.activity.clone();
+            slot.set(|state| {
+                matches!(state, SlotState::Waiting)
+                    .then(|| SlotState::Active(activity.call_started()))
+            });
+        }
+    }
+}
+
+impl http_body::Body for Arriving {
+    type Data = prost::bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(frame, Poll::Ready(None)) || self.body.is_end_stream() {
+            self.arrived();
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -469,7 +569,7 @@ where
 #[derive(Debug)]
 pub struct Tracked<B> {
     body: B,
-    _guard: Option<CallGuard>,
+    _call: Option<CallEnd>,
 }
 
 impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {

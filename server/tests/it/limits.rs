@@ -147,3 +147,58 @@ async fn a_stream_longer_than_the_idle_timeout_keeps_its_connection() {
     assert_eq!(received, 8192);
     gw.stop().await;
 }
+
+/// Opens a raw HTTP/2 connection and starts a call of `path` whose request never ends (or,
+/// with `end`, ends at once with an empty message); returns the connection's driver, which
+/// finishes when the gateway closes the connection.
+async fn raw_call(
+    addr: std::net::SocketAddr,
+    path: &str,
+    end: bool,
+) -> (
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+    h2::client::ResponseFuture,
+    h2::SendStream<prost::bytes::Bytes>,
+) {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let driver = tokio::spawn(connection);
+    let mut h2 = h2.ready().await.expect("ready");
+    let request = http::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("authorization", format!("Bearer {}", super::support::API_KEY))
+        .body(())
+        .expect("request");
+    let (response, mut body) = h2.send_request(request, false).expect("send headers");
+    if end {
+        // An empty message: the 5-byte gRPC prefix of a zero-length HealthCheckRequest.
+        body.send_data(prost::bytes::Bytes::from_static(&[0, 0, 0, 0, 0]), true).expect("data");
+    }
+    (driver, response, body)
+}
+
+#[tokio::test]
+async fn a_request_that_never_ends_does_not_keep_its_connection() {
+    // Before: a call counted as activity from its HEADERS frame, so HEADERS without END_STREAM
+    // kept a connection open for ever (all 50 of max_connections after 60 s). With a valid key,
+    // so the call gets past authentication and waits for its message.
+    let gw = start(test_config(|c| c.idle_timeout_ms = 300)).await;
+    let (driver, _response, _body) =
+        raw_call(gw.public, "/entropy.v1.EntropyService/GetRandom", false).await;
+    let closed = tokio::time::timeout(Duration::from_secs(10), driver).await;
+    assert!(closed.is_ok(), "a half-sent request kept its connection open past the idle timeout");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_unauthenticated_health_watch_does_not_keep_its_connection() {
+    // Before: a Health/Watch (no key needed) kept its connection busy for ever.
+    let gw = start(test_config(|c| c.idle_timeout_ms = 300)).await;
+    let (driver, response, _body) = raw_call(gw.public, "/grpc.health.v1.Health/Watch", true).await;
+    let response = response.await.expect("the watch is answered");
+    assert_eq!(response.status(), 200, "the watch itself works");
+    let closed = tokio::time::timeout(Duration::from_secs(10), driver).await;
+    assert!(closed.is_ok(), "a health watch kept its connection open past the idle timeout");
+    gw.stop().await;
+}
