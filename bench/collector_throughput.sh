@@ -36,6 +36,7 @@ mixing = "none"
 buffer_chunks = 16
 metrics_listen_addr = ""
 [[gateway]]
+id = "bench"
 endpoint = "http://127.0.0.1:$ING"
 [[source]]
 name = "os"
@@ -44,6 +45,7 @@ min_entropy_per_byte = 8.0
 TOML
 
 taskset -c 0 target/release/entropy-gateway --api-keys-file "$work/keys.toml" --ingest-keys-dir "$work/mac" \
+  --gateway-id bench \
   --listen-addr "127.0.0.1:$PUB" --ingest-listen-addr "127.0.0.1:$ING" --pool-capacity-bytes "$POOL" \
   --max-chunk-bytes $((CHUNK > 1048576 ? CHUNK : 1048576)) --log-filter warn --metrics-listen-addr "" &
 gw=$!; pids+=("$gw")

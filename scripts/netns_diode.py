@@ -285,7 +285,7 @@ class Diode:
         (self.work / "collector-mac.key").write_text(mac)
         digest = hashlib.sha256(self.api_key.encode()).hexdigest()
         (self.work / "api-keys.toml").write_text(f'[[key]]\nname = "netns-diode"\nsha256 = "{digest}"\n')
-        self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--api-keys-file", self.work / "api-keys.toml",
+        self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--gateway-id", "netns-gateway", "--api-keys-file", self.work / "api-keys.toml",
                                        "--ingest-keys-dir", keys, "--listen-addr", f"0.0.0.0:{self.public_port}",
                                        "--ingest-listen-addr", f"{OUT4}:{self.ingest_port}",
                                        "--pool-low-watermark-bytes", "8192", "--metrics-listen-addr", ""])
@@ -304,7 +304,7 @@ class Diode:
             f'metrics_listen_addr = "0.0.0.0:{self.metrics_port}"\n'
             f'key_file = "{self.work / "collector-mac.key"}"\n'
             'chunk_bytes = 16384\nmixing = "xor"\nmin_sources = 1\n'
-            f'[[gateway]]\nendpoint = "http://{OUT4}:{self.ingest_port}"\n'
+            f'[[gateway]]\nid = "netns-gateway"\nendpoint = "http://{OUT4}:{self.ingest_port}"\n'
             '[[source]]\nname = "quantis-sim"\ntype = "quantis"\n'
             f'url = "https://127.0.0.1:{self.sim_port}"\nca_file = "{self.work / "simulator.pem"}"\n')
         self.spawn("collector", NS_IN, [self.bin_dir / "entropy-collector", "--config", cfg])

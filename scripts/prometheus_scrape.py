@@ -169,6 +169,7 @@ min_sources = 1
 metrics_listen_addr = "127.0.0.1:{ports['col_metrics']}"
 
 [[gateway]]
+id = "gateway"
 endpoint = "https://localhost:{ports['ingest']}"
 ca_file = "{cacert}"
 client_cert_file = "{secrets / 'collector.pem'}"
@@ -202,7 +203,8 @@ scrape_configs:
                                                    and (work / "simulator.pem").stat().st_size > 0, 15),
                      procs.log_tail("simulator")):
             return
-        procs.start("gateway", [f"{bin_dir}/entropy-gateway", "--api-keys-file", str(secrets / "api-keys.toml"),
+        procs.start("gateway", [f"{bin_dir}/entropy-gateway", "--gateway-id", "gateway",
+                                "--api-keys-file", str(secrets / "api-keys.toml"),
                                 "--ingest-keys-dir", str(work / "mac-keys"),
                                 "--listen-addr", f"127.0.0.1:{ports['public']}",
                                 "--ingest-listen-addr", f"127.0.0.1:{ports['ingest']}",

@@ -43,7 +43,7 @@ def collector_config_errors(bin_dir):
         key.write_text(os.urandom(32).hex())
         base = (
             f'collector_id = "c"\nkey_id = "k"\nkey_file = "{key}"\nmin_sources = 2\n'
-            '[[gateway]]\nendpoint = "http://127.0.0.1:1"\n'
+            '[[gateway]]\nid = "nowhere"\nendpoint = "http://127.0.0.1:1"\n'
             '[[source]]\nname = "os"\ntype = "os"\n'
         )
         cfg = Path(tmp, "c.toml")

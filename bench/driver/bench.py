@@ -38,7 +38,7 @@ SUITES = {
         rtt_s=1.5, ingest_sizes=[KiB, MiB], ingest_budget=64 * MiB, ingest_max_chunks=5000,
         e2e=[(1, 8 * KiB)], e2e_s=3, criterion=["--warm-up-time", "0.1", "--measurement-time", "0.2",
                                        "--sample-size", "10"],
-        urandom_bytes=16 * MiB),
+        urandom_bytes=16 * MiB, fairness=(3, 16 * KiB)),
     # quick: every scenario with short points: ~4.5 min with the build cached, ~11 min from a
     # fresh clone on 2 cores (bench/README.md); `full` is the one for precise figures.
     "quick": dict(
@@ -49,7 +49,8 @@ SUITES = {
         rtt_s=2, ingest_sizes=[KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB],
         ingest_budget=256 * MiB, ingest_max_chunks=30000, e2e=[(1, 8 * KiB), (2, 8 * KiB), (4, 8 * KiB), (1, 64 * KiB)],
         e2e_s=5,
-        criterion=["--warm-up-time", "0.2", "--measurement-time", "0.4"], urandom_bytes=128 * MiB),
+        criterion=["--warm-up-time", "0.2", "--measurement-time", "0.4"], urandom_bytes=128 * MiB,
+        fairness=(15, 64 * KiB)),
     "full": dict(
         sustained_s=600, burst_s=30, levels=[10, 25, 50, 75, 100, 150, 200],
         sweep_bytes=[32, 1024], sweep_s=10, ghz_levels=[1, 10, 50, 100],
@@ -59,11 +60,11 @@ SUITES = {
         rtt_s=10, ingest_sizes=[KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB],
         ingest_budget=2 * GiB, ingest_max_chunks=300000,
         e2e=[(1, 8 * KiB), (2, 8 * KiB), (4, 8 * KiB), (8, 8 * KiB), (1, 64 * KiB)], e2e_s=60,
-        criterion=[], urandom_bytes=GiB),
+        criterion=[], urandom_bytes=GiB, fairness=(60, 256 * KiB)),
 }
 
 SCENARIOS = ["baselines", "sustained", "burst", "concurrency", "payload", "streaming", "rtt",
-             "ingest", "e2e", "micro", "profile"]
+             "ingest", "e2e", "fairness", "micro", "profile"]
 
 
 def in_flight_shape(n: int) -> tuple[int, int]:
@@ -386,6 +387,86 @@ def ingest(ctx: Ctx) -> None:
     ctx.write("ingest", rows)
 
 
+def start_feed(work: Path, gw: stack.Gateway, n: int, rate: int, chunk: int) -> list[stack.Proc]:
+    """`n` simulators at `rate` B/s each -> a collector (XOR when n > 1) -> `gw`, pinned to the
+    load core. The collector is the last process returned."""
+    procs, sources = [], []
+    for i in range(n):
+        port = stack.free_port()
+        procs.append(stack._start(f"simulator-{i}", LOAD_CPU + [
+            str(BIN / "entropy-simulator"), "--listen-addr", f"127.0.0.1:{port}",
+            "--rate-bytes-per-s", str(rate)], work / f"simulator-{i}.log"))
+        sources.append(f'[[source]]\nname = "sim-{i}"\ntype = "quantis"\n'
+                       f'url = "http://127.0.0.1:{port}"\nallow_http = true\n')
+    assert gw.mac_key_file is not None
+    (work / "collector.toml").write_text(
+        f'collector_id = "bench-{work.name}"\nkey_id = "bench"\nkey_file = "{gw.mac_key_file}"\n'
+        f'chunk_bytes = {chunk}\nmixing = "{"none" if n == 1 else "xor"}"\nmin_sources = {n}\n'
+        f'[[gateway]]\nid = "bench"\nendpoint = "http://{gw.ingest}"\n' + "\n".join(sources))
+    time.sleep(0.3)
+    ccmd = LOAD_CPU + [str(BIN / "entropy-collector"), "--config", str(work / "collector.toml")]
+    ccmd += stack._metrics_flag(BIN / "entropy-collector")
+    procs.append(stack._start("collector", ccmd, work / "collector.log"))
+    return procs
+
+
+FAIRNESS_KEYS = {"heavy": "bench-heavy-0123456789abcdef", "light": "bench-light-0123456789abcdef",
+                 "probe": "bench-probe-0123456789abcdef"}
+
+
+def fairness(ctx: Ctx) -> None:
+    """Scarce entropy shared by keys: one simulator at 80 KB/s feeds a gateway drained by three
+    keys at once: `heavy` with four StreamRandom readers of large messages, `light` with one
+    reader of 16 KiB messages, `probe` with sequential GetRandom(32) calls. Reports each key's
+    share and what the probe sees (the original's pool ran dry at this rate: 81.5% success)."""
+    seconds, heavy_chunk = ctx.p["fairness"]
+    rate = 80_000
+    work = ctx.work / "fairness"
+    work.mkdir(parents=True, exist_ok=True)
+    gw = stack.start_gateway(work, "gateway-fairness", 16 * MiB, keys=FAIRNESS_KEYS,
+                             extra=["--max-chunk-bytes", str(MiB)])
+    procs = [gw.proc]
+    try:
+        procs += start_feed(work, gw, 1, rate, 16 * KiB)
+        loads = {
+            "heavy": ["stream", "--streams", "4", "--chunk-bytes", str(heavy_chunk),
+                      "--duration-s", str(seconds)],
+            "light": ["stream", "--streams", "1", "--chunk-bytes", str(16 * KiB),
+                      "--duration-s", str(seconds)],
+            "probe": ["unary", "--num-bytes", "32", "--concurrency", "1", "--think-ms", "100",
+                      "--duration-s", str(seconds)],
+        }
+        running = {
+            key: subprocess.Popen(LOAD_CPU + [str(BIN / "grpc-load"), "--addr", gw.public,
+                                              "--key", FAIRNESS_KEYS[key]] + args,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for key, args in loads.items()}
+        results = {}
+        for key, proc in running.items():
+            out, err = proc.communicate(timeout=seconds * 4 + 120)
+            if proc.returncode != 0:
+                raise BenchError(f"fairness {key}: grpc-load failed: {err[-400:]}")
+            results[key] = json.loads(out)
+        heavy, light, probe = results["heavy"], results["light"], results["probe"]
+        rates = {"heavy": heavy["bytes_per_s"], "light": light["bytes_per_s"]}
+        hi, lo = max(rates.values()), min(rates.values())
+        ctx.check("fairness", "probe", probe, failures_ok=True)
+        ctx.write("fairness", [
+            {"key": "heavy", "shape": f"4 streams x {heavy_chunk} B", "bytes_per_s": rates["heavy"],
+             "share_ratio_max_min": hi / lo if lo else 0.0, "source_bytes_per_s": rate},
+            {"key": "light", "shape": "1 stream x 16384 B", "bytes_per_s": rates["light"],
+             "share_ratio_max_min": hi / lo if lo else 0.0, "source_bytes_per_s": rate},
+            {"key": "probe", "shape": "sequential GetRandom(32), 100 ms think",
+             "bytes_per_s": probe["bytes_per_s"], "success_rate": probe["success_rate"],
+             "calls": probe["requests"], "errors": json.dumps(probe["errors"]),
+             "p50_ms": probe["latency"]["p50_ms"], "p99_ms": probe["latency"]["p99_ms"],
+             "source_bytes_per_s": rate},
+        ])
+    finally:
+        for p in reversed(procs):
+            p.stop()
+
+
 def e2e(ctx: Ctx) -> None:
     """Simulators at appliance rate -> collector -> gateway -> one draining client."""
     rows = []
@@ -397,26 +478,9 @@ def e2e(ctx: Ctx) -> None:
                                  extra=["--max-chunk-bytes", str(MiB)])
         procs = [gw.proc]
         try:
-            sources = []
-            for i in range(n):
-                port = stack.free_port()
-                log = work / f"simulator-{i}.log"
-                sim = stack._start(f"simulator-{i}", LOAD_CPU + [
-                    str(BIN / "entropy-simulator"), "--listen-addr", f"127.0.0.1:{port}",
-                    "--rate-bytes-per-s", str(rate)], log)
-                procs.append(sim)
-                sources.append(f'[[source]]\nname = "sim-{i}"\ntype = "quantis"\n'
-                               f'url = "http://127.0.0.1:{port}"\nallow_http = true\n')
-            assert gw.mac_key_file is not None
-            (work / "collector.toml").write_text(
-                f'collector_id = "bench-e2e"\nkey_id = "bench"\nkey_file = "{gw.mac_key_file}"\n'
-                f'chunk_bytes = {chunk}\nmixing = "{"none" if n == 1 else "xor"}"\nmin_sources = {n}\n'
-                f'[[gateway]]\nendpoint = "http://{gw.ingest}"\n' + "\n".join(sources))
-            time.sleep(0.3)
-            ccmd = LOAD_CPU + [str(BIN / "entropy-collector"), "--config", str(work / "collector.toml")]
-            ccmd += stack._metrics_flag(BIN / "entropy-collector")
-            col = stack._start("collector", ccmd, work / "collector.log")
-            procs.append(col)
+            feed = start_feed(work, gw, n, rate, chunk)
+            procs += feed
+            col = feed[-1]
             # The consumer opens its window at the first byte: from then on it drains every chunk
             # as it lands, so nothing piles up in the pool.
             s0 = time.time()
@@ -595,7 +659,7 @@ def top_lines(annotate: str, n: int) -> str:
 
 RUNNERS = {"baselines": baselines, "sustained": sustained, "burst": burst,
            "concurrency": concurrency, "payload": payload, "streaming": streaming, "rtt": rtt,
-           "ingest": ingest, "e2e": e2e, "micro": micro, "profile": profile}
+           "ingest": ingest, "e2e": e2e, "fairness": fairness, "micro": micro, "profile": profile}
 
 
 def main() -> int:

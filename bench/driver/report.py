@@ -89,7 +89,7 @@ class Report:
         self.info = json.loads((d / "machine.json").read_text()) if (d / "machine.json").exists() else {}
         self.data = {n: load(d, n) for n in ["baselines", "sustained", "burst", "concurrency",
                                              "payload", "streaming", "rtt", "ingest", "e2e",
-                                             "resources", "micro"]}
+                                             "fairness", "resources", "micro"]}
         self.charts: list[str] = []
         self.targets: list[list] = []
 
@@ -242,6 +242,13 @@ class Report:
                         f"{ratio:,.0f}x", ratio >= 100)
         else:
             self.target("100 ms RTT: one stream vs sequential 1 KiB unary", ">= 100x bytes/s", "-", None)
+        fa = [r for r in self.data["fairness"] if r.get("key") in ("heavy", "light")]
+        if fa:
+            ratio = fa[0]["share_ratio_max_min"]
+            self.target("keys sharing scarce entropy (80 KB/s, 3 keys)", "max/min share <= 1.5",
+                        f"{ratio:.2f}", 0 < ratio <= 1.5)
+        else:
+            self.target("keys sharing scarce entropy (80 KB/s, 3 keys)", "max/min share <= 1.5", "-", None)
         e = self.data["e2e"]
         if e:
             worst = min(r["steady_efficiency"] for r in e)
@@ -434,6 +441,22 @@ class Report:
             md.append(table(["chunk", "chunks", "chunks/s", "stored", "of echo", "failed",
                              "signing s (before clock)"], rows))
             md.append(self.chart_ingest())
+        fa = D["fairness"]
+        if fa:
+            md.append("## Keys sharing scarce entropy\n")
+            md.append("One entropy-simulator at 80 KB/s -> collector -> gateway, drained by three "
+                      "keys at once: `heavy` (four StreamRandom readers of large messages), `light` "
+                      "(one reader of 16 KiB messages) and `probe` (sequential GetRandom(32) with "
+                      "100 ms think time). The pool gives each waiting key equal bytes; the probe "
+                      "shows what a small caller sees while the others stream.\n")
+            rows = []
+            for r in fa:
+                rows.append([r["key"], r["shape"], rate(r["bytes_per_s"]),
+                             f"{r['share_ratio_max_min']:.2f}" if r.get("share_ratio_max_min") else "-",
+                             f"{r['success_rate']:.1%}" if r.get("success_rate") is not None and r.get("success_rate") != "" else "-",
+                             f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}" if r.get("p50_ms") not in (None, "") else "-"])
+            md.append(table(["key", "load", "received", "max/min share", "probe success",
+                             "probe p50 / p99 ms"], rows))
         e = D["e2e"]
         if e:
             md.append("## End to end: simulators at appliance rate\n")

@@ -133,9 +133,10 @@ class Gateway:
 
 def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
                   extra: list[str] | None = None, wrapper: list[str] | None = None,
-                  start_timeout: float = 20.0) -> Gateway:
+                  start_timeout: float = 20.0, keys: dict[str, str] | None = None) -> Gateway:
     """Starts a gateway on ephemeral loopback ports, pinned to the server core (optionally
-    under `wrapper`, e.g. valgrind)."""
+    under `wrapper`, e.g. valgrind). `keys` (name -> secret) adds client keys beside the bench
+    key."""
     work.mkdir(parents=True, exist_ok=True)
     exe = BIN / "entropy-gateway"
     cmd = SERVER_CPU + (wrapper or []) + [str(exe)]
@@ -150,10 +151,14 @@ def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
         mac_file = macdir / "bench.key"
         if not mac_file.exists():
             mac_file.write_text(secrets.token_hex(32) + "\n")
-        keys = work / "keys.toml"
-        digest = hashlib.sha256(API_KEY.encode()).hexdigest()
-        keys.write_text(f'[[key]]\nname = "bench"\nsha256 = "{digest}"\n')
-        cmd += ["--api-keys-file", str(keys), "--ingest-keys-dir", str(macdir)]
+        entries = {"bench": API_KEY, **(keys or {})}
+        keys_file = work / "keys.toml"
+        keys_file.write_text("".join(
+            f'[[key]]\nname = "{n}"\nsha256 = "{hashlib.sha256(secret.encode()).hexdigest()}"\n'
+            for n, secret in entries.items()))
+        # Chunks are accepted from the start plus max_future_skew_ms on: keep that short.
+        cmd += ["--api-keys-file", str(keys_file), "--ingest-keys-dir", str(macdir),
+                "--gateway-id", "bench", "--max-future-skew-ms", "200"]
     # info for our own crate only: the start-up line gives the addresses; per-request events
     # are debug (a target of the issue), which the log size per request checks.
     cmd += ["--listen-addr", "127.0.0.1:0", "--ingest-listen-addr", "127.0.0.1:0",
@@ -162,6 +167,8 @@ def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
     log = work / f"{name}.log"
     proc = _start(name, cmd, log, env)
     m = _wait_for(r"public_addr=([0-9.:]+)\S* ingest_addr=([0-9.:]+)", log, proc, start_timeout)
+    if not dev:
+        time.sleep(0.3)  # past the start rule (200 ms), so chunks signed now are accepted
     return Gateway(proc, m.group(1), m.group(2), capacity, mac_file, "dev" if dev else "keys")
 
 

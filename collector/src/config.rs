@@ -66,6 +66,9 @@ pub struct CollectorConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
+    /// The gateway's `gateway_id` (its config): chunks are sealed for it, and no other gateway
+    /// accepts them. 1..=64 characters of [A-Za-z0-9._-].
+    pub id: String,
     /// `http://host:50052`, or `https://host:50052` for TLS.
     pub endpoint: String,
     /// https: PEM CA certificate(s) to trust for the gateway (default: web PKI roots).
@@ -375,6 +378,15 @@ impl CollectorConfig {
             return bad("gateway", "at least one [[gateway]] is needed");
         }
         for (i, g) in self.gateway.iter().enumerate() {
+            if !id_ok(&g.id) {
+                return bad(
+                    format!("gateway[{i}].id"),
+                    "must be 1..=64 characters of [A-Za-z0-9._-]: the gateway_id of that gateway",
+                );
+            }
+            if self.gateway[..i].iter().any(|other| other.id == g.id) {
+                return bad(format!("gateway[{i}].id"), format!("{:?} is used twice", g.id));
+            }
             if g.client_cert_file.is_some() != g.client_key_file.is_some() {
                 return bad(
                     format!("gateway[{i}].client_key_file"),
@@ -529,6 +541,7 @@ mixing = "xor"
 min_sources = 1
 
 [[gateway]]
+id = "gw-1"
 endpoint = "http://127.0.0.1:50052"
 
 [[source]]

@@ -5,8 +5,9 @@
 //! - [`source`]: where raw entropy comes from (Quantis appliance, device, OS), one trait.
 //! - [`health`]: NIST SP 800-90B continuous tests (+ two supplementary ones), quarantine.
 //! - [`mixing`]: XOR and HKDF-SHA256 combination of healthy sources.
-//! - [`signer`]: bytes plus provenance into a signed `PublishRequest`.
-//! - [`publisher`]: delivery to one gateway, resending the *same* chunk after unknown outcomes.
+//! - [`signer`]: bytes plus provenance into a `PublishRequest`, sealed per gateway.
+//! - [`publisher`]: sealing for and delivery to one gateway; never re-dates a chunk after an
+//!   unknown outcome.
 //! - [`pipeline`]: one round: read, test, mix, sign, under the `min_sources` policy.
 //! - [`runner`]: rounds into a bounded queue drained by one publisher per gateway; shutdown.
 //! - [`config`]: the TOML configuration, validated.
@@ -91,6 +92,7 @@ pub fn build_observed(
         slots.push(SourceSlot::new(source, s.min_entropy_per_byte, config.alpha_log2));
     }
     let signer = ChunkSigner::new(&config.collector_id, &config.key_id, mac_key)?;
+    let sealer = signer.sealer();
     let mut pipeline = Pipeline::new(
         slots,
         config.mixing,
@@ -106,7 +108,8 @@ pub fn build_observed(
         .gateway
         .iter()
         .map(|g| {
-            let publisher = Publisher::new(g.endpoint()?, RetryPolicy::default());
+            let publisher =
+                Publisher::new(g.endpoint()?, RetryPolicy::default(), sealer.clone(), &g.id);
             Ok(match metrics {
                 Some(m) => publisher.with_metrics(m.gateway(&g.endpoint)),
                 None => publisher,

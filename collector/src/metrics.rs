@@ -152,9 +152,15 @@ pub struct GatewayMetrics {
     transport: Counter,
     bytes: Counter,
     duration: Histogram,
+    resealed: Counter,
 }
 
 impl GatewayMetrics {
+    /// One chunk sealed again with a fresh timestamp before a retry (see `publisher`).
+    pub fn resealed(&self) {
+        self.resealed.increment(1);
+    }
+
     /// One Publish attempt of `bytes` that took `elapsed` and ended with `code`
     /// (`None`: a transport failure, no answer from the gateway).
     pub fn attempt(&self, elapsed: Duration, code: Option<tonic::Code>, bytes: usize) {
@@ -263,6 +269,8 @@ impl CollectorMetrics {
             bytes: r.counter("entropy_collector_published_bytes_total", &[("gateway", endpoint)]),
             duration: r
                 .histogram("entropy_collector_publish_duration_seconds", &[("gateway", endpoint)]),
+            resealed: r
+                .counter("entropy_collector_chunks_resealed_total", &[("gateway", endpoint)]),
         }
     }
 

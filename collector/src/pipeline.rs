@@ -282,7 +282,7 @@ impl Pipeline {
                 s.stats.bytes_used += bytes.len() as u64;
             }
         }
-        Round::Chunk(self.signer.sign(data, mixing, reports))
+        Round::Chunk(self.signer.prepare(data, mixing, reports))
     }
 
     /// Each source's name, health and counters.

@@ -1,4 +1,5 @@
-//! The collector's main loop: rounds in, signed chunks queued, publishers draining the queue.
+//! The collector's main loop: rounds in, prepared chunks queued, publishers sealing and
+//! delivering them.
 //!
 //! Buffer policy: signed chunks wait in a bounded queue (`buffer_chunks`). When it is full, the
 //! loop stops running rounds, so sources are read only as fast as gateways take chunks:
@@ -179,8 +180,8 @@ async fn publish_loop(
             }
             chunk
         };
-        let Some(chunk) = chunk else { return };
-        match publisher.deliver(&chunk, &abandon).await {
+        let Some(mut chunk) = chunk else { return };
+        match publisher.deliver(&mut chunk, &abandon).await {
             Delivery::Stored => {
                 stats.stored.fetch_add(1, Ordering::Relaxed);
             }

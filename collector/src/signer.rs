@@ -1,22 +1,31 @@
 //! Signing: bytes and provenance in, a `PublishRequest` with CRC32C and MAC out.
 //!
 //! One signer per collector process. Its epoch is drawn at random when it is created and its
-//! sequence only goes up, so no two chunks it signs share an identity, and a chunk is signed
-//! exactly once: retries resend the signed chunk as is.
+//! sequence only goes up, so no two chunks it prepares share an identity.
+//!
+//! A chunk is *prepared* once (sequence, provenance, CRC32C) when a round produces it, and
+//! *sealed* (destination gateway, timestamp, MAC) by the publisher of the gateway that takes
+//! it, just before it is sent: the MAC binds the chunk to that gateway, and a chunk that waited
+//! in the queue is not already stale when it leaves. A publisher may seal the same chunk again
+//! (same sequence, fresh timestamp) only while every answer it got for it said "not stored"
+//! (see `publisher`), so a chunk that may have been stored is never re-dated.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use entropy_proto::signing::chunk_mac;
 use entropy_proto::v1::{Mixing, PublishRequest, SourceReport};
 use zeroize::Zeroizing;
 
-/// Signs chunks for one collector process.
+/// Prepares chunks for one collector process.
 pub struct ChunkSigner {
     collector_id: String,
     epoch: u64,
     next_sequence: u64,
     key_id: String,
-    key: Zeroizing<Vec<u8>>,
+    sealer: Sealer,
+    /// The gateway [`ChunkSigner::sign`] seals for.
+    gateway_id: String,
 }
 
 impl std::fmt::Debug for ChunkSigner {
@@ -26,7 +35,20 @@ impl std::fmt::Debug for ChunkSigner {
             .field("epoch", &self.epoch)
             .field("next_sequence", &self.next_sequence)
             .field("key_id", &self.key_id)
+            .field("gateway_id", &self.gateway_id)
             .finish_non_exhaustive()
+    }
+}
+
+/// Seals prepared chunks for a gateway: the MAC key, shared by a collector's publishers.
+#[derive(Clone)]
+pub struct Sealer {
+    key: Arc<Zeroizing<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(..)")
     }
 }
 
@@ -34,6 +56,28 @@ impl std::fmt::Debug for ChunkSigner {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw a random epoch: {0}")]
 pub struct EpochError(String);
+
+/// Now, in milliseconds since the Unix epoch.
+pub fn unix_ms_now() -> i64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Sealer {
+    /// Addresses `chunk` to `gateway_id`, dates it now and computes its MAC.
+    pub fn seal(&self, chunk: &mut PublishRequest, gateway_id: &str) {
+        self.seal_at(chunk, gateway_id, unix_ms_now());
+    }
+
+    /// [`Sealer::seal`] with an explicit timestamp (tests of the freshness rules).
+    pub fn seal_at(&self, chunk: &mut PublishRequest, gateway_id: &str, timestamp_unix_ms: i64) {
+        if chunk.gateway_id != gateway_id {
+            chunk.gateway_id = gateway_id.to_owned();
+        }
+        chunk.timestamp_unix_ms = timestamp_unix_ms;
+        chunk.mac = chunk_mac(&self.key, chunk).to_vec();
+    }
+}
 
 impl ChunkSigner {
     /// A signer for `collector_id` using MAC key `key_id` with secret `key`, with a fresh
@@ -46,8 +90,15 @@ impl ChunkSigner {
             epoch: u64::from_be_bytes(epoch),
             next_sequence: 0,
             key_id: key_id.to_owned(),
-            key: Zeroizing::new(key),
+            sealer: Sealer { key: Arc::new(Zeroizing::new(key)) },
+            gateway_id: String::new(),
         })
+    }
+
+    /// Seals what [`ChunkSigner::sign`] returns for `gateway_id` (tests, tools).
+    pub fn for_gateway(mut self, gateway_id: &str) -> Self {
+        self.gateway_id = gateway_id.to_owned();
+        self
     }
 
     /// This process's epoch.
@@ -55,18 +106,46 @@ impl ChunkSigner {
         self.epoch
     }
 
-    /// Signs `data` as the next chunk, timestamped now.
+    /// The sealer publishers use for this signer's chunks.
+    pub fn sealer(&self) -> Sealer {
+        self.sealer.clone()
+    }
+
+    /// The next chunk, with a fresh sequence, CRC32C and provenance; not yet sealed.
+    pub fn prepare(
+        &mut self,
+        data: Vec<u8>,
+        mixing: Mixing,
+        sources: Vec<SourceReport>,
+    ) -> PublishRequest {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        PublishRequest {
+            collector_id: self.collector_id.clone(),
+            gateway_id: String::new(),
+            epoch: self.epoch,
+            sequence,
+            timestamp_unix_ms: 0,
+            mixing: mixing as i32,
+            sources,
+            crc32c: crc32c::crc32c(&data),
+            data,
+            key_id: self.key_id.clone(),
+            mac: Vec::new(),
+        }
+    }
+
+    /// Prepares and seals the next chunk for this signer's gateway, dated now.
     pub fn sign(
         &mut self,
         data: Vec<u8>,
         mixing: Mixing,
         sources: Vec<SourceReport>,
     ) -> PublishRequest {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        self.sign_at(data, mixing, sources, i64::try_from(now.as_millis()).unwrap_or(i64::MAX))
+        self.sign_at(data, mixing, sources, unix_ms_now())
     }
 
-    /// Signs `data` as the next chunk with the given timestamp (Unix ms).
+    /// [`ChunkSigner::sign`] with an explicit timestamp (tests of the freshness rules).
     pub fn sign_at(
         &mut self,
         data: Vec<u8>,
@@ -74,21 +153,8 @@ impl ChunkSigner {
         sources: Vec<SourceReport>,
         timestamp_unix_ms: i64,
     ) -> PublishRequest {
-        let sequence = self.next_sequence;
-        self.next_sequence += 1;
-        let mut chunk = PublishRequest {
-            collector_id: self.collector_id.clone(),
-            epoch: self.epoch,
-            sequence,
-            timestamp_unix_ms,
-            mixing: mixing as i32,
-            sources,
-            crc32c: crc32c::crc32c(&data),
-            data,
-            key_id: self.key_id.clone(),
-            mac: Vec::new(),
-        };
-        chunk.mac = chunk_mac(&self.key, &chunk).to_vec();
+        let mut chunk = self.prepare(data, mixing, sources);
+        self.sealer.seal_at(&mut chunk, &self.gateway_id, timestamp_unix_ms);
         chunk
     }
 }
@@ -102,14 +168,32 @@ mod tests {
     #[test]
     fn sequences_rise_and_macs_verify() {
         let key = vec![3u8; 32];
-        let mut signer = ChunkSigner::new("c", "k", key.clone()).expect("signer");
+        let mut signer = ChunkSigner::new("c", "k", key.clone()).expect("signer").for_gateway("g");
         let a = signer.sign(vec![1, 2, 3], Mixing::None, Vec::new());
         let b = signer.sign(vec![1, 2, 3], Mixing::None, Vec::new());
         assert_eq!((a.sequence, b.sequence), (0, 1));
         assert_eq!(a.epoch, b.epoch);
+        assert_eq!(a.gateway_id, "g");
         assert!(verify_chunk_mac(&key, &a) && verify_chunk_mac(&key, &b));
         assert_ne!(a.mac, b.mac);
         assert_eq!(a.crc32c, crc32c::crc32c(&[1, 2, 3]));
+    }
+
+    #[test]
+    fn sealing_again_keeps_the_identity_and_binds_the_gateway() {
+        let key = vec![3u8; 32];
+        let mut signer = ChunkSigner::new("c", "k", key.clone()).expect("signer");
+        let mut chunk = signer.prepare(vec![9; 8], Mixing::None, Vec::new());
+        let sealer = signer.sealer();
+        sealer.seal_at(&mut chunk, "gw-a", 1_000);
+        let first = chunk.clone();
+        sealer.seal_at(&mut chunk, "gw-a", 2_000);
+        assert_eq!((chunk.epoch, chunk.sequence), (first.epoch, first.sequence));
+        assert!(verify_chunk_mac(&key, &first) && verify_chunk_mac(&key, &chunk));
+        // Readdressed without a new MAC, the chunk no longer verifies.
+        let mut moved = chunk.clone();
+        moved.gateway_id = "gw-b".into();
+        assert!(!verify_chunk_mac(&key, &moved));
     }
 
     #[test]

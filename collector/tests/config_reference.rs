@@ -17,6 +17,7 @@ collector_id = "c1"
 key_id = "k1"
 key_file = "/run/secrets/k1.key"
 [[gateway]]
+id = "gw"
 endpoint = "http://127.0.0.1:50052"
 [[source]]
 name = "os"
@@ -29,6 +30,7 @@ collector_id = "c1"
 key_id = "k1"
 key_file = "/run/secrets/k1.key"
 [[gateway]]
+id = "gw"
 endpoint = "https://gw:50052"
 ca_file = "ca.pem"
 client_cert_file = "c.pem"

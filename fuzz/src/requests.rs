@@ -114,7 +114,9 @@ impl Rig {
         let policy = VerifyPolicy {
             max_chunk_bytes: 1024,
             freshness_window: Duration::from_secs(60),
+            max_future_skew: Duration::from_secs(2),
             started_unix_ms: 0,
+            gateway_id: "fuzz-gw".into(),
         };
         let ingest = Arc::new(Ingest::new(pool.clone(), MacKeys::default(), policy, 1));
         let readiness = Arc::new(Readiness::new(pool.clone(), 0));
@@ -143,6 +145,12 @@ impl Rig {
     fn served(&self) -> &[u8] {
         &self.put[..self.pool.stats().served_total as usize]
     }
+}
+
+/// What a transport does when it has sent a response: counts its bytes as served.
+fn delivered<T>(mut response: tonic::Response<T>) -> tonic::Response<T> {
+    entropy_gateway::grpc::delivery::delivered_in_process(&mut response);
+    response
 }
 
 /// An authenticated request with an unlimited key holding every scope.
@@ -194,7 +202,7 @@ async fn random(body: &[u8], pattern: u8) {
     let n = msg.num_bytes as usize;
     let n = if n <= MAX_RANDOM { n } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_random(request(msg)).await;
+    let result = rig.api.get_random(request(msg)).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -270,7 +278,7 @@ async fn integers(body: &[u8], pattern: u8) {
     // Twice the bytes of one round (draws are rejected with probability < 1/2), plus slack.
     let n = if msg.count <= 10_000 { msg.count as usize * k * 2 + 64 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_integers(request(msg)).await;
+    let result = rig.api.get_integers(request(msg)).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -298,7 +306,7 @@ async fn floats(body: &[u8], pattern: u8) {
     let Ok(msg) = GetFloatsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 8 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_floats(request(msg)).await;
+    let result = rig.api.get_floats(request(msg)).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -317,7 +325,7 @@ async fn uuids(body: &[u8], pattern: u8) {
     let Ok(msg) = GetUuidsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 16 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_uuids(request(msg)).await;
+    let result = rig.api.get_uuids(request(msg)).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {

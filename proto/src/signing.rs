@@ -41,6 +41,7 @@ fn keyed(key: &[u8]) -> HmacSha256 {
 fn feed(mac: &mut HmacSha256, c: &PublishRequest) {
     mac.update(DOMAIN);
     put_str(mac, &c.collector_id);
+    put_str(mac, &c.gateway_id);
     mac.update(&c.epoch.to_be_bytes());
     mac.update(&c.sequence.to_be_bytes());
     mac.update(&c.timestamp_unix_ms.to_be_bytes());
@@ -84,6 +85,7 @@ mod tests {
     fn vector_chunk() -> PublishRequest {
         PublishRequest {
             collector_id: "collector-a".into(),
+            gateway_id: "gateway-1".into(),
             epoch: 0x0123_4567_89ab_cdef,
             sequence: 42,
             timestamp_unix_ms: 1_767_225_600_000,
@@ -142,6 +144,7 @@ mod tests {
         type Mutation = Box<dyn Fn(&mut PublishRequest)>;
         let mutations: Vec<Mutation> = vec![
             Box::new(|c| c.collector_id.push('x')),
+            Box::new(|c| c.gateway_id.push('x')),
             Box::new(|c| c.epoch ^= 1),
             Box::new(|c| c.sequence += 1),
             Box::new(|c| c.timestamp_unix_ms += 1),

@@ -54,8 +54,16 @@ pub struct GatewayConfig {
     /// Longest a stream waits for entropy for its next message before it ends with
     /// UNAVAILABLE (nothing consumed; the client reopens it).
     pub stream_max_wait_ms: u64,
-    /// How far a chunk's timestamp may be from the gateway's clock, either way.
+    /// This gateway's name: collectors seal chunks for it (their `[[gateway]] id`) and it
+    /// refuses chunks sealed for another, so a chunk cannot be stored by two gateways.
+    /// 1..=64 characters of [A-Za-z0-9._-]; required (dev mode sets "dev").
+    pub gateway_id: String,
+    /// How old a chunk's timestamp may be.
     pub freshness_window_ms: u64,
+    /// How far ahead of the gateway's clock a chunk's timestamp may be. The gateway accepts
+    /// chunks dated from its start plus this on, so nothing stored before a restart can be
+    /// stored again: keep it small (collectors re-seal refused chunks).
+    pub max_future_skew_ms: u64,
     /// Largest chunk accepted by Publish.
     pub max_chunk_bytes: usize,
     /// Most (collector, epoch) pairs tracked for replay protection at once.
@@ -115,7 +123,9 @@ pub const KEYS: &[&str] = &[
     "pool_low_watermark_bytes",
     "max_wait_ms",
     "stream_max_wait_ms",
+    "gateway_id",
     "freshness_window_ms",
+    "max_future_skew_ms",
     "max_chunk_bytes",
     "replay_max_streams",
     "shutdown_grace_ms",
@@ -147,7 +157,9 @@ impl Default for GatewayConfig {
             pool_low_watermark_bytes: 64 << 10,
             max_wait_ms: 2_000,
             stream_max_wait_ms: 30_000,
+            gateway_id: String::new(),
             freshness_window_ms: 60_000,
+            max_future_skew_ms: 2_000,
             max_chunk_bytes: 1 << 20,
             replay_max_streams: 4_096,
             shutdown_grace_ms: 10_000,
@@ -172,6 +184,7 @@ impl GatewayConfig {
             listen_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
             ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_listen_addr: "127.0.0.1:9464".into(),
+            gateway_id: "dev".into(),
             ..Self::default()
         }
     }
@@ -184,6 +197,11 @@ impl GatewayConfig {
     /// `send_timeout_ms` as a duration, `None` for never.
     pub fn send_timeout(&self) -> Option<Duration> {
         (self.send_timeout_ms > 0).then(|| Duration::from_millis(self.send_timeout_ms))
+    }
+
+    /// `max_future_skew_ms` as a duration.
+    pub fn max_future_skew(&self) -> Duration {
+        Duration::from_millis(self.max_future_skew_ms)
     }
 
     /// `stream_max_wait_ms` as a duration.
@@ -267,6 +285,24 @@ impl GatewayConfig {
                     "{} must be 1048576..=4294967296 (the largest draw must fit)",
                     self.max_undelivered_bytes_per_connection
                 ),
+            );
+        }
+        let id_ok = (1..=64).contains(&self.gateway_id.len())
+            && self.gateway_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !id_ok {
+            return bad(
+                "gateway_id",
+                format!(
+                    "{:?} must be 1..=64 characters of [A-Za-z0-9._-]: the name collectors seal \
+                     chunks for (their [[gateway]] id)",
+                    self.gateway_id
+                ),
+            );
+        }
+        if !(100..=60_000).contains(&self.max_future_skew_ms) {
+            return bad(
+                "max_future_skew_ms",
+                format!("{} must be 100..=60000", self.max_future_skew_ms),
             );
         }
         if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
@@ -424,6 +460,14 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freshness_window_ms: Option<u64>,
+    /// This gateway's id, as collectors address it (required outside --dev)
+    #[arg(long, value_name = "ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway_id: Option<String>,
+    /// Largest chunk timestamp ahead of the clock, ms [default: 2000]
+    #[arg(long, value_name = "MS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_future_skew_ms: Option<u64>,
     /// Largest chunk accepted, bytes [default: 1048576]
     #[arg(long, value_name = "BYTES")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -566,6 +610,8 @@ mod tests {
             max_wait_ms: Some(1),
             stream_max_wait_ms: Some(1),
             freshness_window_ms: Some(1),
+            gateway_id: Some("g".into()),
+            max_future_skew_ms: Some(1),
             max_chunk_bytes: Some(1),
             replay_max_streams: Some(1),
             shutdown_grace_ms: Some(1),
@@ -652,6 +698,7 @@ mod tests {
                 ingest_tls_cert_file: None,
                 ingest_tls_key_file: None,
                 ingest_client_ca_file: None,
+                gateway_id: String::new(),
                 ..c
             },
             GatewayConfig::default(),
@@ -667,7 +714,14 @@ mod tests {
         assert!(err.problem.contains("1048576"), "{err}");
 
         let err = load_with_env(None, false, &ConfigFlags::default(), no_env())
-            .expect_err("keys required outside dev");
+            .expect_err("a gateway id is required outside dev");
+        assert_eq!(err.key, "gateway_id");
+        let named = ConfigFlags { gateway_id: Some("gw-1".into()), ..ConfigFlags::default() };
+        let err =
+            load_with_env(None, false, &named, no_env()).expect_err("keys required outside dev");
         assert_eq!(err.key, "api_keys_file");
+        let bad = ConfigFlags { gateway_id: Some("gw 1".into()), ..ConfigFlags::default() };
+        let err = load_with_env(None, false, &bad, no_env()).expect_err("a space is not allowed");
+        assert_eq!(err.key, "gateway_id");
     }
 }

@@ -97,6 +97,7 @@ pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
 /// to the ingest listener at `ingest_addr`.
 pub fn spawn_feed(
     ingest_addr: SocketAddr,
+    gateway_id: &str,
     mac_secret: Vec<u8>,
     shutdown: CancellationToken,
 ) -> Result<JoinHandle<Arc<RunStats>>, DevError> {
@@ -104,7 +105,7 @@ pub fn spawn_feed(
         .map_err(|e| DevError::Rng(e.to_string()))?;
     let endpoint = Endpoint::from_shared(format!("http://{ingest_addr}"))
         .map_err(|e| DevError::Rng(e.to_string()))?;
-    let publisher = Publisher::new(endpoint, RetryPolicy::default());
+    let publisher = Publisher::new(endpoint, RetryPolicy::default(), signer.sealer(), gateway_id);
     let slot = SourceSlot::new(Box::new(OsSource::new("os")), 8.0, 40);
     let pipeline =
         Pipeline::new(vec![slot], Scheme::None, 1, DEV_CHUNK_BYTES, Duration::from_secs(5), signer);

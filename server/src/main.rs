@@ -241,7 +241,12 @@ async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Res
     let (mut gateway, feed) = match keys {
         Keys::Files(api, mac) => (Gateway::new(config, api, mac).with_tls(tls), None),
         Keys::Dev(dev_keys) => {
-            let feed = dev::spawn_feed(ingest_addr, dev_keys.mac_secret.clone(), shutdown.clone())?;
+            let feed = dev::spawn_feed(
+                ingest_addr,
+                &config.gateway_id,
+                dev_keys.mac_secret.clone(),
+                shutdown.clone(),
+            )?;
             println!("{}", dev::banner(public_addr, &dev_keys));
             if let Some(addr) = metrics_addr {
                 println!("Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n");

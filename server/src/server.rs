@@ -87,7 +87,9 @@ impl Gateway {
         let policy = VerifyPolicy {
             max_chunk_bytes: config.max_chunk_bytes,
             freshness_window: config.freshness_window(),
+            max_future_skew: config.max_future_skew(),
             started_unix_ms: crate::ingest::unix_ms_now(),
+            gateway_id: config.gateway_id.clone(),
         };
         let ingest =
             Arc::new(Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams));

@@ -18,6 +18,7 @@ fn unit(key: &str) -> &'static str {
         k if k.ends_with("_addr") => "host:port",
         "max_connections" | "max_streams_per_connection" | "replay_max_streams" => "count",
         "tls_allow_tls12" => "boolean",
+        "gateway_id" => "name",
         "log_format" => "`text` or `json`",
         "log_filter" => "EnvFilter directives",
         _ => panic!("give config key {key} a unit"),

@@ -24,6 +24,7 @@ fn chunk(n: usize) -> PublishRequest {
     let data: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
     let mut c = PublishRequest {
         collector_id: "bench".into(),
+        gateway_id: "bench".into(),
         epoch: 1,
         sequence: 1,
         timestamp_unix_ms: now_ms(),
@@ -49,7 +50,9 @@ fn verification(c: &mut Criterion) {
     let policy = VerifyPolicy {
         max_chunk_bytes: 1 << 20,
         freshness_window: Duration::from_secs(600),
+        max_future_skew: Duration::from_secs(2),
         started_unix_ms: 0,
+        gateway_id: "bench".into(),
     };
     let mut group = c.benchmark_group("verify_chunk");
     for n in [1024usize, 64 << 10, 1 << 20] {

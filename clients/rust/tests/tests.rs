@@ -40,8 +40,9 @@ async fn dev_gateway_with_tls(tls: Option<std::sync::Arc<rustls::ServerConfig>>)
     let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let keys = dev::keys(Some(KEY.into())).unwrap();
     let shutdown = CancellationToken::new();
-    dev::spawn_feed(ingest_addr, keys.mac_secret.clone(), shutdown.clone()).unwrap();
     let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
+    dev::spawn_feed(ingest_addr, &config.gateway_id, keys.mac_secret.clone(), shutdown.clone())
+        .unwrap();
     let tls_on = tls.is_some();
     let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
         .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });

@@ -138,9 +138,11 @@ shutdown_grace_ms = 500
 log_format = "json"
 
 [[gateway]]
+id = "fake"
 endpoint = "{gw}"
 
 [[gateway]]
+id = "dead"
 endpoint = "{dead}"
 
 [[source]]

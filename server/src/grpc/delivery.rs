@@ -156,6 +156,14 @@ impl Ticket {
     }
 }
 
+/// Marks the bytes of `response` delivered, for callers that use the service in process,
+/// with no transport to take them (tests, fuzzing, benchmarks).
+pub fn delivered_in_process<T>(response: &mut tonic::Response<T>) {
+    if let Some(pending) = response.extensions_mut().remove::<Ticket>().and_then(|t| t.take()) {
+        pending.delivered();
+    }
+}
+
 /// Keeps each response's [`Undelivered`] with its body until the body ends.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeliveryLayer;

@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
-use super::deadline;
+use super::deadline::{self, Limit};
 use super::delivery;
 use super::errors::{out_of_range, take_failed};
 use super::observe::Call;
@@ -97,9 +97,9 @@ impl EntropyApi {
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
-        if until <= now {
-            // A deadline already spent (`grpc-timeout: 1n`): nothing is drawn, not even when
-            // the bytes are there.
+        if limit == Limit::Client && until <= now {
+            // A client deadline already spent (`grpc-timeout: 1n`): nothing is drawn, not even
+            // when the bytes are there.
             return Err(take_failed(TakeError::TimedOut, limit, n));
         }
         grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;

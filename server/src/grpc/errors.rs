@@ -24,10 +24,13 @@ impl From<IngestError> for Status {
                 Status::unauthenticated(msg)
             }
             IngestError::Invalid(
-                VerifyError::SignedBeforeStart
+                VerifyError::SignedBeforeStart { .. }
                 | VerifyError::Stale { .. }
                 | VerifyError::Future { .. },
             ) => Status::failed_precondition(msg),
+            IngestError::Invalid(VerifyError::WrongGateway { .. }) => {
+                Status::permission_denied(msg)
+            }
             IngestError::Replay(ReplayError::Duplicate { .. }) => Status::already_exists(msg),
             IngestError::Replay(ReplayError::TooOld { .. }) => Status::failed_precondition(msg),
             IngestError::Replay(ReplayError::TableFull(_)) | IngestError::PoolFull(_) => {

@@ -1,8 +1,17 @@
 //! Chunk verification: parse a `PublishRequest` into a [`VerifiedChunk`] or say why not.
 //!
 //! Checks run cheapest first, and nothing an unauthenticated sender controls is trusted before
-//! the MAC: field bounds, key id, CRC32C, MAC (constant time), then freshness. Replay is checked
-//! by the caller against shared state ([`super::replay`]), atomically with storing.
+//! the MAC: field bounds, key id, CRC32C, MAC (constant time), then the destination gateway and
+//! freshness. Replay is checked by the caller against shared state ([`super::replay`]),
+//! atomically with storing.
+//!
+//! **Stored at most once across gateways and restarts.** The MAC covers `gateway_id`, so a
+//! chunk sealed for one gateway is refused by every other that shares the MAC keys. Within one
+//! gateway, the replay window remembers (collector, epoch, sequence) for as long as a chunk
+//! could be fresh; across a restart it is gone, so timestamps cover it: a chunk may be at most
+//! `max_future_skew` ahead of the clock, and after a start at S only chunks dated S +
+//! `max_future_skew` or later are accepted. Every chunk the previous run accepted was dated
+//! before its acceptance plus the skew, so before S + skew: none can be stored again.
 
 use std::time::Duration;
 
@@ -23,11 +32,15 @@ pub const MAX_SOURCES: usize = 32;
 pub struct VerifyPolicy {
     /// Largest accepted `data`, in bytes.
     pub max_chunk_bytes: usize,
-    /// How far a timestamp may be from now, either way.
+    /// How old a timestamp may be.
     pub freshness_window: Duration,
-    /// When this gateway started (Unix ms): chunks signed earlier are refused, so nothing
-    /// accepted by a previous run can be accepted again after a restart.
+    /// How far ahead of the clock a timestamp may be.
+    pub max_future_skew: Duration,
+    /// When this gateway started (Unix ms): chunks dated before this plus `max_future_skew`
+    /// are refused, so nothing accepted by a previous run can be accepted again.
     pub started_unix_ms: i64,
+    /// This gateway's id: chunks sealed for another are refused.
+    pub gateway_id: String,
 }
 
 /// A chunk whose every field, MAC and timestamp checked out (replay aside).
@@ -80,9 +93,23 @@ pub enum VerifyError {
     /// The MAC does not match.
     #[error("mac does not verify")]
     BadMac,
-    /// Signed before this gateway started.
-    #[error("chunk was signed before this gateway started")]
-    SignedBeforeStart,
+    /// Dated before this gateway accepts chunks (its start plus the future skew).
+    #[error(
+        "chunk is dated {early_ms} ms before this gateway accepts chunks (its start plus \
+         max_future_skew_ms): seal it again"
+    )]
+    SignedBeforeStart {
+        /// How much too early.
+        early_ms: i64,
+    },
+    /// Sealed for another gateway.
+    #[error("chunk is addressed to gateway {addressed:?}, this is gateway {this:?}")]
+    WrongGateway {
+        /// The chunk's `gateway_id`.
+        addressed: String,
+        /// This gateway's.
+        this: String,
+    },
     /// Timestamp older than the freshness window.
     #[error("chunk is stale: signed {age_ms} ms ago, window is {window_ms} ms")]
     Stale {
@@ -91,8 +118,11 @@ pub enum VerifyError {
         /// The window.
         window_ms: u128,
     },
-    /// Timestamp further in the future than the freshness window.
-    #[error("chunk is from the future: signed {ahead_ms} ms ahead, window is {window_ms} ms")]
+    /// Timestamp further ahead than `max_future_skew`.
+    #[error(
+        "chunk is from the future: signed {ahead_ms} ms ahead, at most {window_ms} ms \
+         (max_future_skew_ms) allowed"
+    )]
     Future {
         /// How far ahead it is.
         ahead_ms: i64,
@@ -109,7 +139,8 @@ impl VerifyError {
             Self::UnknownKey => "unknown_key",
             Self::CrcMismatch => "crc_mismatch",
             Self::BadMac => "bad_mac",
-            Self::SignedBeforeStart => "before_start",
+            Self::SignedBeforeStart { .. } => "before_start",
+            Self::WrongGateway { .. } => "wrong_gateway",
             Self::Stale { .. } => "stale",
             Self::Future { .. } => "future",
         }
@@ -128,6 +159,7 @@ pub fn verify(
     now_unix_ms: i64,
 ) -> Result<VerifiedChunk, VerifyError> {
     check_name("collector_id", &req.collector_id, MAX_NAME_BYTES)?;
+    check_name("gateway_id", &req.gateway_id, MAX_NAME_BYTES)?;
     check_name("key_id", &req.key_id, MAX_KEY_ID_BYTES)?;
     if req.data.is_empty() || req.data.len() > policy.max_chunk_bytes {
         return Err(malformed(
@@ -150,6 +182,12 @@ pub fn verify(
         return Err(VerifyError::BadMac);
     }
 
+    if req.gateway_id != policy.gateway_id {
+        return Err(VerifyError::WrongGateway {
+            addressed: req.gateway_id,
+            this: policy.gateway_id.clone(),
+        });
+    }
     check_freshness(req.timestamp_unix_ms, policy, now_unix_ms)?;
     Ok(VerifiedChunk {
         stream: (req.collector_id, req.epoch),
@@ -235,17 +273,24 @@ fn check_mixing(mixing: Mixing, sources: &[SourceReport]) -> Result<(), VerifyEr
 }
 
 fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), VerifyError> {
-    let window_ms = policy.freshness_window.as_millis();
-    let window = i64::try_from(window_ms).unwrap_or(i64::MAX);
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let (window, skew) = (ms(policy.freshness_window), ms(policy.max_future_skew));
     let age = now.saturating_sub(ts);
     if age > window {
-        return Err(VerifyError::Stale { age_ms: age, window_ms });
+        return Err(VerifyError::Stale {
+            age_ms: age,
+            window_ms: policy.freshness_window.as_millis(),
+        });
     }
-    if age.saturating_neg() > window {
-        return Err(VerifyError::Future { ahead_ms: age.saturating_neg(), window_ms });
+    if age.saturating_neg() > skew {
+        return Err(VerifyError::Future {
+            ahead_ms: age.saturating_neg(),
+            window_ms: policy.max_future_skew.as_millis(),
+        });
     }
-    if ts < policy.started_unix_ms {
-        return Err(VerifyError::SignedBeforeStart);
+    let accepts_from = policy.started_unix_ms.saturating_add(skew);
+    if ts < accepts_from {
+        return Err(VerifyError::SignedBeforeStart { early_ms: accepts_from - ts });
     }
     Ok(())
 }
@@ -270,7 +315,9 @@ pub(crate) mod tests {
         VerifyPolicy {
             max_chunk_bytes: 1024,
             freshness_window: Duration::from_secs(60),
+            max_future_skew: Duration::from_secs(2),
             started_unix_ms: NOW - 3_600_000,
+            gateway_id: "gw-1".into(),
         }
     }
 
@@ -278,6 +325,7 @@ pub(crate) mod tests {
     pub(crate) fn signed(edit: impl FnOnce(&mut PublishRequest)) -> PublishRequest {
         let mut req = PublishRequest {
             collector_id: "c1".into(),
+            gateway_id: "gw-1".into(),
             epoch: 11,
             sequence: 1,
             timestamp_unix_ms: NOW,
@@ -335,18 +383,44 @@ pub(crate) mod tests {
     fn timestamps_outside_the_window_are_refused() {
         let stale = check(signed(|r| r.timestamp_unix_ms = NOW - 60_001)).unwrap_err();
         assert_eq!(stale, VerifyError::Stale { age_ms: 60_001, window_ms: 60_000 });
-        let future = check(signed(|r| r.timestamp_unix_ms = NOW + 60_001)).unwrap_err();
-        assert_eq!(future, VerifyError::Future { ahead_ms: 60_001, window_ms: 60_000 });
+        // The future is bounded far tighter than the past (max_future_skew, 2 s here).
+        let future = check(signed(|r| r.timestamp_unix_ms = NOW + 2_001)).unwrap_err();
+        assert_eq!(future, VerifyError::Future { ahead_ms: 2_001, window_ms: 2_000 });
         check(signed(|r| r.timestamp_unix_ms = NOW - 60_000)).expect("edge of the window");
-        check(signed(|r| r.timestamp_unix_ms = NOW + 60_000)).expect("edge of the window");
+        check(signed(|r| r.timestamp_unix_ms = NOW + 2_000)).expect("edge of the skew");
     }
 
     #[test]
-    fn chunks_signed_before_start_are_refused_even_when_fresh() {
+    fn chunks_dated_before_start_plus_skew_are_refused_even_when_fresh() {
         let mut p = policy();
         p.started_unix_ms = NOW - 10;
+        // Dated after the start but within the skew of it: a previous run could have accepted
+        // it (dated up to 2 s ahead of its clock), so this run must not.
+        let req = signed(|r| r.timestamp_unix_ms = NOW + 1_500);
+        assert_eq!(
+            verify(req, &keys(), &p, NOW).unwrap_err(),
+            VerifyError::SignedBeforeStart { early_ms: 490 }
+        );
         let req = signed(|r| r.timestamp_unix_ms = NOW - 11);
-        assert_eq!(verify(req, &keys(), &p, NOW).unwrap_err(), VerifyError::SignedBeforeStart);
+        assert!(matches!(
+            verify(req, &keys(), &p, NOW).unwrap_err(),
+            VerifyError::SignedBeforeStart { .. }
+        ));
+        let p = VerifyPolicy { started_unix_ms: NOW - 2_000, ..policy() };
+        verify(signed(|_| {}), &keys(), &p, NOW).expect("accepted from start + skew on");
+    }
+
+    #[test]
+    fn a_chunk_for_another_gateway_is_refused_after_its_mac() {
+        let req = signed(|r| r.gateway_id = "gw-2".into());
+        assert_eq!(
+            check(req).unwrap_err(),
+            VerifyError::WrongGateway { addressed: "gw-2".into(), this: "gw-1".into() }
+        );
+        // Readdressing it without the key breaks the MAC instead.
+        let mut req = signed(|r| r.gateway_id = "gw-2".into());
+        req.gateway_id = "gw-1".into();
+        assert_eq!(check(req).unwrap_err(), VerifyError::BadMac);
     }
 
     #[test]

@@ -37,24 +37,29 @@ impl Collector {
         chunk: usize,
         buffer: usize,
     ) -> Self {
-        let endpoints: Vec<String> =
-            gateways.iter().map(|g| format!("http://{}", g.ingest)).collect();
-        Self::start_to(sources, &endpoints, chunk, buffer)
+        let endpoints: Vec<(String, String)> = gateways
+            .iter()
+            .map(|g| (format!("http://{}", g.ingest), g.gateway_id.clone()))
+            .collect();
+        Self::start_to(sources, &endpoints, chunk, buffer, RetryPolicy::default())
     }
 
     fn start_to(
         sources: Vec<Box<dyn Source>>,
-        endpoints: &[String],
+        endpoints: &[(String, String)],
         chunk: usize,
         buffer: usize,
+        policy: RetryPolicy,
     ) -> Self {
         let slots = sources.into_iter().map(|s| SourceSlot::new(s, 7.0, 40)).collect();
         let signer = ChunkSigner::new("diode-test", MAC_KEY_ID, MAC_KEY.to_vec()).unwrap();
+        let sealer = signer.sealer();
         let pipeline = Pipeline::new(slots, Scheme::Xor, 1, chunk, Duration::from_secs(1), signer);
         let publishers = endpoints
             .iter()
-            .map(|e| {
-                Publisher::new(Endpoint::from_shared(e.clone()).unwrap(), RetryPolicy::default())
+            .map(|(e, id)| {
+                let endpoint = Endpoint::from_shared(e.clone()).unwrap();
+                Publisher::new(endpoint, policy, sealer.clone(), id)
             })
             .collect();
         let stats = Arc::new(RunStats::default());
@@ -238,12 +243,14 @@ async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
 #[tokio::test]
 async fn a_resent_chunk_counts_as_delivered_and_is_stored_once() {
     let mut gw = start(test_config(|_| {})).await;
-    let chunk = gw.sign(vec![6; 4096]);
+    let mut chunk = gw.sign(vec![6; 4096]);
     let endpoint = Endpoint::from_shared(format!("http://{}", gw.ingest)).unwrap();
-    let mut publisher = Publisher::new(endpoint, RetryPolicy::default());
+    let sealer = gw.signer.sealer();
+    let mut publisher = Publisher::new(endpoint, RetryPolicy::default(), sealer, &gw.gateway_id);
     let never = CancellationToken::new();
-    assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::Stored));
-    assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::AlreadyStored));
+    assert!(matches!(publisher.deliver(&mut chunk, &never).await, Delivery::Stored));
+    // Sealed again (fresh timestamp), the same sequence is a replay: delivered, stored once.
+    assert!(matches!(publisher.deliver(&mut chunk, &never).await, Delivery::AlreadyStored));
     let status = gw.status().await;
     assert_eq!((status.pool_bytes, status.chunks_accepted_total), (4096, 1));
     gw.stop().await;
@@ -257,9 +264,10 @@ async fn a_gateway_that_starts_late_gets_fresh_chunks_and_refuses_older_ones() {
     drop(reserved);
     let collector = Collector::start_to(
         vec![Box::new(OsSource::new("os"))],
-        &[format!("http://{ingest_addr}")],
+        &[(format!("http://{ingest_addr}"), "dev".to_owned())],
         16 << 10,
         2,
+        RetryPolicy::default(),
     );
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(collector.stats.delivered(), 0, "nothing delivered while the gateway is down");
@@ -310,5 +318,52 @@ async fn shutdown_while_blocked_on_a_full_gateway_ends_within_the_grace_period()
         stats.delivered() + stats.abandoned.load(Ordering::Relaxed)
     );
     assert_eq!(gw.status().await.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_kept_back_by_a_full_pool_longer_than_the_freshness_window_are_not_lost() {
+    // Before: queued chunks went stale while the pool stayed full, were refused and dropped
+    // (six a minute in an idle dev gateway). Now a chunk the gateway answered "full" for is
+    // sealed again (same sequence, fresh timestamp) before a retry once it has aged.
+    let gw = start(test_config(|c| {
+        c.pool_capacity_bytes = 1 << 20;
+        c.freshness_window_ms = 1_000;
+    }))
+    .await;
+    let policy = RetryPolicy { reseal_after: Duration::from_millis(300), ..RetryPolicy::default() };
+    let endpoints = [(format!("http://{}", gw.ingest), gw.gateway_id.clone())];
+    let collector =
+        Collector::start_to(vec![Box::new(OsSource::new("os"))], &endpoints, 64 << 10, 2, policy);
+    assert!(
+        eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
+        "the pool fills"
+    );
+    // Full for three freshness windows: every waiting chunk would have gone stale.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let accepted_while_full = gw.status().await.chunks_accepted_total;
+    let mut client = gw.client().await;
+    let drained = client
+        .get_random(authed(GetRandomRequest { num_bytes: 1 << 20, ..Default::default() }))
+        .await
+        .expect("drain the pool");
+    assert_eq!(drained.into_inner().data.len(), 1 << 20);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            gw.status().await.chunks_accepted_total >= accepted_while_full + 4
+        })
+        .await,
+        "the chunks that waited are stored once there is room"
+    );
+    let stats = collector.stop().await;
+    assert_eq!(stats.refused.load(Ordering::Relaxed), 0, "none refused as stale");
+    assert_eq!(
+        stats.signed.load(Ordering::Relaxed),
+        stats.delivered() + stats.abandoned.load(Ordering::Relaxed),
+        "every chunk is stored, or still waiting when the grace period ended"
+    );
+    let status = gw.status().await;
+    assert_eq!(status.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
+    assert_eq!(status.chunks_rejected_total, 0);
     gw.stop().await;
 }

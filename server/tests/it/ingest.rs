@@ -66,8 +66,9 @@ async fn a_chunk_signed_before_the_gateway_started_is_refused() {
     // Signed by a collector moments before this gateway (re)started: fresh by the clock, but
     // a previous gateway run may have stored it, so it must not be stored again.
     let sources = vec![super::support::os_source()];
-    let mut early =
-        entropy_collector::signer::ChunkSigner::new("c", "k1", MAC_KEY.to_vec()).unwrap();
+    let mut early = entropy_collector::signer::ChunkSigner::new("c", "k1", MAC_KEY.to_vec())
+        .unwrap()
+        .for_gateway("dev");
     let chunk = early.sign(vec![5; 100], entropy_proto::v1::Mixing::None, sources);
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let gw = start(test_config(|_| {})).await;
@@ -75,9 +76,62 @@ async fn a_chunk_signed_before_the_gateway_started_is_refused() {
     assert_status(
         ingest.publish(chunk).await,
         Code::FailedPrecondition,
-        &["before this gateway started"],
+        &["before this gateway accepts chunks", "max_future_skew_ms"],
     );
     gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_chunk_stored_before_a_restart_is_refused_after_it() {
+    // Before: freshness allowed 60 s into the future and the restart rule refused only chunks
+    // dated before the start, so a chunk dated +45 s was stored, the gateway restarted, and the
+    // same chunk was stored again. Now the future is bounded by max_future_skew_ms and a
+    // restarted gateway accepts chunks dated from its start plus that skew on.
+    let mut first = start(test_config(|_| {})).await;
+    let skew = 100; // test_config's max_future_skew_ms
+    let now = entropy_collector::signer::unix_ms_now();
+    let ahead = first.signer.sign_at(
+        vec![8; 100],
+        entropy_proto::v1::Mixing::None,
+        vec![super::support::os_source()],
+        now + skew - 10,
+    );
+    first.ingest_client().await.publish(ahead.clone()).await.expect("within the skew: stored");
+    assert_status(
+        first.ingest_client().await.publish(ahead.clone()).await,
+        Code::AlreadyExists,
+        &[],
+    );
+    first.stop().await;
+    let second = start(test_config(|_| {})).await;
+    assert_status(
+        second.ingest_client().await.publish(ahead).await,
+        Code::FailedPrecondition,
+        &["before this gateway accepts chunks"],
+    );
+    assert_eq!(second.status().await.pool_bytes, 0, "nothing stored twice across the restart");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn a_chunk_for_one_gateway_is_refused_by_another_with_the_same_keys() {
+    // Before: the MAC bound no gateway, so a chunk stored by gateway A was stored by B too.
+    let mut a = start(test_config(|c| c.gateway_id = "gw-a".into())).await;
+    let b = start(test_config(|c| c.gateway_id = "gw-b".into())).await;
+    let chunk = a.sign(vec![4; 4096]);
+    a.ingest_client().await.publish(chunk.clone()).await.expect("stored by its gateway");
+    assert_status(
+        b.ingest_client().await.publish(chunk.clone()).await,
+        Code::PermissionDenied,
+        &["addressed to gateway \"gw-a\"", "this is gateway \"gw-b\""],
+    );
+    // Readdressed by someone without the key, it fails the MAC.
+    let mut readdressed = chunk;
+    readdressed.gateway_id = "gw-b".into();
+    assert_status(b.ingest_client().await.publish(readdressed).await, Code::Unauthenticated, &[]);
+    assert_eq!(b.status().await.pool_bytes, 0);
+    a.stop().await;
+    b.stop().await;
 }
 
 #[tokio::test]

@@ -31,6 +31,7 @@ pub struct TestGateway {
     pub shutdown: CancellationToken,
     pub handle: JoinHandle<Result<(), ServeError>>,
     pub signer: ChunkSigner,
+    pub gateway_id: String,
 }
 
 /// Small, fast defaults for tests; `edit` adjusts them.
@@ -39,6 +40,9 @@ pub fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
         pool_capacity_bytes: 4 << 20,
         pool_low_watermark_bytes: 1024,
         max_wait_ms: 300,
+        // The gateway accepts chunks dated from its start plus this on (`start_full` waits it
+        // out, so tests can sign at once).
+        max_future_skew_ms: 100,
         ..GatewayConfig::dev_defaults()
     };
     edit(&mut config);
@@ -81,13 +85,19 @@ fn start_full(
     keys: ApiKeys,
 ) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
+    let gateway_id = config.gateway_id.clone();
+    let accepts_after = config.max_future_skew();
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
     let gateway = Gateway::new(config, keys, mac_keys).with_tls(tls);
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
-    let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec()).expect("signer");
-    TestGateway { public: public_addr, ingest: ingest_addr, shutdown, handle, signer }
+    let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
+        .expect("signer")
+        .for_gateway(&gateway_id);
+    // Chunks signed before the gateway's start plus its skew are refused (its restart rule).
+    std::thread::sleep(accepts_after + std::time::Duration::from_millis(20));
+    TestGateway { public: public_addr, ingest: ingest_addr, shutdown, handle, signer, gateway_id }
 }
 
 impl TestGateway {

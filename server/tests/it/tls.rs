@@ -114,7 +114,7 @@ async fn tls_1_2_is_refused_unless_allowed() {
 #[tokio::test]
 async fn the_ingest_listener_requires_a_collector_certificate() {
     let mut t = tls_gateway(false).await;
-    let chunk = t.gw.sign(vec![3; 1000]);
+    let mut chunk = t.gw.sign(vec![3; 1000]);
     let never = CancellationToken::new();
     let policy = RetryPolicy {
         unavailable_initial: Duration::from_millis(10),
@@ -128,9 +128,10 @@ async fn the_ingest_listener_requires_a_collector_certificate() {
 
     // Without a client certificate: no delivery, however long it retries.
     let anonymous = ClientTlsConfig::new().ca_certificate(ca(&t.certs)).domain_name("localhost");
-    let mut publisher = Publisher::new(endpoint(anonymous), policy);
+    let mut publisher =
+        Publisher::new(endpoint(anonymous), policy, t.gw.signer.sealer(), &t.gw.gateway_id);
     let attempt =
-        tokio::time::timeout(Duration::from_secs(2), publisher.deliver(&chunk, &never)).await;
+        tokio::time::timeout(Duration::from_secs(2), publisher.deliver(&mut chunk, &never)).await;
     assert!(attempt.is_err(), "a collector without a certificate never gets a chunk in");
     assert_eq!(accepted(&t).await, 0);
 
@@ -143,8 +144,9 @@ async fn the_ingest_listener_requires_a_collector_certificate() {
         .ca_certificate(ca(&t.certs))
         .domain_name("localhost")
         .identity(identity);
-    let mut publisher = Publisher::new(endpoint(mutual), policy);
-    assert!(matches!(publisher.deliver(&chunk, &never).await, Delivery::Stored));
+    let mut publisher =
+        Publisher::new(endpoint(mutual), policy, t.gw.signer.sealer(), &t.gw.gateway_id);
+    assert!(matches!(publisher.deliver(&mut chunk, &never).await, Delivery::Stored));
     assert_eq!(accepted(&t).await, 1);
     t.gw.stop().await;
 }

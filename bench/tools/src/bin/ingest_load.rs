@@ -6,8 +6,9 @@
 //! with `--concurrency` calls in flight over `--connections` HTTP/2 connections, and the
 //! outcome of each is counted. Prints one JSON object.
 //!
-//! Chunks must be signed after the gateway started (its restart rule) and within its freshness
-//! window (60 s by default): sign and send in one go, as this tool does.
+//! Chunks must be dated from the gateway's start plus its `max_future_skew_ms` on (its restart
+//! rule) and within its freshness window (60 s by default): sign and send in one go, as this
+//! tool does, once the gateway has been up that long.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +39,9 @@ struct Cli {
     /// Collector id written into every chunk.
     #[arg(long, default_value = "bench-ingest")]
     collector_id: String,
+    /// The gateway's `gateway_id`: chunks are sealed for it.
+    #[arg(long, default_value = "bench")]
+    gateway_id: String,
     /// Bytes of entropy per chunk.
     #[arg(long, default_value_t = 1 << 20)]
     chunk_bytes: usize,
@@ -94,6 +98,7 @@ async fn main() -> anyhow::Result<()> {
     for sequence in 0..count as u64 {
         let mut chunk = PublishRequest {
             collector_id: cli.collector_id.clone(),
+            gateway_id: cli.gateway_id.clone(),
             epoch,
             sequence,
             timestamp_unix_ms: now_ms,
