@@ -88,7 +88,10 @@ def config_errors(binary):
         (["--dev", "--pool-capacity-bytes", "5"], {}, "pool_capacity_bytes"),
         (["--dev"], {"ENTROPY_MAX_WAIT_MS": "soon"}, "ENTROPY_MAX_WAIT_MS"),
         (["--dev", "--listen-addr", "nowhere"], {}, "--listen-addr"),
-        ([], {}, "api_keys_file"),
+        # Dev mode is plaintext and prints its key: never on a non-loopback address unasked.
+        (["--dev", "--listen-addr", f"0.0.0.0:{free_port()}"], {}, "--dev-listen-any"),
+        ([], {}, "gateway_id"),
+        (["--gateway-id", "smoke"], {}, "api_keys_file"),
     ]
     for args, extra_env, named in cases:
         env = dict(os.environ, **extra_env)
@@ -109,7 +112,7 @@ def config_errors(binary):
         (mac_dir / "k1.key").write_text(os.urandom(32).hex() + "\n")
         addr, ingest = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
         proc = subprocess.Popen(
-            [binary, "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
+            [binary, "--gateway-id", "smoke", "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
              "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100",
              "--metrics-listen-addr", ""],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

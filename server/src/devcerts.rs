@@ -76,13 +76,29 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
     Ok(out)
 }
 
+/// Writes `text` to `path` through a new file in the same directory, renamed over `path`: an
+/// existing file (a symlink included) is replaced, never written through, and the new file has
+/// its mode (0600 for secrets) whatever the old one had.
 fn write(path: &Path, text: &str, secret: bool) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
+    let shown = |e: std::io::Error| format!("{}: {e}", path.display());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| format!("{}: OS RNG: {e}", path.display()))?;
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", hex::encode(suffix)));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true).mode(if secret { 0o600 } else { 0o644 });
-    let mut file = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+    // create_new: fails rather than follow anything already at the temporary name.
+    options.write(true).create_new(true).mode(if secret { 0o600 } else { 0o644 });
+    let written = options.open(&temp).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&temp, path)) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(shown(e));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -105,5 +121,37 @@ mod tests {
             &std::fs::metadata(&certs.server_key).expect("key").permissions(),
         );
         assert_eq!(mode & 0o777, 0o600, "private keys are not world-readable");
+    }
+
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(path).expect("metadata").permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn an_existing_key_file_gets_mode_0600_and_a_symlink_is_replaced_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Before: an existing 0666 key file kept its mode, and a symlink was written through.
+        let key = dir.path().join("gateway.key");
+        std::fs::write(&key, "old").expect("write");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let elsewhere = dir.path().join("elsewhere.txt");
+        std::fs::write(&elsewhere, "not a key").expect("write");
+        let client_key = dir.path().join("collector.key");
+        std::os::unix::fs::symlink(&elsewhere, &client_key).expect("symlink");
+
+        let certs = generate(dir.path(), &["localhost".into()]).expect("certs");
+        assert_eq!(certs.server_key, key);
+        assert_eq!(mode(&certs.server_key), 0o600, "the existing key file is 0600 now");
+        assert_eq!(mode(&certs.client_key), 0o600);
+        assert!(!std::fs::symlink_metadata(&client_key).expect("meta").file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "not a key", "not followed");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "no temporary files left: {leftovers:?}");
     }
 }

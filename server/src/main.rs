@@ -33,6 +33,10 @@ struct Cli {
     /// API key from ENTROPY_DEV_API_KEY or generated and printed.
     #[arg(long)]
     dev: bool,
+    /// With --dev: serve on a listen_addr that is not loopback anyway. Dev mode is plaintext
+    /// and prints its API key; this is for a throwaway machine, never for a real service.
+    #[arg(long)]
+    dev_listen_any: bool,
     /// Print the effective config (as TOML) and exit.
     #[arg(long)]
     print_config: bool,
@@ -121,6 +125,22 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
+    if cli.dev && !config.listen_addr.ip().is_loopback() {
+        if !cli.dev_listen_any {
+            eprintln!(
+                "entropy-gateway: listen_addr {}: --dev serves plaintext and prints its API key, \
+                 so it listens on loopback only; add --dev-listen-any to serve it on {} anyway \
+                 (throwaway machines only), or run without --dev, with TLS and a keys file",
+                config.listen_addr,
+                config.listen_addr.ip()
+            );
+            return ExitCode::from(EX_USAGE);
+        }
+        eprintln!(
+            "WARNING: --dev on {}: plaintext, with the key printed below, reachable from the network",
+            config.listen_addr
+        );
+    }
     if cli.print_config {
         match toml::to_string(&config) {
             Ok(text) => print!("{text}"),
