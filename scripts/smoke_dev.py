@@ -12,6 +12,7 @@ import re
 import shlex
 import signal
 import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -98,6 +99,15 @@ def config_errors(binary):
         r = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=30)
         check(f"bad config {args or 'no keys'} {extra_env or ''} exits 64 naming {named}",
               r.returncode == 64 and named in r.stderr, f"exit {r.returncode}: {r.stderr}")
+
+    # Connection caps must fit the descriptor limit: checked at start, before binding.
+    if shutil.which("prlimit"):
+        r = subprocess.run(["prlimit", "--nofile=512:512", binary, "--dev", "--max-connections", "5000",
+                            "--listen-addr", f"127.0.0.1:{free_port()}"],
+                           capture_output=True, text=True, timeout=30)
+        check("max_connections past the descriptor limit exits 64 naming it and the limit",
+              r.returncode == 64 and "max_connections" in r.stderr and "512" in r.stderr,
+              f"exit {r.returncode}: {r.stderr}")
 
     # Production mode from key files: starts, serves health and reflection, and (with no
     # collector feeding it) reports NOT_SERVING until entropy arrives.

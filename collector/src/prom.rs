@@ -192,18 +192,100 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
     })
 }
 
+/// Most connections the metrics and health endpoint holds open; past it new ones are closed.
+/// Scrapers and probes open one or two at a time.
+pub const MAX_HTTP_CONNECTIONS: usize = 64;
+/// How long a connection may take to send a request's headers (slow-loris).
+pub const HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest life of one connection: scrapes take milliseconds; keep-alive may reuse it until
+/// then.
+pub const HTTP_CONNECTION_MAX_AGE: Duration = Duration::from_secs(60);
+
 /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until `shutdown`.
+///
+/// Bounded for peers that never finish: at most [`MAX_HTTP_CONNECTIONS`] at once (more are
+/// closed at accept), each with [`HTTP_HEADER_TIMEOUT`] to send its headers and
+/// [`HTTP_CONNECTION_MAX_AGE`] to live; accept errors (out of descriptors) back off and are
+/// logged once a second with a count, instead of spinning.
 pub async fn serve(
     listener: TcpListener,
     probe: Arc<dyn Probe>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+
     let app = Router::new()
         .route("/metrics", get(metrics_page))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .with_state(probe);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
+    let connections = tokio_util::task::TaskTracker::new();
+    let mut accept_errors = RateLimitedLog::new("metrics endpoint: accept failed; backing off");
+    let mut refused = RateLimitedLog::new("metrics endpoint: connection limit reached; closing");
+    loop {
+        let tcp = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    accept_errors.note(&e.to_string());
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                    }
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            refused.note("");
+            continue; // dropping `tcp` closes it
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(HTTP_HEADER_TIMEOUT);
+            let connection = builder.serve_connection(TokioIo::new(tcp), service);
+            tokio::select! {
+                _ = connection => {}
+                () = tokio::time::sleep(HTTP_CONNECTION_MAX_AGE) => {}
+                () = shutdown.cancelled() => {}
+            }
+        });
+    }
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+/// A warning logged at most once a second, with how many like it were not logged.
+#[derive(Debug)]
+pub struct RateLimitedLog {
+    what: &'static str,
+    last: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl RateLimitedLog {
+    /// A limiter for warnings saying `what`.
+    pub fn new(what: &'static str) -> Self {
+        Self { what, last: None, suppressed: 0 }
+    }
+
+    /// One more occurrence, with `detail`.
+    pub fn note(&mut self, detail: &str) {
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::warn!(suppressed = self.suppressed, "{}: {detail}", self.what);
+        self.suppressed = 0;
+        self.last = Some(std::time::Instant::now());
+    }
 }
 
 async fn metrics_page(State(probe): State<Arc<dyn Probe>>) -> impl IntoResponse {

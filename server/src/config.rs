@@ -13,6 +13,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::KeyLabel;
+
 /// Largest GetRandom request, and so the least pool capacity that can serve every request.
 pub const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
 
@@ -68,9 +70,17 @@ pub struct GatewayConfig {
     pub max_chunk_bytes: usize,
     /// Most (collector, epoch) pairs tracked for replay protection at once.
     pub replay_max_streams: usize,
+    /// Bytes of Publish request bodies the ingest listener holds at once, all connections
+    /// together (a body is authenticated only once whole); past it, bodies wait and HTTP/2
+    /// flow control stops their senders. At least max_chunk_bytes + 65536.
+    pub ingest_max_buffered_bytes: usize,
+    /// Most open connections on the ingest listener (collectors are few).
+    pub ingest_max_connections: usize,
     /// On SIGTERM/SIGINT, how long in-flight calls get to finish before the process exits.
     pub shutdown_grace_ms: u64,
-    /// Most open connections per listener; past it new connections are closed at once.
+    /// Most open connections per listener; past it new connections are closed at once. Both
+    /// listeners at this many must fit the file-descriptor limit (checked at start, after
+    /// raising the soft limit to the hard one); 0 picks the most that fit, at most 10000.
     pub max_connections: usize,
     /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
     /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
@@ -86,8 +96,12 @@ pub struct GatewayConfig {
     /// draws on it wait for room (then RESOURCE_EXHAUSTED). Each key has its own cap too
     /// (`max_undelivered_bytes` in the keys file, default 32 MiB).
     pub max_undelivered_bytes_per_connection: usize,
-    /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off.
+    /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off. Loopback
+    /// by default: the series name keys and count their use, so expose it deliberately.
     pub metrics_listen_addr: String,
+    /// What the `key` label of per-key series shows: "name" (the keys file's names), "digest"
+    /// (a hash of each name: per-key series without names) or "none" (one series for all).
+    pub metrics_key_label: KeyLabel,
     /// Not ready (gRPC health NOT_SERVING, /readyz 503) when no chunk has arrived from any
     /// collector (stored, or deferred because the pool was full) for this long; 0 disables.
     pub ingest_stale_after_ms: u64,
@@ -128,6 +142,8 @@ pub const KEYS: &[&str] = &[
     "max_future_skew_ms",
     "max_chunk_bytes",
     "replay_max_streams",
+    "ingest_max_buffered_bytes",
+    "ingest_max_connections",
     "shutdown_grace_ms",
     "max_connections",
     "max_streams_per_connection",
@@ -135,6 +151,7 @@ pub const KEYS: &[&str] = &[
     "send_timeout_ms",
     "max_undelivered_bytes_per_connection",
     "metrics_listen_addr",
+    "metrics_key_label",
     "ingest_stale_after_ms",
     "log_format",
     "log_filter",
@@ -162,13 +179,16 @@ impl Default for GatewayConfig {
             max_future_skew_ms: 2_000,
             max_chunk_bytes: 1 << 20,
             replay_max_streams: 4_096,
+            ingest_max_buffered_bytes: 64 << 20,
+            ingest_max_connections: 64,
             shutdown_grace_ms: 10_000,
-            max_connections: 10_000,
+            max_connections: 0,
             max_streams_per_connection: 256,
             idle_timeout_ms: 120_000,
             send_timeout_ms: 30_000,
             max_undelivered_bytes_per_connection: 16 << 20,
-            metrics_listen_addr: "0.0.0.0:9464".into(),
+            metrics_listen_addr: "127.0.0.1:9464".into(),
+            metrics_key_label: KeyLabel::Name,
             ingest_stale_after_ms: 60_000,
             log_format: LogFormat::Text,
             log_filter: "info".into(),
@@ -317,8 +337,24 @@ impl GatewayConfig {
                 format!("{} must be 1..=1000000", self.replay_max_streams),
             );
         }
-        if !(1..=1_000_000).contains(&self.max_connections) {
-            return bad("max_connections", format!("{} must be 1..=1000000", self.max_connections));
+        let one_publish = self.max_chunk_bytes + (64 << 10);
+        if !(one_publish..=1 << 34).contains(&self.ingest_max_buffered_bytes) {
+            return bad(
+                "ingest_max_buffered_bytes",
+                format!(
+                    "{} must be {one_publish}..=17179869184 (one publish of max_chunk_bytes must fit)",
+                    self.ingest_max_buffered_bytes
+                ),
+            );
+        }
+        if !(1..=100_000).contains(&self.ingest_max_connections) {
+            return bad(
+                "ingest_max_connections",
+                format!("{} must be 1..=100000", self.ingest_max_connections),
+            );
+        }
+        if self.max_connections > 1_000_000 {
+            return bad("max_connections", format!("{} must be 0..=1000000", self.max_connections));
         }
         if !(1..=100_000).contains(&self.max_streams_per_connection) {
             return bad(
@@ -476,11 +512,19 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "N")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_max_streams: Option<usize>,
+    /// Publish bodies held at once, bytes [default: 67108864]
+    #[arg(long, value_name = "BYTES")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_max_buffered_bytes: Option<usize>,
+    /// Most open ingest connections [default: 64]
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_max_connections: Option<usize>,
     /// Shutdown grace period, ms [default: 10000]
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shutdown_grace_ms: Option<u64>,
-    /// Most open connections per listener [default: 10000]
+    /// Most open connections per listener, 0 = what the fd limit allows [default: 0]
     #[arg(long, value_name = "N")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<usize>,
@@ -492,10 +536,14 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
-    /// Metrics/health HTTP address, "" for none [default: 0.0.0.0:9464; dev: 127.0.0.1:9464]
+    /// Metrics/health HTTP address, "" for none [default: 127.0.0.1:9464]
     #[arg(long, value_name = "ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_listen_addr: Option<String>,
+    /// Per-key series label: name, digest or none [default: name]
+    #[arg(long, value_name = "LABEL")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_key_label: Option<KeyLabel>,
     /// Close a connection whose responses wait this long unsent, ms; 0 = never [default: 30000]
     #[arg(long, value_name = "MS")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -614,11 +662,14 @@ mod tests {
             max_future_skew_ms: Some(1),
             max_chunk_bytes: Some(1),
             replay_max_streams: Some(1),
+            ingest_max_buffered_bytes: Some(1),
+            ingest_max_connections: Some(1),
             shutdown_grace_ms: Some(1),
             max_connections: Some(1),
             max_streams_per_connection: Some(1),
             idle_timeout_ms: Some(1),
             metrics_listen_addr: Some(String::new()),
+            metrics_key_label: Some(KeyLabel::Digest),
             send_timeout_ms: Some(1),
             max_undelivered_bytes_per_connection: Some(1),
             ingest_stale_after_ms: Some(1),

@@ -45,6 +45,9 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::metrics::{ConnectionMetrics, OpenConnection};
 
+/// How long to wait after an accept error before accepting again.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
 /// Admits connections to one listener: the cap on open connections and the idle timeout.
 #[derive(Debug, Clone)]
 pub struct Admission {
@@ -103,16 +106,35 @@ impl Admission {
         Some(Limited { inner: tcp, _slot: slot, activity, idle, stall })
     }
 
-    /// Passes through the admitted connections of `incoming`; the rest are closed.
+    /// Passes through the admitted connections of `incoming`; the rest are closed. An accept
+    /// error (out of descriptors, most often) is logged at most once a second with a count
+    /// and waits [`ACCEPT_BACKOFF`] before the next accept, instead of spinning.
     pub fn limit<S, E>(self, incoming: S) -> impl Stream<Item = Result<Limited<TcpStream>, E>>
     where
         S: Stream<Item = Result<TcpStream, E>>,
+        E: std::fmt::Display,
     {
+        let errors = Arc::new(std::sync::Mutex::new(entropy_collector::prom::RateLimitedLog::new(
+            "accept failed; backing off",
+        )));
         incoming.filter_map(move |accepted| {
-            std::future::ready(match accepted {
-                Err(e) => Some(Err(e)),
-                Ok(tcp) => self.admit(tcp).map(Ok),
-            })
+            let admitted = match accepted {
+                Err(e) => {
+                    let mut log = errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    log.note(&format!("{}: {e}", self.listener));
+                    None
+                }
+                Ok(tcp) => Some(self.admit(tcp).map(Ok)),
+            };
+            async move {
+                match admitted {
+                    Some(admitted) => admitted,
+                    None => {
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        None
+                    }
+                }
+            }
         })
     }
 

@@ -125,6 +125,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
+    if let Err(e) = entropy_gateway::fd_limit::prepare(&config) {
+        eprintln!("entropy-gateway: {e}");
+        return ExitCode::from(EX_USAGE);
+    }
     if cli.dev && !config.listen_addr.ip().is_loopback() {
         if !cli.dev_listen_any {
             eprintln!(

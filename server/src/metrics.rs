@@ -65,6 +65,7 @@ pub const INGEST_REJECT_REASONS: &[&str] = &[
     "crc_mismatch",
     "bad_mac",
     "before_start",
+    "wrong_gateway",
     "stale",
     "future",
     "replay",
@@ -72,6 +73,44 @@ pub const INGEST_REJECT_REASONS: &[&str] = &[
     "replay_table_full",
     "pool_full",
 ];
+
+/// What the `key` label of per-key series shows (`metrics_key_label`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyLabel {
+    /// The key's name from the keys file (who is calling, readable on dashboards).
+    #[default]
+    Name,
+    /// `k-` and 12 hex digits of the SHA-256 of the name: series stay per key, names stay out.
+    Digest,
+    /// `all`: one series for every key together.
+    None,
+}
+
+impl KeyLabel {
+    /// The label value for the key called `name`.
+    pub fn value(self, name: &str) -> String {
+        match self {
+            Self::Name => name.to_owned(),
+            Self::Digest => {
+                use sha2::Digest as _;
+                let digest = sha2::Sha256::digest(name.as_bytes());
+                format!("k-{}", hex::encode(&digest[..6]))
+            }
+            Self::None => "all".to_owned(),
+        }
+    }
+}
 
 /// Why a call failed authentication or authorization (the `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +336,7 @@ pub struct GatewayMetrics {
     auth_failures: [Counter; 3],
     collectors: Mutex<HashMap<String, (Counter, Counter)>>,
     keys: RwLock<HashMap<String, Arc<KeyHandles>>>,
+    key_label: KeyLabel,
     public_connections: ConnectionMetrics,
     ingest_connections: ConnectionMetrics,
 }
@@ -344,6 +384,7 @@ impl GatewayMetrics {
             ),
             collectors: Mutex::default(),
             keys: RwLock::default(),
+            key_label: KeyLabel::Name,
             public_connections: connections("public"),
             ingest_connections: connections("ingest"),
             registry: r,
@@ -387,6 +428,8 @@ impl GatewayMetrics {
         if let Some(k) = read(&self.keys).get(name) {
             return k.clone();
         }
+        let (key, label) = (name, self.key_label.value(name));
+        let name = label.as_str();
         let r = &self.registry;
         let handles = Arc::new(KeyHandles {
             requests: Method::ALL.map(|m| {
@@ -403,7 +446,13 @@ impl GatewayMetrics {
                 )
             }),
         });
-        write(&self.keys).entry(name.to_owned()).or_insert(handles).clone()
+        write(&self.keys).entry(key.to_owned()).or_insert(handles).clone()
+    }
+
+    /// Labels per-key series with `label` (default: the key's name).
+    pub fn with_key_label(mut self, label: KeyLabel) -> Self {
+        self.key_label = label;
+        self
     }
 
     /// Counts an authentication or scope failure.

@@ -28,6 +28,7 @@ use crate::http::GatewayProbe;
 use crate::ingest::Ingest;
 use crate::ingest::keys::MacKeys;
 use crate::ingest::verify::VerifyPolicy;
+use crate::ingest_budget::IngestBudget;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
 
@@ -36,6 +37,10 @@ use crate::pool::Pool;
 pub const MAX_PUBLIC_REQUEST_BYTES: usize = 16 << 10;
 /// Protobuf overhead allowed on top of `max_chunk_bytes` for a Publish request.
 pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
+/// HTTP/2 stream window on the ingest listener.
+pub const INGEST_STREAM_WINDOW: u32 = 1 << 20;
+/// HTTP/2 connection window on the ingest listener.
+pub const INGEST_CONNECTION_WINDOW: u32 = 2 << 20;
 
 /// The gateway's state, ready to serve.
 #[derive(Debug)]
@@ -83,6 +88,7 @@ impl Gateway {
     /// A gateway with an empty pool, accepting client keys `api_keys` and chunks signed under
     /// `mac_keys`.
     pub fn new(config: GatewayConfig, api_keys: ApiKeys, mac_keys: MacKeys) -> Self {
+        let key_label = config.metrics_key_label;
         let pool = Arc::new(Pool::new(config.pool_capacity_bytes));
         let policy = VerifyPolicy {
             max_chunk_bytes: config.max_chunk_bytes,
@@ -104,7 +110,7 @@ impl Gateway {
             ingest,
             readiness,
             tls: ListenerTls::default(),
-            metrics: Arc::new(GatewayMetrics::new()),
+            metrics: Arc::new(GatewayMetrics::new().with_key_label(key_label)),
             metrics_listener: None,
         }
     }
@@ -178,8 +184,11 @@ impl Gateway {
             ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
         ));
         let ingest_api = IngestApi::new(self.ingest.clone()).with_metrics(self.metrics.clone());
-        let ingest_api = IngestServiceServer::new(ingest_api)
-            .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES);
+        let ingest_api = IngestBudget::new(
+            IngestServiceServer::new(ingest_api)
+                .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
+            self.config.ingest_max_buffered_bytes,
+        );
 
         // On shutdown: stop reporting SERVING and fail waiting takes at once, then let tonic
         // drain. Streams watch the same token and end themselves.
@@ -204,7 +213,13 @@ impl Gateway {
             .add_service(public_health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
-        let (max_conns, idle) = (self.config.max_connections, self.config.idle_timeout());
+        // main raised the descriptor limit and checked an explicit value; 0 is resolved here.
+        let max_conns = match self.config.max_connections {
+            0 => crate::fd_limit::resolve(0, crate::fd_limit::soft_limit())
+                .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize),
+            n => n,
+        };
+        let idle = self.config.idle_timeout();
         let public_server = serve_router(
             public_server,
             public,
@@ -216,16 +231,22 @@ impl Gateway {
                 }),
             shutdown.clone(),
         );
-        // Ingest receives up to a MiB per call: larger windows keep one collector from being
-        // throttled by flow control.
-        let ingest_server = base_server(4 << 20, 16 << 20, max_streams)
-            .add_service(ingest_api)
-            .add_service(ingest_health_service);
+        // Ingest windows bound what each connection can make the gateway buffer beyond the
+        // shared body budget (ingest_budget.rs): 2 MiB a connection, one 1 MiB chunk a stream.
+        let ingest_server =
+            base_server(INGEST_STREAM_WINDOW, INGEST_CONNECTION_WINDOW, max_streams)
+                .add_service(ingest_api)
+                .add_service(ingest_health_service);
         let ingest_server = serve_router(
             ingest_server,
             ingest,
             self.tls.ingest,
-            Admission::new(max_conns, idle, "ingest", self.metrics.connections("ingest")),
+            Admission::new(
+                self.config.ingest_max_connections,
+                idle,
+                "ingest",
+                self.metrics.connections("ingest"),
+            ),
             shutdown.clone(),
         );
 

@@ -16,10 +16,14 @@ fn unit(key: &str) -> &'static str {
         k if k.ends_with("_bytes") || k.contains("_bytes_per_") => "bytes",
         k if k.ends_with("_file") || k.ends_with("_dir") => "path",
         k if k.ends_with("_addr") => "host:port",
-        "max_connections" | "max_streams_per_connection" | "replay_max_streams" => "count",
+        "max_connections"
+        | "max_streams_per_connection"
+        | "replay_max_streams"
+        | "ingest_max_connections" => "count",
         "tls_allow_tls12" => "boolean",
         "gateway_id" => "name",
         "log_format" => "`text` or `json`",
+        "metrics_key_label" => "`name`, `digest` or `none`",
         "log_filter" => "EnvFilter directives",
         _ => panic!("give config key {key} a unit"),
     }

@@ -19,6 +19,7 @@ use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 
 use crate::auth::ApiKeys;
+use crate::log_safety::Throttle;
 use crate::metrics::{AuthFailure, GatewayMetrics, Method};
 
 /// The current key set, replaceable while serving.
@@ -59,13 +60,16 @@ impl ApiKeyAuth {
             AuthFailure::Invalid => "auth_invalid",
             AuthFailure::Scope => "auth_scope",
         };
-        tracing::info!(
-            method = method.map_or("-", Method::as_str),
-            key = "-",
-            code = "UNAUTHENTICATED",
-            reason,
-            "request refused: {message}"
-        );
+        if let Some(held_back) = Throttle::refusals().allow(reason) {
+            tracing::info!(
+                method = method.map_or("-", Method::as_str),
+                key = "-",
+                code = "UNAUTHENTICATED",
+                reason,
+                held_back,
+                "request refused: {message}"
+            );
+        }
         Status::unauthenticated(message)
     }
 }

@@ -7,6 +7,7 @@ use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
 use crate::ingest::{Ingest, IngestError};
+use crate::log_safety::{Throttle, escape};
 use crate::metrics::GatewayMetrics;
 
 /// The IngestService implementation.
@@ -61,18 +62,17 @@ impl IngestService for IngestApi {
             }
             Err(e) => {
                 self.metrics.chunk_rejected(e.reason(), data_len);
-                tracing::info!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
+                if let Some(held_back) = Throttle::refusals().allow(e.reason()) {
+                    let why = escape(&e.to_string());
+                    tracing::info!(%collector, sequence, reason = e.reason(), held_back, "chunk rejected: {why}");
+                }
                 Err(e.into())
             }
         }
     }
 }
 
-/// A sender-chosen string made safe for one log line: at most 64 printable characters.
+/// A sender-chosen string made safe for one log line (see [`crate::log_safety`]).
 fn loggable(s: &str) -> String {
-    if s.len() <= 64 && !s.chars().any(char::is_control) {
-        s.to_owned()
-    } else {
-        "<invalid>".to_owned()
-    }
+    escape(s)
 }

@@ -14,6 +14,7 @@ use tonic::{Code, Status};
 use super::delivery::{Holds, Ticket, Undelivered};
 use super::errors::quota_exceeded;
 use crate::auth::{KeyGrant, Scope};
+use crate::log_safety::{Throttle, escape};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
 use crate::pool::Pool;
 use crate::quota::QuotaError;
@@ -193,14 +194,20 @@ impl Call {
             _ => None,
         });
         match refusal {
-            Some(reason) => tracing::info!(
-                method,
-                key,
-                code = code_name,
-                reason,
-                duration_us,
-                "request refused: {message}"
-            ),
+            Some(reason) => {
+                if let Some(held_back) = Throttle::refusals().allow(reason) {
+                    tracing::info!(
+                        method,
+                        key,
+                        code = code_name,
+                        reason,
+                        duration_us,
+                        held_back,
+                        "request refused: {}",
+                        escape(message)
+                    );
+                }
+            }
             None => tracing::debug!(
                 method,
                 key,

@@ -30,7 +30,7 @@ const SLOW_KEY: &str = "slow-secret-0123456789abcdef";
 
 /// A gateway with a metrics listener and three keys: `alice` (the test key, no limits),
 /// `watcher` (status:read only) and `slow` (one request per second).
-async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway, SocketAddr) {
+pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway, SocketAddr) {
     let dir = tempfile::tempdir().expect("tempdir");
     let entry = |name: &str, secret: &str, extra: &str| {
         format!(
@@ -70,7 +70,7 @@ async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway, SocketAdd
 }
 
 /// GET `path` over HTTP/1.1 (connection closed after): status code and body.
-async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+pub(super) async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).await.expect("connect metrics");
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("send");
@@ -81,7 +81,7 @@ async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     (code, body.to_owned())
 }
 
-async fn scrape(addr: SocketAddr) -> Exposition {
+pub(super) async fn scrape(addr: SocketAddr) -> Exposition {
     let (code, body) = http_get(addr, "/metrics").await;
     assert_eq!(code, 200);
     Exposition::parse(&body).expect("valid exposition")

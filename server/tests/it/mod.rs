@@ -2,6 +2,7 @@
 
 mod diode;
 mod entropy;
+mod exposure;
 mod fairness;
 mod hostile;
 mod ingest;

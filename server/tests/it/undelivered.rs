@@ -222,3 +222,62 @@ async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
     assert_eq!(got, 64 << 10);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn partial_publishes_hold_at_most_the_ingest_budget_and_the_windows() {
+    // Before: plaintext ingest read every partial publish into memory before it could check a
+    // MAC (2 connections × 256 partial 1 MiB publishes held 560 MB). Now bodies draw from one
+    // budget and flow control stops the sender once it is spent.
+    let budget = 256 << 10;
+    let gw = super::support::start(test_config(|c| {
+        c.max_chunk_bytes = 128 << 10;
+        c.ingest_max_buffered_bytes = budget;
+    }))
+    .await;
+    let tcp = tokio::net::TcpStream::connect(gw.ingest).await.expect("connect");
+    let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let driver = tokio::spawn(connection);
+    let mut sent = 0usize;
+    let mut bodies = Vec::new();
+    // Each announces a message within the size cap (so it is not refused outright) and sends
+    // all of it but the last byte.
+    let (streams, message) = (32usize, 180usize << 10);
+    for _ in 0..streams {
+        let request =
+            http::Request::post(format!("http://{}/entropy.v1.IngestService/Publish", gw.ingest))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .expect("request");
+        let mut h2 = h2.clone().ready().await.expect("ready");
+        let (_response, mut body) = h2.send_request(request, false).expect("send");
+        let mut prefix = BytesMut::new();
+        prefix.put_u8(0);
+        prefix.put_u32(message as u32);
+        body.send_data(prefix.freeze(), false).expect("prefix");
+        let mut left: usize = message - 1;
+        while left > 0 {
+            body.reserve_capacity(left.min(64 << 10));
+            let granted = tokio::time::timeout(
+                Duration::from_millis(300),
+                std::future::poll_fn(|cx| body.poll_capacity(cx)),
+            )
+            .await;
+            let Ok(Some(Ok(n))) = granted else { break };
+            if n == 0 {
+                continue;
+            }
+            body.send_data(Bytes::from(vec![0u8; n]), false).expect("data");
+            sent += n;
+            left -= n;
+        }
+        bodies.push(body);
+    }
+    // Without the budget the gateway would read all 32 × 180 KiB; now it stops at the budget
+    // plus what the connection window lets sit unread (2 MiB).
+    let bound = budget + (2 << 20) + streams * (16 << 10);
+    assert!(sent <= bound, "the gateway took {sent} bytes of partial publishes, bound {bound}");
+    drop(bodies);
+    driver.abort();
+    gw.stop().await;
+}

@@ -1,0 +1,88 @@
+//! File descriptors: every connection costs one, so the connection caps must fit the
+//! process's descriptor limit, or a flood of connections leaves none for accepting, logging or
+//! reading key files (seen: `GetRandom` failing and the accept loop spinning under
+//! `prlimit --nofile=1024`).
+//!
+//! At start the gateway raises its soft limit towards the hard one (as Go's runtime does), then
+//! checks that both listeners at `max_connections` plus the metrics endpoint and a reserve fit.
+//! `max_connections = 0` (the default) picks the most that fit, at most
+//! [`AUTO_MAX_CONNECTIONS`]; an explicit value that does not fit is a config error.
+
+use crate::config::{ConfigError, GatewayConfig};
+
+/// Descriptors kept for everything else: listeners, files, the runtime, logs.
+pub const RESERVE: u64 = 256;
+/// The largest `max_connections` chosen automatically.
+pub const AUTO_MAX_CONNECTIONS: u64 = 10_000;
+/// Connections the metrics and health endpoint may hold (`entropy_collector::prom`).
+const METRICS_CONNECTIONS: u64 = entropy_collector::prom::MAX_HTTP_CONNECTIONS as u64;
+
+/// Raises the soft descriptor limit as far as `config` needs (up to the hard limit) and
+/// returns the `max_connections` to use per listener.
+pub fn prepare(config: &GatewayConfig) -> Result<usize, ConfigError> {
+    let wanted = match config.max_connections {
+        0 => need(AUTO_MAX_CONNECTIONS),
+        n => need(n as u64),
+    };
+    // Raising fails only on platforms without the limit; then the check below uses it as is.
+    let _ = rlimit::increase_nofile_limit(wanted);
+    resolve(config.max_connections, soft_limit())
+}
+
+/// The `max_connections` to use per listener for a configured value and a descriptor limit.
+pub fn resolve(configured: usize, limit: Option<u64>) -> Result<usize, ConfigError> {
+    let Some(limit) = limit else {
+        return Ok(if configured == 0 { AUTO_MAX_CONNECTIONS as usize } else { configured });
+    };
+    if configured == 0 {
+        let fit = limit.saturating_sub(RESERVE + METRICS_CONNECTIONS) / 2;
+        return match fit.min(AUTO_MAX_CONNECTIONS) {
+            0 => Err(too_few(0, limit)),
+            n => Ok(n as usize),
+        };
+    }
+    if need(configured as u64) > limit {
+        return Err(too_few(configured as u64, limit));
+    }
+    Ok(configured)
+}
+
+/// The soft descriptor limit now, if the platform has one.
+pub fn soft_limit() -> Option<u64> {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).ok().map(|(soft, _)| soft)
+}
+
+/// Descriptors needed for `max_connections` on both listeners.
+fn need(max_connections: u64) -> u64 {
+    2 * max_connections + METRICS_CONNECTIONS + RESERVE
+}
+
+fn too_few(max_connections: u64, limit: u64) -> ConfigError {
+    ConfigError {
+        key: "max_connections".into(),
+        problem: format!(
+            "{max_connections} per listener needs {} file descriptors (two listeners, \
+             {METRICS_CONNECTIONS} for metrics, {RESERVE} spare), but the limit is {limit}: \
+             lower max_connections (0 picks what fits) or raise the limit (ulimit -n, \
+             systemd LimitNOFILE=, compose ulimits)",
+            need(max_connections)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_fits_the_limit_and_explicit_must() {
+        assert_eq!(resolve(0, Some(1024)).expect("fits"), (1024 - 256 - 64) / 2);
+        assert_eq!(resolve(0, Some(1 << 20)).expect("fits"), 10_000);
+        assert_eq!(resolve(0, None).expect("no limit"), 10_000);
+        assert_eq!(resolve(100, Some(1024)).expect("fits"), 100);
+        let err = resolve(10_000, Some(1024)).expect_err("does not fit");
+        assert_eq!(err.key, "max_connections");
+        assert!(err.problem.contains("20320") && err.problem.contains("1024"), "{err}");
+        assert!(resolve(0, Some(300)).is_err(), "nothing fits");
+    }
+}
