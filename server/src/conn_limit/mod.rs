@@ -27,6 +27,11 @@
 //! and not yet delivered on one connection are capped ([`ConnectionInfo::hold_undelivered`]),
 //! as they are per key.
 
+
+mod track_calls;
+
+pub use track_calls::{TrackCalls, TrackCallsLayer, Tracked};
+
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -214,7 +219,7 @@ impl Activity {
         Some(self.origin + since + timeout)
     }
 
-    fn call_started(self: &Arc<Self>) -> CallGuard {
+    pub(super) fn call_started(self: &Arc<Self>) -> CallGuard {
         self.calls.fetch_add(1, Ordering::AcqRel);
         CallGuard(self.clone())
     }
@@ -231,7 +236,7 @@ impl Activity {
 
 /// One call in progress; dropping it ends the call.
 #[derive(Debug)]
-struct CallGuard(Arc<Activity>);
+pub(super) struct CallGuard(Arc<Activity>);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
@@ -441,175 +446,4 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Limited<T> {
 fn stalled_error() -> io::Error {
     tracing::debug!("closing a connection whose client stopped reading");
     io::Error::new(io::ErrorKind::TimedOut, "responses waited longer than the send timeout")
-}
-
-/// Counts each call against its connection's [`Activity`], from the request until the
-/// response body is dropped.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TrackCallsLayer;
-
-impl<S> tower::Layer<S> for TrackCallsLayer {
-    type Service = TrackCalls<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        TrackCalls { inner }
-    }
-}
-
-/// The service [`TrackCallsLayer`] makes.
-#[derive(Debug, Clone)]
-pub struct TrackCalls<S> {
-    inner: S,
-}
-
-/// The connection of `extensions`, over plaintext or TLS.
-fn activity_of(extensions: &http::Extensions) -> Option<&Arc<Activity>> {
-    ConnectionInfo::of(extensions).map(|info| &info.activity)
-}
-
-/// Methods that never count as activity: long-lived, and open to peers without a key.
-const NOT_ACTIVITY: &[&str] = &[
-    "/grpc.health.v1.Health/Watch",
-    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-];
-
-impl<S, ResBody> tower::Service<http::Request<tonic::body::Body>> for TrackCalls<S>
-where
-    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Tracked<ResBody>>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        let counted = !NOT_ACTIVITY.contains(&request.uri().path());
-        let call = match activity_of(request.extensions()) {
-            Some(activity) if counted => Some(Arc::new(CallSlot {
-                activity: activity.clone(),
-                state: std::sync::Mutex::new(SlotState::Waiting),
-            })),
-            _ => None,
-        };
-        let request = match &call {
-            // The call starts when the request body ends (see `Arriving`).
-            Some(slot) => request
-                .map(|body| tonic::body::Body::new(Arriving { body, slot: Some(slot.clone()) })),
-            None => request,
-        };
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let response = response.await?;
-            Ok(response.map(|body| Tracked { body, _call: call.map(CallEnd) }))
-        })
-    }
-}
-
-/// Where a call stands: its request still arriving, in progress, or over.
-#[derive(Debug)]
-enum SlotState {
-    Waiting,
-    Active(#[allow(dead_code)] CallGuard),
-    Over,
-}
-
-/// The call of one request, shared by its request body (which starts it) and its response
-/// body (which ends it).
-#[derive(Debug)]
-struct CallSlot {
-    activity: Arc<Activity>,
-    state: std::sync::Mutex<SlotState>,
-}
-
-impl CallSlot {
-    fn set(&self, next: impl FnOnce(&SlotState) -> Option<SlotState>) {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(next) = next(&state) {
-            *state = next;
-        }
-    }
-}
-
-/// Ends the call when the response body is dropped.
-#[derive(Debug)]
-struct CallEnd(Arc<CallSlot>);
-
-impl Drop for CallEnd {
-    fn drop(&mut self) {
-        self.0.set(|_| Some(SlotState::Over));
-    }
-}
-
-/// A request body that starts its call once it has fully arrived.
-struct Arriving {
-    body: tonic::body::Body,
-    slot: Option<Arc<CallSlot>>,
-}
-
-impl Arriving {
-    fn arrived(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            let activity = slot.activity.clone();
-            slot.set(|state| {
-                matches!(state, SlotState::Waiting)
-                    .then(|| SlotState::Active(activity.call_started()))
-            });
-        }
-    }
-}
-
-impl http_body::Body for Arriving {
-    type Data = prost::bytes::Bytes;
-    type Error = tonic::Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        let frame = Pin::new(&mut self.body).poll_frame(cx);
-        if matches!(frame, Poll::Ready(None)) || self.body.is_end_stream() {
-            self.arrived();
-        }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A response body that holds its call open until dropped.
-#[derive(Debug)]
-pub struct Tracked<B> {
-    body: B,
-    _call: Option<CallEnd>,
-}
-
-impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
 }
