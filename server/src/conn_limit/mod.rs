@@ -27,7 +27,6 @@
 //! and not yet delivered on one connection are capped ([`ConnectionInfo::hold_undelivered`]),
 //! as they are per key.
 
-
 mod track_calls;
 
 pub use track_calls::{TrackCalls, TrackCallsLayer, Tracked};
