@@ -9,12 +9,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use entropy_proto::v1::{Mixing, SourceHealth};
 use metrics::{Counter, Gauge, Histogram};
 
-use crate::prom::{CODE_NAMES, Family, Kind, Probe, Registry};
+use entropy_ops::clock::unix_ms_now;
+use entropy_ops::endpoint::Probe;
+use entropy_ops::registry::{CODE_NAMES, Family, Kind, Registry};
 
 /// A gateway answer (stored, already stored, or pool full) older than this makes the
 /// collector not ready.
@@ -334,15 +336,10 @@ impl Probe for CollectorMetrics {
     }
 }
 
-fn unix_ms_now() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prom::Exposition;
+    use entropy_testkit::exposition::Exposition;
 
     #[test]
     fn readiness_needs_healthy_sources_and_a_recent_publish() {

@@ -100,6 +100,12 @@ impl Publisher {
         Self { client, policy, metrics: None, sealer, gateway_id: gateway_id.to_owned() }
     }
 
+    /// Retries by `policy` instead of the one it was made with.
+    pub fn with_policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Counts every attempt, its outcome and duration into `metrics`.
     pub fn with_metrics(mut self, metrics: GatewayMetrics) -> Self {
         self.metrics = Some(Arc::new(metrics));

@@ -21,8 +21,9 @@ use entropy_proto::v1::PublishRequest;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::collector::Collector;
 use crate::metrics::CollectorMetrics;
-use crate::pipeline::{Pipeline, Round};
+use crate::pipeline::Round;
 use crate::publisher::{Delivery, Publisher};
 
 /// Counters of a collector run, readable while it runs.
@@ -49,28 +50,11 @@ impl RunStats {
     }
 }
 
-/// Runs rounds and publishes until `shutdown`, then flushes for at most `grace`.
-pub async fn run(
-    pipeline: Arc<Mutex<Pipeline>>,
-    publishers: Vec<Publisher>,
-    buffer_chunks: usize,
-    stats: Arc<RunStats>,
-    shutdown: CancellationToken,
-    grace: Duration,
-) {
-    run_observed(pipeline, publishers, buffer_chunks, stats, None, shutdown, grace).await;
-}
-
-/// [`run`], keeping the queue gauge of `metrics` up to date.
-pub async fn run_observed(
-    pipeline: Arc<Mutex<Pipeline>>,
-    publishers: Vec<Publisher>,
-    buffer_chunks: usize,
-    stats: Arc<RunStats>,
-    metrics: Option<Arc<CollectorMetrics>>,
-    shutdown: CancellationToken,
-    grace: Duration,
-) {
+/// Runs `collector`'s rounds and publishes until `shutdown`, then flushes for at most its
+/// grace period. Returns its counters.
+pub(crate) async fn run(collector: Collector, shutdown: CancellationToken) -> Arc<RunStats> {
+    let Collector { mut pipeline, publishers, metrics, stats, buffer_chunks, grace, .. } =
+        collector;
     let capacity = buffer_chunks.max(1);
     let (tx, rx) = mpsc::channel::<PublishRequest>(capacity);
     let rx = Arc::new(Mutex::new(rx));
@@ -93,7 +77,7 @@ pub async fn run_observed(
     loop {
         let round = tokio::select! {
             () = shutdown.cancelled() => break,
-            r = async { pipeline.lock().await.round().await } => r,
+            r = pipeline.round() => r,
         };
         match round {
             Round::Chunk(chunk) => {
@@ -104,9 +88,7 @@ pub async fn run_observed(
                     slot = tx.reserve() => match slot {
                         Ok(slot) => {
                             slot.send(chunk);
-                            if let Some(m) = &metrics {
-                                m.queued(capacity - tx.capacity());
-                            }
+                            metrics.queued(capacity - tx.capacity());
                         }
                         Err(_) => break,
                     },
@@ -159,13 +141,14 @@ pub async fn run_observed(
     stats
         .abandoned
         .store(stats.signed.load(Ordering::Relaxed).saturating_sub(settled), Ordering::Relaxed);
+    stats
 }
 
 async fn publish_loop(
     mut publisher: Publisher,
     rx: Arc<Mutex<mpsc::Receiver<PublishRequest>>>,
     stats: Arc<RunStats>,
-    metrics: Option<Arc<CollectorMetrics>>,
+    metrics: Arc<CollectorMetrics>,
     abandon: CancellationToken,
 ) {
     loop {
@@ -175,9 +158,7 @@ async fn publish_loop(
                 () = abandon.cancelled() => return,
                 c = rx.recv() => c,
             };
-            if let Some(m) = &metrics {
-                m.queued(rx.len());
-            }
+            metrics.queued(rx.len());
             chunk
         };
         let Some(mut chunk) = chunk else { return };

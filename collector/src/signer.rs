@@ -10,8 +10,8 @@
 //! (same sequence, fresh timestamp) only while every answer it got for it said "not stored"
 //! (see `publisher`), so a chunk that may have been stored is never re-dated.
 
+use entropy_ops::clock::unix_ms_now;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use entropy_proto::signing::chunk_mac;
 use entropy_proto::v1::{Mixing, PublishRequest, SourceReport};
@@ -56,12 +56,6 @@ impl std::fmt::Debug for Sealer {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw a random epoch: {0}")]
 pub struct EpochError(String);
-
-/// Now, in milliseconds since the Unix epoch.
-pub fn unix_ms_now() -> i64 {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
-}
 
 impl Sealer {
     /// Addresses `chunk` to `gateway_id`, dates it now and computes its MAC.

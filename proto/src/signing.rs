@@ -24,6 +24,14 @@ pub fn chunk_mac(key: &[u8], chunk: &PublishRequest) -> [u8; MAC_LEN] {
     mac.finalize().into_bytes().into()
 }
 
+/// Sets `chunk.crc32c` from its data and `chunk.mac` under `key`: the chunk as a collector
+/// publishes it (tools and test fixtures; the collector computes the CRC once and may MAC a
+/// chunk again for another gateway, so it calls [`chunk_mac`] itself).
+pub fn seal(key: &[u8], chunk: &mut PublishRequest) {
+    chunk.crc32c = crc32c::crc32c(&chunk.data);
+    chunk.mac = chunk_mac(key, chunk).to_vec();
+}
+
 /// Checks `chunk.mac` against the MAC under `key`, in constant time.
 pub fn verify_chunk_mac(key: &[u8], chunk: &PublishRequest) -> bool {
     let mut mac = keyed(key);

@@ -111,15 +111,8 @@ pub struct GatewayConfig {
     pub log_filter: String,
 }
 
-/// Log line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+/// Log line format (shared with the collector).
+pub use entropy_ops::LogFormat;
 
 /// Every config key, for environment variable lookup (`ENTROPY_` + upper case).
 pub const KEYS: &[&str] = &[

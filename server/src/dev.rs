@@ -8,23 +8,16 @@
 //! It is labelled `os`, not quantum, everywhere.
 
 use std::net::SocketAddr;
-
 use std::sync::Arc;
-use std::time::Duration;
 
-use entropy_collector::mixing::Scheme;
-use entropy_collector::pipeline::{Pipeline, SourceSlot};
-use entropy_collector::publisher::{Publisher, RetryPolicy};
-use entropy_collector::runner::{self, RunStats};
-use entropy_collector::signer::ChunkSigner;
-use entropy_collector::source::os::OsSource;
-use tokio::sync::Mutex;
+use entropy_collector::config::CollectorConfig;
+use entropy_collector::runner::RunStats;
+use entropy_collector::{BuildError, Collector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Endpoint;
 
 use crate::auth::{ApiKeys, MAX_PRESENTED_KEY_BYTES};
-use crate::ingest::keys::MacKeys;
+use crate::ingest::keys::{KeyError, MacKeys};
 
 /// Environment variable holding the dev API key; generated when unset.
 pub const DEV_API_KEY_ENV: &str = "ENTROPY_DEV_API_KEY";
@@ -58,6 +51,15 @@ pub enum DevError {
     /// The OS RNG failed.
     #[error("cannot generate a key: {0}")]
     Rng(String),
+    /// The generated MAC key was not accepted (a bug: it is 32 random bytes under a fixed id).
+    #[error("dev MAC key: {0}")]
+    MacKey(#[from] KeyError),
+    /// The in-process collector's config did not validate (a bug: it is fixed here).
+    #[error("dev feed config: {0}")]
+    FeedConfig(String),
+    /// The in-process collector could not be built.
+    #[error("dev feed: {0}")]
+    Feed(#[from] BuildError),
 }
 
 /// Sets up dev keys, taking the API key from `env_key` when given.
@@ -81,9 +83,7 @@ pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
     };
     let mac_secret = random(32)?;
     let mut mac_keys = MacKeys::default();
-    mac_keys
-        .insert(DEV_MAC_KEY_ID, mac_secret.clone())
-        .map_err(|e| DevError::Rng(e.to_string()))?;
+    mac_keys.insert(DEV_MAC_KEY_ID, mac_secret.clone())?;
     Ok(DevKeys {
         api_keys: ApiKeys::single(DEV_KEY_NAME, &api_key),
         api_key,
@@ -93,35 +93,46 @@ pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
     })
 }
 
-/// Starts the in-process collector: one OS source, health-tested like any other, publishing
-/// to the ingest listener at `ingest_addr`.
+/// The in-process collector's config, as a `collector.toml` would say it: one OS source,
+/// health-tested like any other, publishing to the ingest listener at `ingest_addr`.
+pub fn feed_config(ingest_addr: SocketAddr, gateway_id: &str) -> Result<CollectorConfig, DevError> {
+    let text = format!(
+        r#"
+        collector_id = "dev-collector"
+        key_id = "{DEV_MAC_KEY_ID}"
+        key_file = "/dev/null" # unused: the key is generated at start and passed in
+        chunk_bytes = {DEV_CHUNK_BYTES}
+        mixing = "none"
+        buffer_chunks = 4
+        read_timeout_ms = 5000
+        shutdown_grace_ms = 2000
+        metrics_listen_addr = ""
+
+        [[gateway]]
+        id = "{gateway_id}"
+        endpoint = "http://{ingest_addr}"
+
+        [[source]]
+        name = "os"
+        type = "os"
+        min_entropy_per_byte = 8.0
+        "#
+    );
+    let config: CollectorConfig =
+        toml::from_str(&text).map_err(|e| DevError::FeedConfig(e.to_string()))?;
+    config.validate().map_err(|e| DevError::FeedConfig(e.to_string()))?;
+    Ok(config)
+}
+
+/// Starts the in-process collector ([`feed_config`]), signing with `mac_secret`.
 pub fn spawn_feed(
     ingest_addr: SocketAddr,
     gateway_id: &str,
     mac_secret: Vec<u8>,
     shutdown: CancellationToken,
 ) -> Result<JoinHandle<Arc<RunStats>>, DevError> {
-    let signer = ChunkSigner::new("dev-collector", DEV_MAC_KEY_ID, mac_secret)
-        .map_err(|e| DevError::Rng(e.to_string()))?;
-    let endpoint = Endpoint::from_shared(format!("http://{ingest_addr}"))
-        .map_err(|e| DevError::Rng(e.to_string()))?;
-    let publisher = Publisher::new(endpoint, RetryPolicy::default(), signer.sealer(), gateway_id);
-    let slot = SourceSlot::new(Box::new(OsSource::new("os")), 8.0, 40);
-    let pipeline =
-        Pipeline::new(vec![slot], Scheme::None, 1, DEV_CHUNK_BYTES, Duration::from_secs(5), signer);
-    let stats = Arc::new(RunStats::default());
-    let task = runner::run(
-        Arc::new(Mutex::new(pipeline)),
-        vec![publisher],
-        4,
-        stats.clone(),
-        shutdown,
-        Duration::from_secs(2),
-    );
-    Ok(tokio::spawn(async move {
-        task.await;
-        stats
-    }))
+    let collector = Collector::build(&feed_config(ingest_addr, gateway_id)?, mac_secret)?;
+    Ok(tokio::spawn(collector.run(shutdown)))
 }
 
 /// What dev mode prints on start: where it listens, the key, and commands to paste.

@@ -14,8 +14,8 @@ use crate::config::{ConfigError, GatewayConfig};
 pub const RESERVE: u64 = 256;
 /// The largest `max_connections` chosen automatically.
 pub const AUTO_MAX_CONNECTIONS: u64 = 10_000;
-/// Connections the metrics and health endpoint may hold (`entropy_collector::prom`).
-const METRICS_CONNECTIONS: u64 = entropy_collector::prom::MAX_HTTP_CONNECTIONS as u64;
+/// Connections the metrics and health endpoint may hold (`entropy_ops::endpoint`).
+const METRICS_CONNECTIONS: u64 = entropy_ops::endpoint::MAX_HTTP_CONNECTIONS as u64;
 
 /// Raises the soft descriptor limit as far as `config` needs (up to the hard limit) and
 /// returns the `max_connections` to use per listener.

@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
-use crate::ingest::{Ingest, unix_ms_now};
+use entropy_ops::clock::unix_ms_now;
+
+use crate::ingest::Ingest;
 use crate::pool::Pool;
 
 /// How often the pool level is sampled.

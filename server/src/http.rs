@@ -1,12 +1,12 @@
 //! The gateway's HTTP side: `/metrics`, `/healthz` and `/readyz` on `metrics_listen_addr`.
 //!
-//! The routes themselves are shared with the collector ([`entropy_collector::prom::serve`]);
+//! The routes themselves are shared with the collector ([`entropy_ops::endpoint::serve`]);
 //! this file says what "ready" means for a gateway and refreshes the state-mirroring gauges
 //! right before each scrape.
 
 use std::sync::Arc;
 
-use entropy_collector::prom::Probe;
+use entropy_ops::endpoint::Probe;
 
 use crate::health::Readiness;
 use crate::metrics::GatewayMetrics;

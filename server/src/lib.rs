@@ -13,6 +13,8 @@
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
 //! - [`server`]: wires the two listeners and runs until shutdown; [`tls`]: rustls for them.
+//! - [`launch`]: the process around a [`Gateway`]: keys and TLS loaded before binding, dev
+//!   feed, SIGHUP key reload, graceful shutdown (`main.rs` only parses and maps exit codes).
 //! - [`conn_limit`]: the cap on open connections per listener.
 //! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
@@ -28,6 +30,7 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod ingest_budget;
+pub mod launch;
 pub mod log_safety;
 pub mod metrics;
 pub mod pool;

@@ -3,59 +3,24 @@
 //!
 //! Refusals (bad keys, quota, rejected chunks) are logged at info so operators see attacks and
 //! misconfigured clients, but a peer must not be able to turn that into a log flood (5,100
-//! lines in 3 s from one connection before). [`Throttle`] lets one line per reason through per
+//! lines in 3 s from one connection before). [`refusals`] lets one line per reason through per
 //! second and says, on the next line, how many it held back; metrics count every refusal.
 //!
 //! Text a peer sent (a collector id, a source name, an error message quoting them) is written
 //! with [`escape`]: control characters and Unicode format characters, the bidirectional
 //! overrides (U+202E) among them, become `\u{...}`, so a log line reads as what it is.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
-/// How often one reason may be logged.
-pub const INTERVAL: Duration = Duration::from_secs(1);
+use entropy_ops::Throttle;
 
 /// Most characters of peer text kept in a log line.
 pub const MAX_CHARS: usize = 128;
 
-/// Lets one line per reason through per [`INTERVAL`].
-#[derive(Debug, Default)]
-pub struct Throttle {
-    reasons: Mutex<HashMap<&'static str, (Instant, u64)>>,
-}
-
-impl Throttle {
-    /// The process-wide throttle for refusal lines.
-    pub fn refusals() -> &'static Throttle {
-        static REFUSALS: OnceLock<Throttle> = OnceLock::new();
-        REFUSALS.get_or_init(Throttle::default)
-    }
-
-    /// `Some(n)` when a line for `reason` may be written now, `n` being how many were held
-    /// back since the last one; `None` when it is to be held back.
-    pub fn allow(&self, reason: &'static str) -> Option<u64> {
-        self.allow_at(reason, Instant::now())
-    }
-
-    fn allow_at(&self, reason: &'static str, now: Instant) -> Option<u64> {
-        let mut reasons = self.reasons.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match reasons.get_mut(reason) {
-            Some((last, held)) if now.duration_since(*last) < INTERVAL => {
-                *held += 1;
-                None
-            }
-            Some((last, held)) => {
-                *last = now;
-                Some(std::mem::take(held))
-            }
-            None => {
-                reasons.insert(reason, (now, 0));
-                Some(0)
-            }
-        }
-    }
+/// The process-wide throttle for refusal lines (bad keys, quota, rejected chunks).
+pub fn refusals() -> &'static Throttle {
+    static REFUSALS: OnceLock<Throttle> = OnceLock::new();
+    REFUSALS.get_or_init(Throttle::default)
 }
 
 /// `text` fit for a log line: control and format characters escaped, at most [`MAX_CHARS`]
@@ -101,18 +66,5 @@ mod tests {
         assert_eq!(escape("café-π"), "café-π", "ordinary text is kept");
         let long = "x".repeat(500);
         assert_eq!(escape(&long).chars().count(), MAX_CHARS + 1);
-    }
-
-    #[test]
-    fn one_line_per_reason_per_interval_with_the_count_held_back() {
-        let t = Throttle::default();
-        let start = Instant::now();
-        assert_eq!(t.allow_at("bad_key", start), Some(0));
-        for i in 1..=1000 {
-            assert_eq!(t.allow_at("bad_key", start + Duration::from_micros(i)), None);
-        }
-        assert_eq!(t.allow_at("bad_mac", start), Some(0), "reasons are counted apart");
-        assert_eq!(t.allow_at("bad_key", start + INTERVAL), Some(1000), "says what it held");
-        assert_eq!(t.allow_at("bad_key", start + INTERVAL), None);
     }
 }

@@ -1,24 +1,16 @@
-//! `entropy-gateway`: parse and validate config, bind, serve until SIGTERM/SIGINT.
+//! `entropy-gateway`: parse and validate config, load keys and TLS, then serve until
+//! SIGTERM/SIGINT ([`entropy_gateway::launch`] does the work).
 //!
 //! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 1 runtime
 //! failure (a port in use, a listener error).
 
-use std::io::IsTerminal as _;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Parser;
-use entropy_gateway::config::{self, ConfigFlags, GatewayConfig, LogFormat};
+use entropy_gateway::config::{self, ConfigFlags};
 use entropy_gateway::dev;
-use entropy_gateway::grpc::auth::KeyStore;
-use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::server::ListenerTls;
-use entropy_gateway::tls::{self, TlsFiles};
-use entropy_gateway::{Gateway, auth::ApiKeys};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
+use entropy_gateway::launch::Launch;
 
 const EX_USAGE: u8 = 64;
 
@@ -152,21 +144,18 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let keys = match load_keys(&config, cli.dev) {
-        Ok(keys) => keys,
+    let dev_api_key = std::env::var(dev::DEV_API_KEY_ENV).ok();
+    let launch = match Launch::prepare(config.clone(), cli.dev, dev_api_key) {
+        Ok(launch) => launch,
         Err(e) => {
-            eprintln!("entropy-gateway: {e:#}");
+            eprintln!("entropy-gateway: {e}");
             return ExitCode::from(EX_USAGE);
         }
     };
-    let tls = match load_tls(&config) {
-        Ok(tls) => tls,
-        Err(e) => {
-            eprintln!("entropy-gateway: {e:#}");
-            return ExitCode::from(EX_USAGE);
-        }
-    };
-    init_logging(&config);
+    if let Err(e) = entropy_ops::logging::init(&config.log_filter, config.log_format) {
+        eprintln!("entropy-gateway: {e}");
+        return ExitCode::from(EX_USAGE);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -174,177 +163,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config, keys, tls)) {
+    match runtime.block_on(launch.run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("entropy-gateway: {e:#}");
+            tracing::error!("{e}");
+            eprintln!("entropy-gateway: {e}");
             ExitCode::FAILURE
         }
     }
-}
-
-enum Keys {
-    Dev(Box<dev::DevKeys>),
-    Files(ApiKeys, MacKeys),
-}
-
-fn load_keys(config: &GatewayConfig, dev_mode: bool) -> anyhow::Result<Keys> {
-    if dev_mode {
-        let env_key = std::env::var(dev::DEV_API_KEY_ENV).ok();
-        return Ok(Keys::Dev(Box::new(dev::keys(env_key)?)));
-    }
-    // validate() guarantees both are set outside dev mode.
-    let api_file = config.api_keys_file.as_deref().context("invalid config key api_keys_file")?;
-    let mac_dir =
-        config.ingest_keys_dir.as_deref().context("invalid config key ingest_keys_dir")?;
-    let api = ApiKeys::load_file(api_file).context("invalid config key api_keys_file")?;
-    let mac = MacKeys::load_dir(mac_dir).context("invalid config key ingest_keys_dir")?;
-    Ok(Keys::Files(api, mac))
-}
-
-fn load_tls(config: &GatewayConfig) -> anyhow::Result<ListenerTls> {
-    let public = match (&config.tls_cert_file, &config.tls_key_file) {
-        (Some(cert), Some(key)) => Some(
-            tls::server_config(&TlsFiles {
-                cert,
-                key,
-                client_ca: None,
-                allow_tls12: config.tls_allow_tls12,
-            })
-            .context("invalid config key tls_cert_file/tls_key_file")?,
-        ),
-        _ => None,
-    };
-    let ingest = match (&config.ingest_tls_cert_file, &config.ingest_tls_key_file) {
-        (Some(cert), Some(key)) => Some(
-            tls::server_config(&TlsFiles {
-                cert,
-                key,
-                client_ca: config.ingest_client_ca_file.as_deref(),
-                allow_tls12: config.tls_allow_tls12,
-            })
-            .context(
-                "invalid config key ingest_tls_cert_file/ingest_tls_key_file/ingest_client_ca_file",
-            )?,
-        ),
-        _ => None,
-    };
-    Ok(ListenerTls { public, ingest })
-}
-
-fn init_logging(config: &GatewayConfig) {
-    let filter = tracing_subscriber::EnvFilter::new(&config.log_filter);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    match config.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
-}
-
-async fn run(config: GatewayConfig, keys: Keys, tls: ListenerTls) -> anyhow::Result<()> {
-    let public = bind(config.listen_addr, "listen_addr").await?;
-    let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
-    let metrics = match config.metrics_addr() {
-        Some(addr) => {
-            Some(entropy_collector::prom::bind(addr).await.map_err(|e| anyhow::anyhow!(e))?)
-        }
-        None => None,
-    };
-    let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
-    let public_addr = public.local_addr()?;
-    let ingest_addr = ingest.local_addr()?;
-    let shutdown = CancellationToken::new();
-    tokio::spawn(wait_for_signal(shutdown.clone()));
-
-    let grace = config.shutdown_grace();
-    let keys_file = config.api_keys_file.clone();
-    let (mut gateway, feed) = match keys {
-        Keys::Files(api, mac) => (Gateway::new(config, api, mac).with_tls(tls), None),
-        Keys::Dev(dev_keys) => {
-            let feed = dev::spawn_feed(
-                ingest_addr,
-                &config.gateway_id,
-                dev_keys.mac_secret.clone(),
-                shutdown.clone(),
-            )?;
-            println!("{}", dev::banner(public_addr, &dev_keys));
-            if let Some(addr) = metrics_addr {
-                println!("Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n");
-            }
-            (Gateway::new(config, dev_keys.api_keys, dev_keys.mac_keys).with_tls(tls), Some(feed))
-        }
-    };
-    if let Some(listener) = metrics {
-        gateway = gateway.with_metrics_listener(listener);
-    }
-    let metrics_addr = metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string());
-    tracing::info!(%public_addr, %ingest_addr, %metrics_addr, "entropy gateway serving");
-    if let Some(path) = keys_file {
-        tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
-    }
-
-    let serve = gateway.serve(public, ingest, shutdown.clone());
-    tokio::pin!(serve);
-    tokio::select! {
-        result = &mut serve => result?,
-        () = shutdown.cancelled() => {
-            match tokio::time::timeout(grace, &mut serve).await {
-                Ok(result) => result?,
-                Err(_) => tracing::warn!(?grace, "grace period over; exiting with calls in flight"),
-            }
-        }
-    }
-    if let Some(feed) = feed {
-        let stats = feed.await?;
-        tracing::info!(delivered = stats.delivered(), "dev feed stopped");
-    }
-    tracing::info!("entropy gateway stopped");
-    Ok(())
-}
-
-/// Reloads the keys file on SIGHUP. A file that does not load leaves the old keys in place.
-/// Open connections and streams are untouched; the next call sees the new keys. Keys keep
-/// their quota state by name across the reload (`ApiKeys::reload_file`).
-async fn reload_keys_on_sighup(path: PathBuf, store: KeyStore, shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        tracing::error!("cannot listen for SIGHUP; keys reload only on restart");
-        return;
-    };
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = hup.recv() => {}
-        }
-        match ApiKeys::reload_file(&path, &store.load()) {
-            Ok(keys) => {
-                tracing::info!(keys = keys.len(), "SIGHUP: API keys reloaded");
-                store.store(std::sync::Arc::new(keys));
-            }
-            Err(e) => tracing::error!("SIGHUP: keeping the old API keys: {e}"),
-        }
-    }
-}
-
-async fn bind(addr: SocketAddr, key: &str) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr).await.with_context(|| format!("cannot bind {key} {addr}"))
-}
-
-async fn wait_for_signal(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) =
-        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    shutdown.cancel();
 }

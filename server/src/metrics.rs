@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use entropy_collector::prom::{Family, Kind, Registry};
+use entropy_ops::registry::{Family, Kind, Registry};
 use metrics::{Counter, Gauge, Histogram};
 
 use crate::pool::PoolStats;
@@ -56,7 +56,7 @@ impl Method {
     }
 }
 
-pub use entropy_collector::prom::CODE_NAMES;
+pub use entropy_ops::registry::CODE_NAMES;
 
 /// The `reason` label of a chunk that was not stored: every `IngestError::reason`.
 pub const INGEST_REJECT_REASONS: &[&str] = &[
@@ -540,7 +540,7 @@ fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use entropy_collector::prom::Exposition;
+    use entropy_testkit::exposition::Exposition;
 
     use super::*;
 

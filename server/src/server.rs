@@ -94,7 +94,7 @@ impl Gateway {
             max_chunk_bytes: config.max_chunk_bytes,
             freshness_window: config.freshness_window(),
             max_future_skew: config.max_future_skew(),
-            started_unix_ms: crate::ingest::unix_ms_now(),
+            started_unix_ms: entropy_ops::clock::unix_ms_now(),
             gateway_id: config.gateway_id.clone(),
         };
         let ingest =
@@ -257,11 +257,7 @@ impl Gateway {
                 pool: self.pool.clone(),
                 readiness: self.readiness.clone(),
             };
-            tokio::spawn(entropy_collector::prom::serve(
-                listener,
-                Arc::new(probe),
-                shutdown.clone(),
-            ))
+            tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });
 
         let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use entropy_collector::prom::{Exposition, check_documented};
 use entropy_collector::simulator::{self, Fault, Simulator, SimulatorOptions};
 use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServer};
 use entropy_proto::v1::{PublishRequest, PublishResponse};
+use entropy_testkit::docs_table::check_documented;
+use entropy_testkit::exposition::Exposition;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;

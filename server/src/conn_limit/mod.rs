@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use entropy_ops::Throttle;
 use futures_util::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -118,14 +119,17 @@ impl Admission {
         S: Stream<Item = Result<TcpStream, E>>,
         E: std::fmt::Display,
     {
-        let errors = Arc::new(std::sync::Mutex::new(entropy_collector::prom::RateLimitedLog::new(
-            "accept failed; backing off",
-        )));
+        let errors = Arc::new(Throttle::default());
         incoming.filter_map(move |accepted| {
             let admitted = match accepted {
                 Err(e) => {
-                    let mut log = errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    log.note(&format!("{}: {e}", self.listener));
+                    if let Some(held_back) = errors.allow("accept") {
+                        tracing::warn!(
+                            held_back,
+                            "{}: accept failed; backing off: {e}",
+                            self.listener
+                        );
+                    }
                     None
                 }
                 Ok(tcp) => Some(self.admit(tcp).map(Ok)),

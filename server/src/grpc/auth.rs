@@ -19,7 +19,7 @@ use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 
 use crate::auth::ApiKeys;
-use crate::log_safety::Throttle;
+use crate::log_safety;
 use crate::metrics::{AuthFailure, GatewayMetrics, Method};
 
 /// The current key set, replaceable while serving.
@@ -60,7 +60,7 @@ impl ApiKeyAuth {
             AuthFailure::Invalid => "auth_invalid",
             AuthFailure::Scope => "auth_scope",
         };
-        if let Some(held_back) = Throttle::refusals().allow(reason) {
+        if let Some(held_back) = log_safety::refusals().allow(reason) {
             tracing::info!(
                 method = method.map_or("-", Method::as_str),
                 key = "-",

@@ -342,7 +342,7 @@ impl EntropyApi {
         let pool = self.pool.stats();
         let ingest = self.ingest.stats();
         let now = Instant::now();
-        let now_unix_ms = crate::ingest::unix_ms_now();
+        let now_unix_ms = entropy_ops::clock::unix_ms_now();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let sources = self
             .ingest

@@ -7,7 +7,7 @@ use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
 use crate::ingest::{Ingest, IngestError};
-use crate::log_safety::{Throttle, escape};
+use crate::log_safety::{self, escape};
 use crate::metrics::GatewayMetrics;
 
 /// The IngestService implementation.
@@ -62,7 +62,7 @@ impl IngestService for IngestApi {
             }
             Err(e) => {
                 self.metrics.chunk_rejected(e.reason(), data_len);
-                if let Some(held_back) = Throttle::refusals().allow(e.reason()) {
+                if let Some(held_back) = log_safety::refusals().allow(e.reason()) {
                     let why = escape(&e.to_string());
                     tracing::info!(%collector, sequence, reason = e.reason(), held_back, "chunk rejected: {why}");
                 }

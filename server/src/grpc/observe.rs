@@ -14,7 +14,7 @@ use tonic::{Code, Status};
 use super::delivery::{Holds, Ticket, Undelivered};
 use super::errors::quota_exceeded;
 use crate::auth::{KeyGrant, Scope};
-use crate::log_safety::{Throttle, escape};
+use crate::log_safety::{self, escape};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
 use crate::pool::Pool;
 use crate::quota::QuotaError;
@@ -195,7 +195,7 @@ impl Call {
         });
         match refusal {
             Some(reason) => {
-                if let Some(held_back) = Throttle::refusals().allow(reason) {
+                if let Some(held_back) = log_safety::refusals().allow(reason) {
                     tracing::info!(
                         method,
                         key,

@@ -8,9 +8,9 @@ pub mod provenance;
 pub mod replay;
 pub mod verify;
 
+use entropy_ops::clock::unix_ms_now;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use entropy_proto::v1::PublishRequest;
 use tokio::time::Instant;
@@ -168,12 +168,6 @@ impl Ingest {
     pub fn sources(&self) -> Vec<SourceRecord> {
         lock(&self.provenance).snapshot()
     }
-}
-
-/// Milliseconds since the Unix epoch, by the system clock.
-pub fn unix_ms_now() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

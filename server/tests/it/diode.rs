@@ -4,39 +4,33 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use entropy_collector::mixing::Scheme;
-use entropy_collector::pipeline::{Pipeline, SourceSlot};
+use entropy_collector::Collector;
+use entropy_collector::config::CollectorConfig;
 use entropy_collector::publisher::{Delivery, Publisher, RetryPolicy};
-use entropy_collector::runner::{self, RunStats};
-use entropy_collector::signer::ChunkSigner;
+use entropy_collector::runner::RunStats;
 use entropy_collector::simulator::{self, Simulator, SimulatorOptions};
-use entropy_collector::source::Source;
-use entropy_collector::source::os::OsSource;
-use entropy_collector::source::quantis::{QuantisOptions, QuantisSource};
-use entropy_collector::tls::{TrustAnchor, cert_sha256};
+use entropy_collector::tls::cert_sha256;
 use entropy_proto::v1::{GetRandomRequest, SourceKind};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Endpoint;
 
 use super::support::{MAC_KEY, MAC_KEY_ID, TestGateway, authed, start, start_on, test_config};
 
-/// A collector run in the background, publishing to `gateways`.
-struct Collector {
+/// The `[[source]]` table of one OS source.
+const OS_SOURCE: &str = "[[source]]\nname = \"os\"\ntype = \"os\"\n";
+
+/// A collector (the real entry point, [`Collector`]) run in the background.
+struct RunningCollector {
     stats: Arc<RunStats>,
     shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<Arc<RunStats>>,
 }
 
-impl Collector {
-    fn start(
-        sources: Vec<Box<dyn Source>>,
-        gateways: &[&TestGateway],
-        chunk: usize,
-        buffer: usize,
-    ) -> Self {
+impl RunningCollector {
+    /// Publishes to `gateways`, reading the sources of `sources` (`[[source]]` tables).
+    fn start(sources: &str, gateways: &[&TestGateway], chunk: usize, buffer: usize) -> Self {
         let endpoints: Vec<(String, String)> = gateways
             .iter()
             .map(|g| (format!("http://{}", g.ingest), g.gateway_id.clone()))
@@ -44,44 +38,44 @@ impl Collector {
         Self::start_to(sources, &endpoints, chunk, buffer, RetryPolicy::default())
     }
 
+    /// Publishes to `(endpoint, gateway id)` pairs, retrying by `policy`.
     fn start_to(
-        sources: Vec<Box<dyn Source>>,
+        sources: &str,
         endpoints: &[(String, String)],
         chunk: usize,
         buffer: usize,
         policy: RetryPolicy,
     ) -> Self {
-        let slots = sources.into_iter().map(|s| SourceSlot::new(s, 7.0, 40)).collect();
-        let signer = ChunkSigner::new("diode-test", MAC_KEY_ID, MAC_KEY.to_vec()).unwrap();
-        let sealer = signer.sealer();
-        let pipeline = Pipeline::new(slots, Scheme::Xor, 1, chunk, Duration::from_secs(1), signer);
-        let publishers = endpoints
-            .iter()
-            .map(|(e, id)| {
-                let endpoint = Endpoint::from_shared(e.clone()).unwrap();
-                Publisher::new(endpoint, policy, sealer.clone(), id)
-            })
-            .collect();
-        let stats = Arc::new(RunStats::default());
+        let mut text = format!(
+            "collector_id = \"diode-test\"\nkey_id = \"{MAC_KEY_ID}\"\nkey_file = \"/dev/null\"\n\
+             chunk_bytes = {chunk}\nbuffer_chunks = {buffer}\nmixing = \"xor\"\n\
+             read_timeout_ms = 1000\nshutdown_grace_ms = 2000\nmetrics_listen_addr = \"\"\n"
+        );
+        for (endpoint, id) in endpoints {
+            text += &format!("[[gateway]]\nid = \"{id}\"\nendpoint = \"{endpoint}\"\n");
+        }
+        text += sources;
+        let config: CollectorConfig = toml::from_str(&text).expect("collector config parses");
+        config.validate().expect("collector config is valid");
+        let collector =
+            Collector::build(&config, MAC_KEY.to_vec()).expect("builds").with_retry_policy(policy);
+        let stats = collector.stats();
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(runner::run(
-            Arc::new(Mutex::new(pipeline)),
-            publishers,
-            buffer,
-            stats.clone(),
-            shutdown.clone(),
-            Duration::from_secs(2),
-        ));
+        let task = tokio::spawn(collector.run(shutdown.clone()));
         Self { stats, shutdown, task }
     }
 
-    async fn stop(self) -> Arc<RunStats> {
+    /// Stops it and waits for its flush, failing if that takes longer than `limit`.
+    async fn stop_within(self, limit: Duration) -> Arc<RunStats> {
         self.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(10), self.task)
+        tokio::time::timeout(limit, self.task)
             .await
-            .expect("stops")
-            .expect("join");
-        self.stats
+            .unwrap_or_else(|_| panic!("the collector did not stop within {limit:?}"))
+            .expect("join")
+    }
+
+    async fn stop(self) -> Arc<RunStats> {
+        self.stop_within(Duration::from_secs(10)).await
     }
 }
 
@@ -108,20 +102,12 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
     let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls.clone(), sim_stop.clone()));
 
     let gw = start(test_config(|_| {})).await;
-    let quantis = QuantisSource::new(
-        "quantis-sim",
-        QuantisOptions {
-            base_url: format!("https://{sim_addr}"),
-            trust: TrustAnchor::Pinned(pin),
-            allow_http: false,
-            request_timeout: Duration::from_millis(500),
-            attempts: 1,
-            initial_backoff: Duration::from_millis(10),
-            max_backoff: Duration::from_millis(10),
-        },
-    )
-    .unwrap();
-    let collector = Collector::start(vec![Box::new(quantis)], &[&gw], 8192, 4);
+    let quantis = format!(
+        "[[source]]\nname = \"quantis-sim\"\ntype = \"quantis\"\nurl = \"https://{sim_addr}\"\n\
+         pinned_cert_sha256 = \"{}\"\nrequest_timeout_ms = 500\nattempts = 1\n",
+        hex::encode(pin)
+    );
+    let collector = RunningCollector::start(&quantis, &[&gw], 8192, 4);
 
     assert!(
         eventually(Duration::from_secs(15), async || gw.status().await.chunks_accepted_total >= 3)
@@ -168,9 +154,10 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_two_gateways_each_chunk_is_stored_by_exactly_one() {
-    let a = start(test_config(|_| {})).await;
-    let b = start(test_config(|_| {})).await;
-    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&a, &b], 16 << 10, 8);
+    // Two gateways of one deployment have ids of their own (the collector's config insists).
+    let a = start(test_config(|c| c.gateway_id = "gw-a".into())).await;
+    let b = start(test_config(|c| c.gateway_id = "gw-b".into())).await;
+    let collector = RunningCollector::start(OS_SOURCE, &[&a, &b], 16 << 10, 8);
     assert!(
         eventually(Duration::from_secs(10), async || {
             a.status().await.chunks_accepted_total >= 5
@@ -201,7 +188,7 @@ async fn with_two_gateways_each_chunk_is_stored_by_exactly_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
     let gw = start(test_config(|c| c.pool_capacity_bytes = 1 << 20)).await;
-    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&gw], 64 << 10, 4);
+    let collector = RunningCollector::start(OS_SOURCE, &[&gw], 64 << 10, 4);
     assert!(
         eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
         "the pool fills"
@@ -262,8 +249,8 @@ async fn a_gateway_that_starts_late_gets_fresh_chunks_and_refuses_older_ones() {
     let reserved = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ingest_addr = reserved.local_addr().unwrap();
     drop(reserved);
-    let collector = Collector::start_to(
-        vec![Box::new(OsSource::new("os"))],
+    let collector = RunningCollector::start_to(
+        OS_SOURCE,
         &[(format!("http://{ingest_addr}"), "dev".to_owned())],
         16 << 10,
         2,
@@ -302,15 +289,14 @@ async fn a_gateway_that_starts_late_gets_fresh_chunks_and_refuses_older_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_while_blocked_on_a_full_gateway_ends_within_the_grace_period() {
     let gw = start(test_config(|c| c.pool_capacity_bytes = 1 << 20)).await;
-    let collector = Collector::start(vec![Box::new(OsSource::new("os"))], &[&gw], 64 << 10, 2);
+    let collector = RunningCollector::start(OS_SOURCE, &[&gw], 64 << 10, 2);
     assert!(
         eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
         "the pool fills"
     );
     tokio::time::sleep(Duration::from_millis(300)).await; // queue full, a round blocked on it
-    let started = tokio::time::Instant::now();
-    let stats = collector.stop().await; // grace period: 2 s
-    assert!(started.elapsed() < Duration::from_secs(5), "stopped after {:?}", started.elapsed());
+    // The grace period is 2 s; a collector blocked on the full queue must not outlive it by much.
+    let stats = collector.stop_within(Duration::from_secs(5)).await;
     assert_eq!(stats.refused.load(Ordering::Relaxed), 0);
     assert!(stats.abandoned.load(Ordering::Relaxed) >= 1, "chunks still waiting were abandoned");
     assert_eq!(
@@ -333,8 +319,7 @@ async fn chunks_kept_back_by_a_full_pool_longer_than_the_freshness_window_are_no
     .await;
     let policy = RetryPolicy { reseal_after: Duration::from_millis(300), ..RetryPolicy::default() };
     let endpoints = [(format!("http://{}", gw.ingest), gw.gateway_id.clone())];
-    let collector =
-        Collector::start_to(vec![Box::new(OsSource::new("os"))], &endpoints, 64 << 10, 2, policy);
+    let collector = RunningCollector::start_to(OS_SOURCE, &endpoints, 64 << 10, 2, policy);
     assert!(
         eventually(Duration::from_secs(10), async || gw.status().await.pool_bytes == 1 << 20).await,
         "the pool fills"

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use entropy_collector::prom::MAX_HTTP_CONNECTIONS;
 use entropy_gateway::metrics::KeyLabel;
+use entropy_ops::endpoint::MAX_HTTP_CONNECTIONS;
 use entropy_proto::v1::GetRandomRequest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -21,7 +21,7 @@ async fn a_replayed_chunk_is_already_exists_and_stores_nothing() {
 async fn forged_stale_future_and_malformed_chunks_are_refused() {
     let mut gw = start(test_config(|c| c.max_chunk_bytes = 4096)).await;
     let mut ingest = gw.ingest_client().await;
-    let now = entropy_gateway::ingest::unix_ms_now();
+    let now = entropy_ops::clock::unix_ms_now();
 
     let mut forged = gw.sign(vec![1; 100]);
     forged.data[0] ^= 1;
@@ -89,7 +89,7 @@ async fn a_chunk_stored_before_a_restart_is_refused_after_it() {
     // restarted gateway accepts chunks dated from its start plus that skew on.
     let mut first = start(test_config(|_| {})).await;
     let skew = 100; // test_config's max_future_skew_ms
-    let now = entropy_collector::signer::unix_ms_now();
+    let now = entropy_ops::clock::unix_ms_now();
     let ahead = first.signer.sign_at(
         vec![8; 100],
         entropy_proto::v1::Mixing::None,

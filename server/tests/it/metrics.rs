@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use entropy_collector::prom::{Exposition, check_documented};
 use entropy_collector::signer::ChunkSigner;
 use entropy_gateway::Gateway;
 use entropy_gateway::auth::{ApiKeys, digest};
@@ -16,6 +15,8 @@ use entropy_proto::v1::{
     GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
     StreamRandomRequest,
 };
+use entropy_testkit::docs_table::check_documented;
+use entropy_testkit::exposition::Exposition;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;

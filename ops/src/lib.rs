@@ -1,0 +1,25 @@
+//! Operational plumbing shared by `entropy-gateway` and `entropy-collector`, so that neither
+//! binary reaches into the other's crate for it. Nothing here knows about entropy.
+//!
+//! Layout:
+//! - [`registry`]: a Prometheus registry per instance (no global recorder), the series
+//!   families, latency buckets and gRPC code names every exported series shares.
+//! - [`endpoint`]: the `/metrics` `/healthz` `/readyz` HTTP endpoint, bounded against peers
+//!   that never finish, and the [`endpoint::Probe`] a program implements for it.
+//! - [`throttle`]: log lines rate-limited per reason, with a count of those held back.
+//! - [`signals`]: SIGTERM/SIGINT into a `CancellationToken`; SIGHUP as a stream of reloads.
+//! - [`logging`]: the `log_format` / `log_filter` set-up both binaries share.
+//! - [`config_error`]: the one error type of a config key that is missing or wrong.
+//! - [`clock`]: wall-clock milliseconds, as chunks and metrics carry them.
+
+pub mod clock;
+pub mod config_error;
+pub mod endpoint;
+pub mod logging;
+pub mod registry;
+pub mod signals;
+pub mod throttle;
+
+pub use config_error::ConfigError;
+pub use logging::LogFormat;
+pub use throttle::Throttle;

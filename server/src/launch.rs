@@ -1,0 +1,221 @@
+//! The gateway as a process, between a parsed config and a running [`Gateway`]: keys and TLS
+//! loaded and checked before any port is bound ([`Launch::prepare`], whose errors are usage
+//! errors), then the listeners bound, the dev feed started, SIGHUP reloading the keys, and a
+//! graceful shutdown bounded by `shutdown_grace_ms` ([`Launch::run`]).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use entropy_ops::signals::Hangups;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::Gateway;
+use crate::auth::{ApiKeys, ApiKeysError};
+use crate::config::GatewayConfig;
+use crate::dev::{self, DevError, DevKeys};
+use crate::grpc::auth::KeyStore;
+use crate::ingest::keys::{KeyError, MacKeys};
+use crate::server::{ListenerTls, ServeError};
+use crate::tls::{self, TlsError, TlsFiles};
+
+/// Why the gateway cannot start with this config: nothing has been bound yet (exit 64).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The API keys file does not load.
+    #[error("invalid config key api_keys_file: {0}")]
+    ApiKeys(#[from] ApiKeysError),
+    /// The MAC keys directory does not load.
+    #[error("invalid config key ingest_keys_dir: {0}")]
+    MacKeys(#[from] KeyError),
+    /// A key or certificate file of a listener does not load.
+    #[error("invalid config key {keys}: {error}")]
+    Tls {
+        /// The config keys naming the files.
+        keys: &'static str,
+        /// What is wrong with them.
+        error: TlsError,
+    },
+    /// A file the config needs outside dev mode is not set (validation catches this first).
+    #[error("invalid config key {0}: required (or run with --dev)")]
+    Missing(&'static str),
+    /// Dev mode's keys could not be set up.
+    #[error(transparent)]
+    Dev(#[from] DevError),
+}
+
+/// Why a running gateway stopped with an error (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A listener's address could not be bound.
+    #[error("cannot bind {key} {addr}: {error}")]
+    Bind {
+        /// The config key of the address.
+        key: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The metrics address could not be bound.
+    #[error(transparent)]
+    MetricsBind(#[from] entropy_ops::endpoint::BindError),
+    /// The dev feed could not start.
+    #[error(transparent)]
+    Dev(#[from] DevError),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+enum Keys {
+    Dev(Box<DevKeys>),
+    Files(ApiKeys, MacKeys),
+}
+
+/// A gateway whose keys and TLS are loaded, ready to bind and serve.
+pub struct Launch {
+    config: GatewayConfig,
+    keys: Keys,
+    tls: ListenerTls,
+}
+
+impl Launch {
+    /// Loads what `config` names: API keys, MAC keys (or dev mode's generated keys, the API
+    /// key from `dev_api_key` when given) and the listeners' TLS. Binds nothing.
+    pub fn prepare(
+        config: GatewayConfig,
+        dev_mode: bool,
+        dev_api_key: Option<String>,
+    ) -> Result<Self, PrepareError> {
+        let keys = if dev_mode {
+            Keys::Dev(Box::new(dev::keys(dev_api_key)?))
+        } else {
+            let api =
+                config.api_keys_file.as_deref().ok_or(PrepareError::Missing("api_keys_file"))?;
+            let mac = config
+                .ingest_keys_dir
+                .as_deref()
+                .ok_or(PrepareError::Missing("ingest_keys_dir"))?;
+            Keys::Files(ApiKeys::load_file(api)?, MacKeys::load_dir(mac)?)
+        };
+        let tls = load_tls(&config)?;
+        Ok(Self { config, keys, tls })
+    }
+
+    /// Binds the listeners and serves until SIGTERM or SIGINT, then drains for at most
+    /// `shutdown_grace_ms`. In dev mode, starts the in-process collector and prints the banner.
+    pub async fn run(self) -> Result<(), RunError> {
+        let Self { config, keys, tls } = self;
+        let public = bind(config.listen_addr, "listen_addr").await?;
+        let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
+        let metrics = match config.metrics_addr() {
+            Some(addr) => Some(entropy_ops::endpoint::bind(addr).await?),
+            None => None,
+        };
+        let local = |l: &TcpListener, key, addr| {
+            l.local_addr().map_err(|error| RunError::Bind { key, addr, error })
+        };
+        let public_addr = local(&public, "listen_addr", config.listen_addr)?;
+        let ingest_addr = local(&ingest, "ingest_listen_addr", config.ingest_listen_addr)?;
+        let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
+        let shutdown = CancellationToken::new();
+        entropy_ops::signals::cancel_on_terminate(shutdown.clone(), "shutting down");
+
+        let grace = config.shutdown_grace();
+        let keys_file = config.api_keys_file.clone();
+        let (mut gateway, feed) = match keys {
+            Keys::Files(api, mac) => (Gateway::new(config, api, mac), None),
+            Keys::Dev(dev_keys) => {
+                let feed = dev::spawn_feed(
+                    ingest_addr,
+                    &config.gateway_id,
+                    dev_keys.mac_secret.clone(),
+                    shutdown.clone(),
+                )?;
+                println!("{}", dev::banner(public_addr, &dev_keys));
+                if let Some(addr) = metrics_addr {
+                    println!(
+                        "Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n"
+                    );
+                }
+                let DevKeys { api_keys, mac_keys, .. } = *dev_keys;
+                (Gateway::new(config, api_keys, mac_keys), Some(feed))
+            }
+        };
+        gateway = gateway.with_tls(tls);
+        if let Some(listener) = metrics {
+            gateway = gateway.with_metrics_listener(listener);
+        }
+        let shown = metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string());
+        tracing::info!(%public_addr, %ingest_addr, metrics_addr = %shown, "entropy gateway serving");
+        if let Some(path) = keys_file {
+            tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
+        }
+
+        let serve = gateway.serve(public, ingest, shutdown.clone());
+        tokio::pin!(serve);
+        tokio::select! {
+            result = &mut serve => result?,
+            () = shutdown.cancelled() => {
+                match tokio::time::timeout(grace, &mut serve).await {
+                    Ok(result) => result?,
+                    Err(_) => tracing::warn!(?grace, "grace period over; exiting with calls in flight"),
+                }
+            }
+        }
+        if let Some(feed) = feed {
+            match feed.await {
+                Ok(stats) => tracing::info!(delivered = stats.delivered(), "dev feed stopped"),
+                Err(e) => tracing::error!("dev feed: {e}"),
+            }
+        }
+        tracing::info!("entropy gateway stopped");
+        Ok(())
+    }
+}
+
+fn load_tls(config: &GatewayConfig) -> Result<ListenerTls, PrepareError> {
+    let server = |keys, cert: &Path, key: &Path, client_ca: Option<&Path>| {
+        tls::server_config(&TlsFiles { cert, key, client_ca, allow_tls12: config.tls_allow_tls12 })
+            .map_err(|error| PrepareError::Tls { keys, error })
+    };
+    let public = match (&config.tls_cert_file, &config.tls_key_file) {
+        (Some(cert), Some(key)) => Some(server("tls_cert_file/tls_key_file", cert, key, None)?),
+        _ => None,
+    };
+    let ingest = match (&config.ingest_tls_cert_file, &config.ingest_tls_key_file) {
+        (Some(cert), Some(key)) => Some(server(
+            "ingest_tls_cert_file/ingest_tls_key_file/ingest_client_ca_file",
+            cert,
+            key,
+            config.ingest_client_ca_file.as_deref(),
+        )?),
+        _ => None,
+    };
+    Ok(ListenerTls { public, ingest })
+}
+
+/// Reloads the keys file on SIGHUP. A file that does not load leaves the old keys in place.
+/// Open connections and streams are untouched; the next call sees the new keys. Keys keep
+/// their quota state by name across the reload (`ApiKeys::reload_file`).
+async fn reload_keys_on_sighup(path: PathBuf, store: KeyStore, shutdown: CancellationToken) {
+    let Ok(mut hangups) = Hangups::listen() else {
+        tracing::error!("cannot listen for SIGHUP; keys reload only on restart");
+        return;
+    };
+    while hangups.next(&shutdown).await {
+        match ApiKeys::reload_file(&path, &store.load()) {
+            Ok(keys) => {
+                tracing::info!(keys = keys.len(), "SIGHUP: API keys reloaded");
+                store.store(Arc::new(keys));
+            }
+            Err(e) => tracing::error!("SIGHUP: keeping the old API keys: {e}"),
+        }
+    }
+}
+
+async fn bind(addr: SocketAddr, key: &'static str) -> Result<TcpListener, RunError> {
+    TcpListener::bind(addr).await.map_err(|error| RunError::Bind { key, addr, error })
+}
