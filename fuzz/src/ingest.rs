@@ -28,6 +28,7 @@ use entropy_gateway::ingest::{Ingest, IngestError};
 use entropy_gateway::pool::Pool;
 use entropy_proto::signing::{chunk_mac, verify_chunk_mac};
 use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind, SourceReport};
+use entropy_testkit::chunk::Signer as Fixture;
 use prost::Message;
 use tokio::time::Instant;
 use tonic::Code;
@@ -225,30 +226,18 @@ pub fn publish_twice(data: &[u8]) -> Option<Result<usize, IngestError>> {
 }
 
 /// A chunk the gateway should accept as it is: one healthy source, fresh, signed with
-/// [`KEY`]. `edit` runs before signing.
+/// [`KEY`] (the shared fixture of `entropy-testkit`). `edit` runs before signing.
 pub fn signed(edit: impl FnOnce(&mut PublishRequest)) -> PublishRequest {
-    let mut req = PublishRequest {
-        collector_id: "collector-1".into(),
-        gateway_id: GATEWAY_ID.into(),
-        epoch: 7,
-        sequence: 1,
-        timestamp_unix_ms: NOW,
-        mixing: Mixing::None as i32,
-        sources: vec![SourceReport {
-            name: "os".into(),
-            kind: SourceKind::Os as i32,
-            health: SourceHealth::Healthy as i32,
-            contributed: true,
-        }],
-        data: vec![0xA5; 64],
-        crc32c: 0,
-        key_id: KEY_ID.into(),
-        mac: Vec::new(),
+    let signer = Fixture {
+        collector_id: "collector-1",
+        gateway_id: GATEWAY_ID,
+        key_id: KEY_ID,
+        key: &KEY,
     };
-    edit(&mut req);
-    req.crc32c = crc32c::crc32c(&req.data);
-    req.mac = chunk_mac(&KEY, &req).to_vec();
-    req
+    signer.signed(NOW, vec![0xA5; 64], |req| {
+        req.epoch = 7;
+        edit(req);
+    })
 }
 
 /// A sequence of operations on one gateway ingest path.

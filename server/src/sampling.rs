@@ -21,6 +21,11 @@ impl IntRange {
         (min <= max).then(|| Self { min, span_minus_one: max.abs_diff(min) })
     }
 
+    /// The smallest value of the range (its only value when `bytes_per_draw` is 0).
+    pub fn min(&self) -> i64 {
+        self.min
+    }
+
     /// Bytes per draw: the fewest whose values cover the span (0 when `min == max`: a
     /// constant costs no entropy).
     pub fn bytes_per_draw(&self) -> usize {

@@ -4,44 +4,23 @@
 //! Run: `cargo bench -p entropy-bench --bench micro` (bench/run.sh runs it with the others).
 
 use std::hint::black_box;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::ingest::verify::{VerifyPolicy, verify};
 use entropy_gateway::sampling::IntRange;
-use entropy_proto::signing::chunk_mac;
-use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind, SourceReport};
+use entropy_ops::clock::unix_ms_now;
+use entropy_proto::v1::PublishRequest;
+use entropy_testkit::chunk::Signer;
 
 const KEY: [u8; 32] = [7; 32];
 
-fn now_ms() -> i64 {
-    let d = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
-    i64::try_from(d.as_millis()).expect("ms fit i64")
-}
-
+/// A signed chunk of `n` patterned bytes (the shared fixture), dated now.
 fn chunk(n: usize) -> PublishRequest {
     let data: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
-    let mut c = PublishRequest {
-        collector_id: "bench".into(),
-        gateway_id: "bench".into(),
-        epoch: 1,
-        sequence: 1,
-        timestamp_unix_ms: now_ms(),
-        mixing: Mixing::None as i32,
-        sources: vec![SourceReport {
-            name: "os".into(),
-            kind: SourceKind::Os as i32,
-            health: SourceHealth::Healthy as i32,
-            contributed: true,
-        }],
-        crc32c: crc32c::crc32c(&data),
-        data,
-        key_id: "k1".into(),
-        mac: Vec::new(),
-    };
-    c.mac = chunk_mac(&KEY, &c).to_vec();
-    c
+    let signer = Signer { collector_id: "bench", gateway_id: "bench", key_id: "k1", key: &KEY };
+    signer.signed(unix_ms_now(), data, |_| {})
 }
 
 fn verification(c: &mut Criterion) {
@@ -62,7 +41,7 @@ fn verification(c: &mut Criterion) {
             b.iter_batched(
                 || base.clone(),
                 |req| {
-                    let ok = verify(req, &keys, &policy, now_ms()).expect("verifies");
+                    let ok = verify(req, &keys, &policy, unix_ms_now()).expect("verifies");
                     black_box(ok);
                 },
                 BatchSize::LargeInput,

@@ -264,8 +264,8 @@ async fn a_deadline_bounds_a_gateway_that_never_answers() {
         .connect()
         .await
         .unwrap();
-    let started = tokio::time::Instant::now();
-    let result = client.get_bytes(32).await;
+    let result = tokio::time::timeout(Duration::from_secs(5), client.get_bytes(32))
+        .await
+        .expect("the client's 300 ms deadline did not end the call within 5 s");
     assert!(matches!(result, Err(Error::DeadlineExceeded(_))), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
 }

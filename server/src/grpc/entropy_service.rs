@@ -17,23 +17,22 @@ use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
 use super::delivery;
-use super::errors::{out_of_range, take_failed};
+use super::errors::take_failed;
 use super::observe::Call;
+pub use super::requests::MAX_COUNT;
+use super::requests::{Count, Integers, RandomBytes};
 use super::stream_random::{Outbox, Producer, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
-use crate::config::MAX_GET_RANDOM_BYTES;
 use crate::conn_limit::ConnectionInfo;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::{GatewayMetrics, Method};
 use crate::pool::{Drawn, Pool, TakeError, Tenant};
-use crate::sampling::{FLOAT_BYTES, IntRange, UUID_BYTES, float_from, uuid_v4_from};
+use crate::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
 
 /// How long a stream waits for entropy for one message before it ends with UNAVAILABLE,
 /// unless configured (`stream_max_wait_ms`).
 pub const DEFAULT_STREAM_MAX_WAIT: Duration = Duration::from_secs(30);
-/// Largest `count` of GetIntegers, GetFloats and GetUuids.
-pub const MAX_COUNT: u32 = 10_000;
 /// The EntropyService implementation.
 #[derive(Debug, Clone)]
 pub struct EntropyApi {
@@ -118,22 +117,14 @@ impl EntropyApi {
     }
 }
 
-fn check_count(field: &str, count: u32) -> Result<usize, Status> {
-    if count == 0 || count > MAX_COUNT {
-        return Err(out_of_range(field, count, &format!("1..={MAX_COUNT}")));
-    }
-    Ok(count as usize)
-}
-
 #[tonic::async_trait]
 impl EntropyService for EntropyApi {
     async fn get_random(
         &self,
         request: Request<GetRandomRequest>,
     ) -> Result<Response<GetRandomResponse>, Status> {
-        let mut call = Call::start(&self.metrics, Method::GetRandom);
-        let result = self.handle_get_random(&mut call, request).await;
-        call.finish(result)
+        self.observed(Method::GetRandom, request, async |call, r| self.get_random(call, r).await)
+            .await
     }
 
     type StreamRandomStream = Outbox;
@@ -143,7 +134,7 @@ impl EntropyService for EntropyApi {
         request: Request<StreamRandomRequest>,
     ) -> Result<Response<Self::StreamRandomStream>, Status> {
         let mut call = Call::start(&self.metrics, Method::StreamRandom);
-        match self.handle_stream_random(&mut call, request) {
+        match self.stream_random(&mut call, request) {
             // The stream's task ends the call when the stream ends.
             Ok(stream) => Ok(stream),
             Err(status) => {
@@ -157,54 +148,55 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
-        let mut call = Call::start(&self.metrics, Method::GetIntegers);
-        let result = self.handle_get_integers(&mut call, request).await;
-        call.finish(result)
+        self.observed(Method::GetIntegers, request, async |c, r| self.get_integers(c, r).await)
+            .await
     }
 
     async fn get_floats(
         &self,
         request: Request<GetFloatsRequest>,
     ) -> Result<Response<GetFloatsResponse>, Status> {
-        let mut call = Call::start(&self.metrics, Method::GetFloats);
-        let result = self.handle_get_floats(&mut call, request).await;
-        call.finish(result)
+        self.observed(Method::GetFloats, request, async |c, r| self.get_floats(c, r).await).await
     }
 
     async fn get_uuids(
         &self,
         request: Request<GetUuidsRequest>,
     ) -> Result<Response<GetUuidsResponse>, Status> {
-        let mut call = Call::start(&self.metrics, Method::GetUuids);
-        let result = self.handle_get_uuids(&mut call, request).await;
-        call.finish(result)
+        self.observed(Method::GetUuids, request, async |c, r| self.get_uuids(c, r).await).await
     }
 
     async fn get_status(
         &self,
         request: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
-        let mut call = Call::start(&self.metrics, Method::GetStatus);
-        let result = self.handle_get_status(&mut call, request);
-        call.finish(result)
+        self.observed(Method::GetStatus, request, async |c, r| self.get_status(c, &r)).await
     }
 }
 
 /// The handlers' bodies; the trait methods above wrap each in a [`Call`].
 impl EntropyApi {
-    async fn handle_get_random(
+    /// Runs `handler` inside a [`Call`] of `method`: timed, counted by status code, logged,
+    /// and its drawn bytes held until the response is delivered ([`Call::finish`]).
+    async fn observed<Req, Res>(
+        &self,
+        method: Method,
+        request: Request<Req>,
+        handler: impl AsyncFnOnce(&mut Call, Request<Req>) -> Result<Response<Res>, Status>,
+    ) -> Result<Response<Res>, Status> {
+        let mut call = Call::start(&self.metrics, method);
+        let result = handler(&mut call, request).await;
+        call.finish(result)
+    }
+
+    async fn get_random(
         &self,
         call: &mut Call,
         request: Request<GetRandomRequest>,
     ) -> Result<Response<GetRandomResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let n = req.num_bytes as usize;
-        if n == 0 || n > MAX_GET_RANDOM_BYTES {
-            return Err(out_of_range("num_bytes", n, &format!("1..={MAX_GET_RANDOM_BYTES}")));
-        }
-        let encoding = Encoding::try_from(req.encoding)
-            .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
+        let RandomBytes { n, encoding } = req.try_into()?;
         let drawn = self.draw(call, (&metadata, &extensions), &grant, n).await?;
         let response = match encoding {
             Encoding::Unspecified => {
@@ -220,14 +212,14 @@ impl EntropyApi {
         Ok(Response::new(response))
     }
 
-    fn handle_stream_random(
+    fn stream_random(
         &self,
         call: &mut Call,
         request: Request<StreamRandomRequest>,
     ) -> Result<Response<Outbox>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let plan = StreamPlan::new(&req)?;
+        let plan = StreamPlan::try_from(&req)?;
         let slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
         let open_gauge = self.metrics.stream_opened();
         let producer = Producer {
@@ -252,24 +244,18 @@ impl EntropyApi {
         Ok(Response::new(stream))
     }
 
-    async fn handle_get_integers(
+    async fn get_integers(
         &self,
         call: &mut Call,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let count = check_count("count", req.count)?;
-        let range = IntRange::new(req.min, req.max).ok_or_else(|| {
-            Status::invalid_argument(format!(
-                "min ({}) must be less than or equal to max ({})",
-                req.min, req.max
-            ))
-        })?;
+        let Integers { count, range } = req.try_into()?;
         let k = range.bytes_per_draw();
         let mut values = Vec::with_capacity(count);
         if k == 0 {
-            values.resize(count, req.min);
+            values.resize(count, range.min());
             return Ok(Response::new(GetIntegersResponse { values }));
         }
         // Rejected draws are replaced in further rounds. If a round cannot be served, every
@@ -301,42 +287,40 @@ impl EntropyApi {
         Ok(Response::new(GetIntegersResponse { values }))
     }
 
-    async fn handle_get_floats(
+    async fn get_floats(
         &self,
         call: &mut Call,
         request: Request<GetFloatsRequest>,
     ) -> Result<Response<GetFloatsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let count = check_count("count", req.count)?;
+        let Count(count) = req.try_into()?;
         let bytes = self.draw(call, (&metadata, &extensions), &grant, count * FLOAT_BYTES).await?;
-        let values = bytes
-            .chunks_exact(FLOAT_BYTES)
-            .map(|c| float_from(c.try_into().unwrap_or(&[0; FLOAT_BYTES])))
-            .collect();
+        // `draw` returns exactly the bytes asked for, so there is no remainder.
+        let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
+        let values = floats.iter().map(float_from).collect();
         Ok(Response::new(GetFloatsResponse { values }))
     }
 
-    async fn handle_get_uuids(
+    async fn get_uuids(
         &self,
         call: &mut Call,
         request: Request<GetUuidsRequest>,
     ) -> Result<Response<GetUuidsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let count = check_count("count", req.count)?;
+        let Count(count) = req.try_into()?;
         let bytes = self.draw(call, (&metadata, &extensions), &grant, count * UUID_BYTES).await?;
-        let uuids = bytes
-            .chunks_exact(UUID_BYTES)
-            .map(|c| uuid_v4_from(c.try_into().unwrap_or([0; UUID_BYTES])).to_string())
-            .collect();
+        // `draw` returns exactly the bytes asked for, so there is no remainder.
+        let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
+        let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
         Ok(Response::new(GetUuidsResponse { uuids }))
     }
 
-    fn handle_get_status(
+    fn get_status(
         &self,
         call: &mut Call,
-        request: Request<GetStatusRequest>,
+        request: &Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
         call.authorize(request.extensions(), Scope::StatusRead)?;
         let pool = self.pool.stats();

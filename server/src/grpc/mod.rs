@@ -1,8 +1,9 @@
 //! The gRPC edge: wire types in, domain calls, wire types and statuses out.
 //!
-//! Nothing below this module knows tonic. Each file is one concern: authentication
-//! ([`auth`]), deadlines ([`deadline`]), error mapping ([`errors`]), per-call metrics and log
-//! lines ([`observe`]), and the two services.
+//! Nothing below this module knows tonic. Each file is one concern: requests converted from
+//! their wire types once ([`requests`]), authentication ([`auth`]), deadlines ([`deadline`]),
+//! error mapping ([`errors`]), per-call metrics and log lines ([`observe`]), delivery of drawn
+//! bytes ([`delivery`]), the StreamRandom loop ([`stream_random`]), and the two services.
 
 pub mod auth;
 pub mod deadline;
@@ -11,4 +12,5 @@ pub mod entropy_service;
 pub mod errors;
 pub mod ingest_service;
 pub mod observe;
+pub mod requests;
 pub mod stream_random;

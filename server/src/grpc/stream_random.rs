@@ -60,9 +60,11 @@ pub struct StreamPlan {
     pub total: u64,
 }
 
-impl StreamPlan {
-    /// Checks `request`'s bounds.
-    pub fn new(request: &StreamRandomRequest) -> Result<Self, Status> {
+impl TryFrom<&StreamRandomRequest> for StreamPlan {
+    type Error = Status;
+
+    /// Checks `request`'s bounds (the conversion at the edge, as in [`super::requests`]).
+    fn try_from(request: &StreamRandomRequest) -> Result<Self, Status> {
         let chunk = match request.chunk_bytes as usize {
             0 => DEFAULT_STREAM_CHUNK_BYTES,
             n if n > MAX_STREAM_CHUNK_BYTES => {

@@ -297,8 +297,7 @@ fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), Verif
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use entropy_proto::signing::chunk_mac;
-    use entropy_proto::v1::SourceReport as PbSource;
+    use entropy_testkit::chunk::Signer;
 
     use super::*;
 
@@ -321,30 +320,14 @@ pub(crate) mod tests {
         }
     }
 
-    /// A correctly signed chunk; `edit` runs before signing.
+    /// A correctly signed chunk (the shared fixture: one healthy OS source); `edit` runs
+    /// before signing.
     pub(crate) fn signed(edit: impl FnOnce(&mut PublishRequest)) -> PublishRequest {
-        let mut req = PublishRequest {
-            collector_id: "c1".into(),
-            gateway_id: "gw-1".into(),
-            epoch: 11,
-            sequence: 1,
-            timestamp_unix_ms: NOW,
-            mixing: Mixing::None as i32,
-            sources: vec![PbSource {
-                name: "os".into(),
-                kind: SourceKind::Os as i32,
-                health: SourceHealth::Healthy as i32,
-                contributed: true,
-            }],
-            data: vec![0x5A; 100],
-            crc32c: 0,
-            key_id: "k1".into(),
-            mac: Vec::new(),
-        };
-        edit(&mut req);
-        req.crc32c = crc32c::crc32c(&req.data);
-        req.mac = chunk_mac(&KEY, &req).to_vec();
-        req
+        let signer = Signer { collector_id: "c1", gateway_id: "gw-1", key_id: "k1", key: &KEY };
+        signer.signed(NOW, vec![0x5A; 100], |req| {
+            req.epoch = 11;
+            edit(req);
+        })
     }
 
     fn check(req: PublishRequest) -> Result<VerifiedChunk, VerifyError> {

@@ -32,24 +32,6 @@ fn full_pool_rejects_the_whole_chunk() {
     assert_eq!(pool.stats().ingested_total, 10);
 }
 
-/// Resident memory of this process, from /proc (Linux).
-fn rss_bytes() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("Linux /proc");
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|f| f.parse().ok()).expect("rss");
-    pages * 4096
-}
-
-#[test]
-fn the_ring_is_committed_when_the_pool_is_made() {
-    let before = rss_bytes();
-    let pool = Pool::new(256 << 20);
-    let grown = rss_bytes().saturating_sub(before);
-    // Lazily zeroed memory would add next to nothing here; other tests running at the same
-    // time can only add to the figure, or free a little of theirs.
-    assert!(grown >= 200 << 20, "RSS grew by only {} MiB", grown >> 20);
-    drop(pool);
-}
-
 #[test]
 fn taken_bytes_are_zeroized_in_the_ring() {
     let pool = Pool::new(8);

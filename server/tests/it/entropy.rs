@@ -227,14 +227,12 @@ async fn an_empty_pool_times_out_and_consumes_nothing() {
     gw.feed(100, 100, |_| 9).await;
     let mut client = gw.client().await;
 
-    // The server's max wait ends it: UNAVAILABLE.
-    let started = std::time::Instant::now();
+    // The server's max wait ends it: UNAVAILABLE, saying so.
     assert_status(
         client.get_random(authed(GetRandomRequest { num_bytes: 101, encoding: 0 })).await,
         Code::Unavailable,
-        &["nothing consumed"],
+        &["within the server's maximum wait", "nothing consumed"],
     );
-    assert!(started.elapsed() >= Duration::from_millis(190));
 
     // The client's deadline ends it first: DEADLINE_EXCEEDED.
     let mut gw2 = start(test_config(|c| c.max_wait_ms = 5_000)).await;
