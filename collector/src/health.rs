@@ -67,6 +67,14 @@ pub enum HealthTest {
 }
 
 impl HealthTest {
+    /// Every test, in the order of their discriminants.
+    pub const ALL: [Self; 4] = [
+        Self::RepetitionCount,
+        Self::AdaptiveProportion,
+        Self::BitProportion,
+        Self::BlockRepetition,
+    ];
+
     /// A stable label for logs and metrics.
     pub fn label(self) -> &'static str {
         match self {

@@ -5,6 +5,7 @@
 //! - [`collector`]: the one entry point: [`Collector::build`] from a config and a MAC key,
 //!   [`Collector::run`] until shutdown.
 //! - [`source`]: where raw entropy comes from (Quantis appliance, device, OS), one trait.
+//! - [`counters`]: each source's counters, kept once, read by status and metrics.
 //! - [`health`]: NIST SP 800-90B continuous tests (+ two supplementary ones), quarantine.
 //! - [`mixing`]: XOR and HKDF-SHA256 combination of healthy sources.
 //! - [`signer`]: bytes plus provenance into a `PublishRequest`, sealed per gateway.
@@ -23,6 +24,7 @@
 pub mod collector;
 pub mod config;
 pub mod config_reference;
+pub mod counters;
 pub mod health;
 pub mod metrics;
 pub mod mixing;

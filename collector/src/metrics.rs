@@ -7,8 +7,8 @@
 //! collector is built; the pipeline, publishers and runner only bump them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use entropy_proto::v1::{Mixing, SourceHealth};
@@ -17,6 +17,9 @@ use metrics::{Counter, Gauge, Histogram};
 use entropy_ops::clock::unix_ms_now;
 use entropy_ops::endpoint::Probe;
 use entropy_ops::registry::{CODE_NAMES, Family, Kind, Registry};
+
+use crate::counters::SourceCounters;
+use crate::health::HealthTest;
 
 /// A gateway answer (stored, already stored, or pool full) older than this makes the
 /// collector not ready.
@@ -109,7 +112,8 @@ pub const FAMILIES: &[Family] = &[
     ),
 ];
 
-/// Handles of one source.
+/// Handles of one source. Its byte, error and health-failure counters are the pipeline's
+/// ([`SourceCounters`]), copied in at scrape time; only timings and state are recorded here.
 #[derive(Debug)]
 pub struct SourceMetrics {
     bytes: Counter,
@@ -118,23 +122,31 @@ pub struct SourceMetrics {
     up: Gauge,
     failures: [Counter; HEALTH_TESTS.len()],
     up_flag: AtomicBool,
+    counters: OnceLock<Arc<SourceCounters>>,
 }
 
 impl SourceMetrics {
-    /// A read that took `elapsed` and returned `bytes` (`None`: it failed).
-    pub fn fetched(&self, elapsed: Duration, bytes: Option<usize>) {
+    /// A read (successful or not) that took `elapsed`.
+    pub fn fetch_took(&self, elapsed: Duration) {
         self.fetch.record(elapsed.as_secs_f64());
-        match bytes {
-            Some(n) => self.bytes.increment(n as u64),
-            None => self.errors.increment(1),
-        }
     }
 
-    /// A health test failure; `test` is one of [`HEALTH_TESTS`].
-    pub fn health_failed(&self, test: &str) {
-        if let Some(i) = HEALTH_TESTS.iter().position(|t| *t == test) {
-            self.failures[i].increment(1);
+    /// Exposes `counters` (the source's own, kept by the pipeline) from now on.
+    pub fn read_from(&self, counters: Arc<SourceCounters>) {
+        let _ = self.counters.set(counters);
+    }
+
+    /// Copies the source's counters into the series; called before each render.
+    fn refresh(&self) {
+        let Some(counters) = self.counters.get() else { return };
+        let c = counters.snapshot();
+        self.bytes.absolute(c.bytes_read);
+        self.errors.absolute(c.fetch_errors());
+        // HEALTH_TESTS lists the tests in HealthTest::ALL order, then "startup".
+        for (counter, n) in self.failures.iter().zip(c.failed_healthy) {
+            counter.absolute(n);
         }
+        self.failures[HealthTest::ALL.len()].absolute(c.failed_proving.iter().sum());
     }
 
     /// The source's state after a read.
@@ -228,6 +240,7 @@ impl CollectorMetrics {
                         )
                     }),
                     up_flag: AtomicBool::new(false),
+                    counters: OnceLock::new(),
                 };
                 ((*name).to_owned(), Arc::new(m))
             })
@@ -328,6 +341,9 @@ impl CollectorMetrics {
 
 impl Probe for CollectorMetrics {
     fn render(&self) -> String {
+        for source in self.sources.values() {
+            source.refresh();
+        }
         self.registry.render()
     }
 

@@ -15,11 +15,12 @@ use std::time::Duration;
 use entropy_proto::v1::{PublishRequest, SourceHealth, SourceReport};
 use tokio::time::Instant;
 
+use crate::counters::SourceCounters;
 use crate::health::{HealthMonitor, HealthTest, Verdict};
 use crate::metrics::{CollectorMetrics, SourceMetrics};
 use crate::mixing::{self, Input, Scheme};
 use crate::signer::ChunkSigner;
-use crate::source::{Source, SourceError};
+use crate::source::{SanityCheck, Source, SourceError};
 
 /// Longest pause before an unreachable source is tried again.
 pub const MAX_UNREACHABLE_PAUSE: Duration = Duration::from_secs(30);
@@ -34,11 +35,12 @@ pub struct SourceSlot {
     pause: Duration,
     /// Its last output was withheld by a start-up or recovery test that it passed so far.
     proving: bool,
-    stats: SourceStats,
+    counters: Arc<SourceCounters>,
     metrics: Option<Arc<SourceMetrics>>,
 }
 
-/// Counters of one source since start.
+/// Counters of one source since start, by test and check label (a view of its
+/// [`SourceCounters`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceStats {
     /// Bytes read from it.
@@ -66,7 +68,7 @@ impl SourceSlot {
             next_try: Instant::now(),
             pause: Duration::from_secs(1),
             proving: false,
-            stats: SourceStats::default(),
+            counters: Arc::default(),
             metrics: None,
         }
     }
@@ -87,9 +89,19 @@ impl SourceSlot {
 
     /// Its counters.
     pub fn stats(&self) -> SourceStats {
-        let mut s = self.stats.clone();
-        s.recoveries = self.monitor.recoveries();
-        s
+        let c = self.counters.snapshot();
+        let tests = HealthTest::ALL
+            .iter()
+            .map(|t| (t.label(), c.failed_healthy[*t as usize] + c.failed_proving[*t as usize]));
+        let checks = SanityCheck::LABELS.iter().zip(c.insane).map(|(l, n)| (*l, n));
+        SourceStats {
+            bytes_read: c.bytes_read,
+            bytes_used: c.bytes_used,
+            health_failures: tests.chain(checks).filter(|(_, n)| *n > 0).collect(),
+            sanity_failures: c.insane.iter().sum(),
+            unreachable: c.unreachable,
+            recoveries: self.monitor.recoveries(),
+        }
     }
 
     fn report(&self, contributed: bool) -> SourceReport {
@@ -98,13 +110,6 @@ impl SourceSlot {
             kind: self.source.kind() as i32,
             health: self.health() as i32,
             contributed,
-        }
-    }
-
-    fn count_failure(&mut self, label: &'static str) {
-        match self.stats.health_failures.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, n)) => *n += 1,
-            None => self.stats.health_failures.push((label, 1)),
         }
     }
 
@@ -132,7 +137,7 @@ impl SourceSlot {
             }),
         };
         if let Some(m) = &self.metrics {
-            m.fetched(started.elapsed(), result.as_ref().ok().map(Vec::len));
+            m.fetch_took(started.elapsed());
         }
         // A failure before the source has proven itself is a start-up test failure.
         let proving = self.monitor.state() != SourceHealth::Healthy;
@@ -145,7 +150,7 @@ impl SourceSlot {
                     );
                 }
                 self.pause = Duration::from_secs(1);
-                self.stats.bytes_read += bytes.len() as u64;
+                self.counters.read(bytes.len());
                 match self.monitor.check(&bytes) {
                     Verdict::Usable => Some(bytes),
                     Verdict::Starting | Verdict::Recovering => {
@@ -153,10 +158,7 @@ impl SourceSlot {
                         None
                     }
                     Verdict::Failed(test) => {
-                        self.count_failure(test.label());
-                        if let Some(m) = &self.metrics {
-                            m.health_failed(if proving { "startup" } else { metric_label(test) });
-                        }
+                        self.counters.health_failed(test, proving);
                         tracing::warn!(
                             source = self.name(),
                             test = test.label(),
@@ -167,8 +169,7 @@ impl SourceSlot {
                 }
             }
             Err(SourceError::Insane { check, .. }) => {
-                self.stats.sanity_failures += 1;
-                self.count_failure(check.label());
+                self.counters.insane(&check);
                 self.monitor.quarantine();
                 tracing::warn!(
                     source = self.name(),
@@ -178,7 +179,7 @@ impl SourceSlot {
                 None
             }
             Err(e @ SourceError::Unreachable { .. }) => {
-                self.stats.unreachable += 1;
+                self.counters.unreachable();
                 if self.unreachable_since.is_none() {
                     tracing::warn!(source = self.name(), "source unreachable: {e}");
                     self.unreachable_since = Some(now);
@@ -190,16 +191,6 @@ impl SourceSlot {
                 None
             }
         }
-    }
-}
-
-/// The `test` label of a health test in the metrics.
-fn metric_label(test: HealthTest) -> &'static str {
-    match test {
-        HealthTest::RepetitionCount => "rct",
-        HealthTest::AdaptiveProportion => "apt",
-        HealthTest::BitProportion => "bit_proportion",
-        HealthTest::BlockRepetition => "block_repetition",
     }
 }
 
@@ -248,6 +239,9 @@ impl Pipeline {
     pub fn with_metrics(mut self, metrics: Arc<CollectorMetrics>) -> Self {
         for slot in &mut self.slots {
             slot.metrics = metrics.source(slot.name());
+            if let Some(m) = &slot.metrics {
+                m.read_from(slot.counters.clone());
+            }
         }
         self.metrics = Some(metrics);
         self
@@ -279,7 +273,7 @@ impl Pipeline {
         let reports = outputs.iter().zip(&self.slots).map(|(o, s)| s.report(o.is_some())).collect();
         for (o, s) in outputs.iter().zip(self.slots.iter_mut()) {
             if let Some(bytes) = o {
-                s.stats.bytes_used += bytes.len() as u64;
+                s.counters.used(bytes.len());
             }
         }
         Round::Chunk(self.signer.prepare(data, mixing, reports))

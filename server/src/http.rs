@@ -9,6 +9,7 @@ use std::sync::Arc;
 use entropy_ops::endpoint::Probe;
 
 use crate::health::Readiness;
+use crate::ingest::Ingest;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
 
@@ -21,12 +22,15 @@ pub struct GatewayProbe {
     pub pool: Arc<Pool>,
     /// Readiness, the same rule as grpc.health.v1.
     pub readiness: Arc<Readiness>,
+    /// The ingest path, for its chunk counters.
+    pub ingest: Arc<Ingest>,
 }
 
 impl Probe for GatewayProbe {
     fn render(&self) -> String {
         let ready = self.readiness.check().is_ok();
         self.metrics.refresh(&self.pool.stats(), self.readiness.low_watermark(), ready);
+        self.metrics.refresh_ingest(self.ingest.counters());
         self.metrics.registry().render()
     }
 

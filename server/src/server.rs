@@ -183,7 +183,7 @@ impl Gateway {
             EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
             ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
         ));
-        let ingest_api = IngestApi::new(self.ingest.clone()).with_metrics(self.metrics.clone());
+        let ingest_api = IngestApi::new(self.ingest.clone());
         let ingest_api = IngestBudget::new(
             IngestServiceServer::new(ingest_api)
                 .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
@@ -256,6 +256,7 @@ impl Gateway {
                 metrics: self.metrics.clone(),
                 pool: self.pool.clone(),
                 readiness: self.readiness.clone(),
+                ingest: self.ingest.clone(),
             };
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });

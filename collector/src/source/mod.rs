@@ -91,15 +91,24 @@ pub enum SanityCheck {
 }
 
 impl SanityCheck {
+    /// Every check's label, in the order of [`SanityCheck::index`].
+    pub const LABELS: [&'static str; 5] =
+        ["wrong_length", "html", "constant", "bad_json", "http_status"];
+
+    /// Its position in [`SanityCheck::LABELS`].
+    pub fn index(&self) -> usize {
+        match self {
+            Self::WrongLength { .. } => 0,
+            Self::Html => 1,
+            Self::Constant => 2,
+            Self::BadJson => 3,
+            Self::HttpStatus(_) => 4,
+        }
+    }
+
     /// A stable label for logs and metrics.
     pub fn label(&self) -> &'static str {
-        match self {
-            Self::WrongLength { .. } => "wrong_length",
-            Self::Html => "html",
-            Self::Constant => "constant",
-            Self::BadJson => "bad_json",
-            Self::HttpStatus(_) => "http_status",
-        }
+        Self::LABELS[self.index()]
     }
 }
 

@@ -16,7 +16,6 @@ use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServe
 use entropy_proto::v1::{PublishRequest, PublishResponse};
 use entropy_testkit::docs_table::check_documented;
 use entropy_testkit::exposition::Exposition;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -66,16 +65,7 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect metrics");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
-    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status code");
-    (code, body.to_owned())
-}
+use entropy_testkit::http::get as http_get;
 
 /// Polls `check` on fresh scrapes until it holds (at most ~20 s).
 async fn wait_for(addr: SocketAddr, what: &str, check: impl Fn(&Exposition) -> bool) -> Exposition {

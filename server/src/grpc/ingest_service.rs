@@ -8,25 +8,18 @@ use tonic::{Request, Response, Status};
 
 use crate::ingest::{Ingest, IngestError};
 use crate::log_safety::{self, escape};
-use crate::metrics::GatewayMetrics;
 
 /// The IngestService implementation.
 #[derive(Debug, Clone)]
 pub struct IngestApi {
     ingest: Arc<Ingest>,
-    metrics: Arc<GatewayMetrics>,
 }
 
 impl IngestApi {
-    /// A service storing verified chunks through `ingest`.
+    /// A service storing verified chunks through `ingest` (which counts them: see
+    /// `ingest::counters`).
     pub fn new(ingest: Arc<Ingest>) -> Self {
-        Self { ingest, metrics: Arc::default() }
-    }
-
-    /// Counts chunks into `metrics`.
-    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
-        self.metrics = metrics;
-        self
+        Self { ingest }
     }
 }
 
@@ -40,7 +33,6 @@ impl IngestService for IngestApi {
         // Unverified until `publish` returns: log it only in a bounded, printable form.
         let collector = loggable(&req.collector_id);
         let sequence = req.sequence;
-        let data_len = req.data.len();
         // CRC and HMAC over up to a MiB: off the async worker so other calls keep moving.
         let ingest = self.ingest.clone();
         let result = tokio::task::spawn_blocking(move || ingest.publish(req))
@@ -50,18 +42,15 @@ impl IngestService for IngestApi {
             Ok(len) => {
                 // Verified now: the collector id is signed, so the label set stays bounded by
                 // the collectors holding a MAC key.
-                self.metrics.chunk_accepted(&collector, len);
                 tracing::debug!(%collector, sequence, len, "chunk accepted");
                 Ok(Response::new(PublishResponse {}))
             }
             // A full pool is the steady state when nobody draws: not worth a line per retry.
             Err(e @ IngestError::PoolFull(_)) => {
-                self.metrics.chunk_rejected(e.reason(), data_len);
                 tracing::debug!(%collector, sequence, reason = e.reason(), "chunk rejected: {e}");
                 Err(e.into())
             }
             Err(e) => {
-                self.metrics.chunk_rejected(e.reason(), data_len);
                 if let Some(held_back) = log_safety::refusals().allow(e.reason()) {
                     let why = escape(&e.to_string());
                     tracing::info!(%collector, sequence, reason = e.reason(), held_back, "chunk rejected: {why}");

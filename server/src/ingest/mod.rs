@@ -3,18 +3,20 @@
 //! [`Ingest::publish`] is the one door into the pool. Dev mode's in-process publisher and remote
 //! collectors both come through it (over gRPC), so the checks cannot be skipped.
 
+pub mod counters;
 pub mod keys;
 pub mod provenance;
 pub mod replay;
 pub mod verify;
 
 use entropy_ops::clock::unix_ms_now;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use entropy_proto::v1::PublishRequest;
 use tokio::time::Instant;
 
+use self::counters::IngestCounters;
 use self::keys::MacKeys;
 use self::provenance::{Provenance, SourceRecord};
 use self::replay::{ReplayError, ReplayGuard};
@@ -71,9 +73,7 @@ pub struct Ingest {
     /// chunk racing each other cannot both be stored.
     replay: Mutex<ReplayGuard>,
     provenance: Mutex<Provenance>,
-    accepted: AtomicU64,
-    rejected: AtomicU64,
-    deferred: AtomicU64,
+    counters: IngestCounters,
     last_accept_unix_ms: AtomicI64,
     /// When a chunk last arrived that was stored or deferred for a full pool (starts at the
     /// gateway's start): a collector was alive and signing then.
@@ -89,9 +89,7 @@ impl Ingest {
             keys,
             replay: Mutex::new(replay),
             provenance: Mutex::new(Provenance::default()),
-            accepted: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
-            deferred: AtomicU64::new(0),
+            counters: IngestCounters::default(),
             last_accept_unix_ms: AtomicI64::new(i64::MIN),
             last_arrival_unix_ms: AtomicI64::new(policy.started_unix_ms),
             policy,
@@ -110,19 +108,18 @@ impl Ingest {
         now_unix_ms: i64,
         now: Instant,
     ) -> Result<usize, IngestError> {
+        let data_len = req.data.len();
         let result = self.admit(req, now_unix_ms, now);
         match &result {
             Ok(_) => {
-                self.accepted.fetch_add(1, Ordering::Relaxed);
                 self.last_accept_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
                 self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
             }
-            Err(IngestError::PoolFull(_)) => {
-                self.deferred.fetch_add(1, Ordering::Relaxed);
-                self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
-            }
-            Err(_) => {
-                self.rejected.fetch_add(1, Ordering::Relaxed);
+            Err(e) => {
+                if matches!(e, IngestError::PoolFull(_)) {
+                    self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
+                }
+                self.counters.refused(e.reason(), data_len);
             }
         }
         result
@@ -144,18 +141,31 @@ impl Ingest {
             replay.record(&chunk.stream, chunk.sequence, now);
         }
         lock(&self.provenance).record(&chunk.stream.0, chunk.mixing, &chunk.sources, len, now);
+        self.counters.stored(&chunk.stream.0, len);
         Ok(len)
     }
 
     /// Counters since start.
     pub fn stats(&self) -> IngestStats {
         let last = self.last_accept_unix_ms.load(Ordering::Relaxed);
+        let (mut rejected, mut deferred) = (0, 0);
+        for r in self.counters.refused_for() {
+            match r.reason {
+                "pool_full" => deferred += r.chunks,
+                _ => rejected += r.chunks,
+            }
+        }
         IngestStats {
-            chunks_accepted: self.accepted.load(Ordering::Relaxed),
-            chunks_rejected: self.rejected.load(Ordering::Relaxed),
-            chunks_deferred: self.deferred.load(Ordering::Relaxed),
+            chunks_accepted: self.counters.stored_by().iter().map(|s| s.chunks).sum(),
+            chunks_rejected: rejected,
+            chunks_deferred: deferred,
             last_accept_unix_ms: (last != i64::MIN).then_some(last),
         }
+    }
+
+    /// The per-collector and per-reason counters behind [`Ingest::stats`], for `/metrics`.
+    pub fn counters(&self) -> &IngestCounters {
+        &self.counters
     }
 
     /// When a chunk last arrived that was stored or deferred (Unix ms); the gateway's start

@@ -17,7 +17,6 @@ use entropy_proto::v1::{
 };
 use entropy_testkit::docs_table::check_documented;
 use entropy_testkit::exposition::Exposition;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
@@ -70,17 +69,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
     (t, metrics_addr)
 }
 
-/// GET `path` over HTTP/1.1 (connection closed after): status code and body.
-pub(super) async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect metrics");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
-    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status code");
-    (code, body.to_owned())
-}
+pub(super) use entropy_testkit::http::get as http_get;
 
 pub(super) async fn scrape(addr: SocketAddr) -> Exposition {
     let (code, body) = http_get(addr, "/metrics").await;

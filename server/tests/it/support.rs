@@ -11,10 +11,7 @@ use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::server::{ListenerTls, ServeError};
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
-use entropy_proto::v1::{
-    GetStatusRequest, GetStatusResponse, Mixing, PublishRequest, SourceHealth, SourceKind,
-    SourceReport,
-};
+use entropy_proto::v1::{GetStatusRequest, GetStatusResponse, Mixing, PublishRequest};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -160,14 +157,7 @@ impl TestGateway {
     }
 }
 
-pub fn os_source() -> SourceReport {
-    SourceReport {
-        name: "os".into(),
-        kind: SourceKind::Os as i32,
-        health: SourceHealth::Healthy as i32,
-        contributed: true,
-    }
-}
+pub use entropy_testkit::chunk::healthy_os_source as os_source;
 
 /// A request carrying the test API key.
 pub fn authed<T>(message: T) -> Request<T> {

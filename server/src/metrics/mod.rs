@@ -4,281 +4,28 @@
 //! Handles that a call needs are found without allocating: per method in arrays, per method
 //! and status code in lazily filled arrays, per API key name in a map filled on the key's first
 //! call. Gauges that mirror state (pool level, waiters, readiness) are set at scrape time by
-//! [`GatewayMetrics::refresh`], not on every put and take.
+//! [`GatewayMetrics::refresh`], not on every put and take; so are the ingest counters, which
+//! the ingest path keeps ([`GatewayMetrics::refresh_ingest`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use entropy_ops::registry::{Family, Kind, Registry};
+use entropy_ops::registry::Registry;
 use metrics::{Counter, Gauge, Histogram};
 
+use crate::ingest::counters::IngestCounters;
 use crate::pool::PoolStats;
 
-/// The EntropyService methods, as they appear in the `method` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// GetRandom.
-    GetRandom,
-    /// StreamRandom.
-    StreamRandom,
-    /// GetIntegers.
-    GetIntegers,
-    /// GetFloats.
-    GetFloats,
-    /// GetUuids.
-    GetUuids,
-    /// GetStatus.
-    GetStatus,
-}
-
-impl Method {
-    /// Every method, in label order.
-    pub const ALL: [Self; 6] = [
-        Self::GetRandom,
-        Self::StreamRandom,
-        Self::GetIntegers,
-        Self::GetFloats,
-        Self::GetUuids,
-        Self::GetStatus,
-    ];
-
-    /// The RPC name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::GetRandom => "GetRandom",
-            Self::StreamRandom => "StreamRandom",
-            Self::GetIntegers => "GetIntegers",
-            Self::GetFloats => "GetFloats",
-            Self::GetUuids => "GetUuids",
-            Self::GetStatus => "GetStatus",
-        }
-    }
-}
+mod families;
+mod labels;
 
 pub use entropy_ops::registry::CODE_NAMES;
+pub use families::FAMILIES;
+pub use labels::{AuthFailure, KeyLabel, Method, QuotaLimit};
 
 /// The `reason` label of a chunk that was not stored: every `IngestError::reason`.
-pub const INGEST_REJECT_REASONS: &[&str] = &[
-    "malformed",
-    "unknown_key",
-    "crc_mismatch",
-    "bad_mac",
-    "before_start",
-    "wrong_gateway",
-    "stale",
-    "future",
-    "replay",
-    "replay_window",
-    "replay_table_full",
-    "pool_full",
-];
-
-/// What the `key` label of per-key series shows (`metrics_key_label`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyLabel {
-    /// The key's name from the keys file (who is calling, readable on dashboards).
-    #[default]
-    Name,
-    /// `k-` and 12 hex digits of the SHA-256 of the name: series stay per key, names stay out.
-    Digest,
-    /// `all`: one series for every key together.
-    None,
-}
-
-impl KeyLabel {
-    /// The label value for the key called `name`.
-    pub fn value(self, name: &str) -> String {
-        match self {
-            Self::Name => name.to_owned(),
-            Self::Digest => {
-                use sha2::Digest as _;
-                let digest = sha2::Sha256::digest(name.as_bytes());
-                format!("k-{}", hex::encode(&digest[..6]))
-            }
-            Self::None => "all".to_owned(),
-        }
-    }
-}
-
-/// Why a call failed authentication or authorization (the `reason` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthFailure {
-    /// No key in the metadata (or not in the `Bearer` form).
-    Missing,
-    /// A key that matches none.
-    Invalid,
-    /// A valid key without the scope the method needs.
-    Scope,
-}
-
-impl AuthFailure {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Missing => "missing",
-            Self::Invalid => "invalid",
-            Self::Scope => "scope",
-        }
-    }
-}
-
-/// Which per-key limit refused a call (the `limit` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotaLimit {
-    /// requests_per_second.
-    Requests,
-    /// bytes_per_second.
-    Bytes,
-    /// max_streams.
-    Streams,
-}
-
-impl QuotaLimit {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Requests => "requests",
-            Self::Bytes => "bytes",
-            Self::Streams => "streams",
-        }
-    }
-}
-
-/// Every gateway series (the docs table is checked against what is exposed).
-pub const FAMILIES: &[Family] = &[
-    Family::new(
-        "entropy_gateway_build_info",
-        Kind::Gauge,
-        &["version"],
-        "Always 1; the version label.",
-    ),
-    Family::new(
-        "entropy_gateway_pool_bytes",
-        Kind::Gauge,
-        &[],
-        "Bytes in the pool ready to serve.",
-    ),
-    Family::new(
-        "entropy_gateway_pool_capacity_bytes",
-        Kind::Gauge,
-        &[],
-        "Most bytes the pool holds.",
-    ),
-    Family::new(
-        "entropy_gateway_pool_low_watermark_bytes",
-        Kind::Gauge,
-        &[],
-        "Below this pool level the gateway is not ready.",
-    ),
-    Family::new(
-        "entropy_gateway_pool_waiters",
-        Kind::Gauge,
-        &[],
-        "Callers queued waiting for entropy.",
-    ),
-    Family::new(
-        "entropy_gateway_ready",
-        Kind::Gauge,
-        &[],
-        "1 when ready to serve (as /readyz), else 0.",
-    ),
-    Family::new(
-        "entropy_gateway_ingested_bytes_total",
-        Kind::Counter,
-        &["collector"],
-        "Bytes of accepted chunks, by collector id.",
-    ),
-    Family::new(
-        "entropy_gateway_chunks_accepted_total",
-        Kind::Counter,
-        &["collector"],
-        "Chunks verified and stored, by collector id.",
-    ),
-    Family::new(
-        "entropy_gateway_chunks_rejected_total",
-        Kind::Counter,
-        &["reason"],
-        "Chunks not stored, by reason (pool_full: deferred, the collector resends).",
-    ),
-    Family::new(
-        "entropy_gateway_rejected_bytes_total",
-        Kind::Counter,
-        &["reason"],
-        "Data bytes of chunks not stored, by reason.",
-    ),
-    Family::new(
-        "entropy_gateway_served_bytes_total",
-        Kind::Counter,
-        &["method"],
-        "Bytes drawn from the pool and sent to callers, by method.",
-    ),
-    Family::new(
-        "entropy_gateway_rpc_duration_seconds",
-        Kind::Histogram,
-        &["method", "code"],
-        "EntropyService call duration (streams: until they end), by method and status code.",
-    ),
-    Family::new(
-        "entropy_gateway_streams_active",
-        Kind::Gauge,
-        &[],
-        "StreamRandom streams open now.",
-    ),
-    Family::new(
-        "entropy_gateway_streams_opened_total",
-        Kind::Counter,
-        &[],
-        "StreamRandom streams opened.",
-    ),
-    Family::new(
-        "entropy_gateway_key_requests_total",
-        Kind::Counter,
-        &["key", "method"],
-        "Authenticated calls by API key name and method.",
-    ),
-    Family::new(
-        "entropy_gateway_key_served_bytes_total",
-        Kind::Counter,
-        &["key"],
-        "Bytes served by API key name.",
-    ),
-    Family::new(
-        "entropy_gateway_auth_failures_total",
-        Kind::Counter,
-        &["reason"],
-        "Calls refused: no key (missing), unknown key (invalid), key without the scope (scope).",
-    ),
-    Family::new(
-        "entropy_gateway_quota_rejections_total",
-        Kind::Counter,
-        &["key", "limit"],
-        "Calls refused by a key's quota, by key name and limit.",
-    ),
-    Family::new(
-        "entropy_gateway_connections_active",
-        Kind::Gauge,
-        &["listener"],
-        "Open connections per listener (public, ingest).",
-    ),
-    Family::new(
-        "entropy_gateway_connections_refused_total",
-        Kind::Counter,
-        &["listener"],
-        "Connections closed at accept because the listener was at max_connections.",
-    ),
-];
+pub use crate::ingest::counters::REJECT_REASONS as INGEST_REJECT_REASONS;
 
 /// Handles of one API key.
 #[derive(Debug)]
@@ -467,25 +214,25 @@ impl GatewayMetrics {
         StreamGuard(self.clone())
     }
 
-    /// Counts a stored chunk of `bytes` from `collector`.
-    pub fn chunk_accepted(&self, collector: &str, bytes: usize) {
+    /// Sets the ingest counters from the ingest path's own ([`IngestCounters`]); called
+    /// before each render, so chunks are counted in one place.
+    pub fn refresh_ingest(&self, counters: &IngestCounters) {
+        for (refused, (chunks, bytes)) in counters.refused_for().iter().zip(&self.rejected) {
+            chunks.absolute(refused.chunks);
+            bytes.absolute(refused.bytes);
+        }
         let mut map = lock(&self.collectors);
-        let (chunks, total) = map.entry(collector.to_owned()).or_insert_with(|| {
-            let r = &self.registry;
-            (
-                r.counter("entropy_gateway_chunks_accepted_total", &[("collector", collector)]),
-                r.counter("entropy_gateway_ingested_bytes_total", &[("collector", collector)]),
-            )
-        });
-        chunks.increment(1);
-        total.increment(bytes as u64);
-    }
-
-    /// Counts a chunk of `bytes` not stored, for `reason` (one of [`INGEST_REJECT_REASONS`]).
-    pub fn chunk_rejected(&self, reason: &str, bytes: usize) {
-        if let Some(i) = INGEST_REJECT_REASONS.iter().position(|r| *r == reason) {
-            self.rejected[i].0.increment(1);
-            self.rejected[i].1.increment(bytes as u64);
+        for stored in counters.stored_by() {
+            let (chunks, bytes) = map.entry(stored.collector.clone()).or_insert_with(|| {
+                let r = &self.registry;
+                let collector = stored.collector.as_str();
+                (
+                    r.counter("entropy_gateway_chunks_accepted_total", &[("collector", collector)]),
+                    r.counter("entropy_gateway_ingested_bytes_total", &[("collector", collector)]),
+                )
+            });
+            chunks.absolute(stored.chunks);
+            bytes.absolute(stored.bytes);
         }
     }
 
@@ -549,8 +296,10 @@ mod tests {
         let m = GatewayMetrics::new();
         m.rpc_finished(Method::GetFloats, tonic::Code::InvalidArgument, Duration::from_millis(2));
         m.key("alice").request(Method::GetRandom);
-        m.chunk_rejected("bad_mac", 10);
-        m.chunk_rejected("not-a-reason", 10);
+        let ingest = IngestCounters::default();
+        ingest.refused("bad_mac", 10);
+        ingest.refused("not-a-reason", 10);
+        m.refresh_ingest(&ingest);
         let e = Exposition::parse(&m.registry().render()).expect("parses");
         assert_eq!(e.sum("entropy_gateway_chunks_rejected_total", &[("reason", "stale")]), 0.0);
         assert_eq!(e.sum("entropy_gateway_rejected_bytes_total", &[]), 10.0);

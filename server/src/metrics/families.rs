@@ -1,0 +1,128 @@
+//! Every gateway series: name, type, labels and help. `docs/metrics.md` is checked against
+//! what a real gateway exposes from this table (`it::metrics`).
+
+use entropy_ops::registry::{Family, Kind};
+
+/// Every gateway series (the docs table is checked against what is exposed).
+pub const FAMILIES: &[Family] = &[
+    Family::new(
+        "entropy_gateway_build_info",
+        Kind::Gauge,
+        &["version"],
+        "Always 1; the version label.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_bytes",
+        Kind::Gauge,
+        &[],
+        "Bytes in the pool ready to serve.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_capacity_bytes",
+        Kind::Gauge,
+        &[],
+        "Most bytes the pool holds.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_low_watermark_bytes",
+        Kind::Gauge,
+        &[],
+        "Below this pool level the gateway is not ready.",
+    ),
+    Family::new(
+        "entropy_gateway_pool_waiters",
+        Kind::Gauge,
+        &[],
+        "Callers queued waiting for entropy.",
+    ),
+    Family::new(
+        "entropy_gateway_ready",
+        Kind::Gauge,
+        &[],
+        "1 when ready to serve (as /readyz), else 0.",
+    ),
+    Family::new(
+        "entropy_gateway_ingested_bytes_total",
+        Kind::Counter,
+        &["collector"],
+        "Bytes of accepted chunks, by collector id.",
+    ),
+    Family::new(
+        "entropy_gateway_chunks_accepted_total",
+        Kind::Counter,
+        &["collector"],
+        "Chunks verified and stored, by collector id.",
+    ),
+    Family::new(
+        "entropy_gateway_chunks_rejected_total",
+        Kind::Counter,
+        &["reason"],
+        "Chunks not stored, by reason (pool_full: deferred, the collector resends).",
+    ),
+    Family::new(
+        "entropy_gateway_rejected_bytes_total",
+        Kind::Counter,
+        &["reason"],
+        "Data bytes of chunks not stored, by reason.",
+    ),
+    Family::new(
+        "entropy_gateway_served_bytes_total",
+        Kind::Counter,
+        &["method"],
+        "Bytes drawn from the pool and sent to callers, by method.",
+    ),
+    Family::new(
+        "entropy_gateway_rpc_duration_seconds",
+        Kind::Histogram,
+        &["method", "code"],
+        "EntropyService call duration (streams: until they end), by method and status code.",
+    ),
+    Family::new(
+        "entropy_gateway_streams_active",
+        Kind::Gauge,
+        &[],
+        "StreamRandom streams open now.",
+    ),
+    Family::new(
+        "entropy_gateway_streams_opened_total",
+        Kind::Counter,
+        &[],
+        "StreamRandom streams opened.",
+    ),
+    Family::new(
+        "entropy_gateway_key_requests_total",
+        Kind::Counter,
+        &["key", "method"],
+        "Authenticated calls by API key name and method.",
+    ),
+    Family::new(
+        "entropy_gateway_key_served_bytes_total",
+        Kind::Counter,
+        &["key"],
+        "Bytes served by API key name.",
+    ),
+    Family::new(
+        "entropy_gateway_auth_failures_total",
+        Kind::Counter,
+        &["reason"],
+        "Calls refused: no key (missing), unknown key (invalid), key without the scope (scope).",
+    ),
+    Family::new(
+        "entropy_gateway_quota_rejections_total",
+        Kind::Counter,
+        &["key", "limit"],
+        "Calls refused by a key's quota, by key name and limit.",
+    ),
+    Family::new(
+        "entropy_gateway_connections_active",
+        Kind::Gauge,
+        &["listener"],
+        "Open connections per listener (public, ingest).",
+    ),
+    Family::new(
+        "entropy_gateway_connections_refused_total",
+        Kind::Counter,
+        &["listener"],
+        "Connections closed at accept because the listener was at max_connections.",
+    ),
+];
