@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{CollectorConfig, ConfigError};
 use crate::metrics::CollectorMetrics;
-use crate::pipeline::{Pipeline, SourceSlot};
+use crate::pipeline::{Pipeline, RoundPolicy, SourceSlot};
 use crate::publisher::{Publisher, RetryPolicy};
 use crate::runner::{self, RunStats};
 use crate::signer::{ChunkSigner, EpochError};
@@ -60,15 +60,13 @@ impl Collector {
         }
         let signer = ChunkSigner::new(&config.collector_id, &config.key_id, mac_key)?;
         let sealer = signer.sealer();
-        let pipeline = Pipeline::new(
-            slots,
-            config.mixing,
-            config.min_sources,
-            config.chunk_bytes,
-            config.read_timeout(),
-            signer,
-        )
-        .with_metrics(metrics.clone());
+        let policy = RoundPolicy {
+            scheme: config.mixing,
+            min_sources: config.min_sources,
+            chunk_bytes: config.chunk_bytes,
+            read_timeout: config.read_timeout(),
+        };
+        let pipeline = Pipeline::new(slots, policy, signer).with_metrics(metrics.clone());
         let publishers = config
             .gateway
             .iter()

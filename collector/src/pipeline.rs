@@ -211,28 +211,32 @@ pub enum Round {
     },
 }
 
+/// How a round reads and combines its sources (the config's `mixing`, `min_sources`,
+/// `chunk_bytes` and `read_timeout_ms`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundPolicy {
+    /// How healthy sources are combined.
+    pub scheme: Scheme,
+    /// Fewest healthy sources a chunk needs.
+    pub min_sources: usize,
+    /// Bytes read from each source per round (and so per chunk).
+    pub chunk_bytes: usize,
+    /// Longest one source read may take.
+    pub read_timeout: Duration,
+}
+
 /// Sources, policy and signer: everything one round needs.
 pub struct Pipeline {
     slots: Vec<SourceSlot>,
-    scheme: Scheme,
-    min_sources: usize,
-    chunk_bytes: usize,
-    read_timeout: Duration,
+    policy: RoundPolicy,
     signer: ChunkSigner,
     metrics: Option<Arc<CollectorMetrics>>,
 }
 
 impl Pipeline {
-    /// A pipeline over `slots` (at least one), mixing with `scheme`.
-    pub fn new(
-        slots: Vec<SourceSlot>,
-        scheme: Scheme,
-        min_sources: usize,
-        chunk_bytes: usize,
-        read_timeout: Duration,
-        signer: ChunkSigner,
-    ) -> Self {
-        Self { slots, scheme, min_sources, chunk_bytes, read_timeout, signer, metrics: None }
+    /// A pipeline over `slots` (at least one), run by `policy`, signing with `signer`.
+    pub fn new(slots: Vec<SourceSlot>, policy: RoundPolicy, signer: ChunkSigner) -> Self {
+        Self { slots, policy, signer, metrics: None }
     }
 
     /// Counts reads, health failures, source states and mixer output into `metrics`.
@@ -249,15 +253,16 @@ impl Pipeline {
 
     /// Runs one round.
     pub async fn round(&mut self) -> Round {
-        let (n, timeout) = (self.chunk_bytes, self.read_timeout);
+        let (n, timeout) = (self.policy.chunk_bytes, self.policy.read_timeout);
         let outputs: Vec<Option<Vec<u8>>> = futures_util::future::join_all(
             self.slots.iter_mut().map(|s| s.read_tested(n, timeout)),
         )
         .await;
         let healthy = outputs.iter().filter(|o| o.is_some()).count();
-        if healthy < self.min_sources || healthy == 0 {
+        let min_sources = self.policy.min_sources;
+        if healthy < min_sources || healthy == 0 {
             let starting = self.slots.iter().filter(|s| s.proving).count();
-            return Round::TooFewSources { healthy, needed: self.min_sources.max(1), starting };
+            return Round::TooFewSources { healthy, needed: min_sources.max(1), starting };
         }
         let inputs: Vec<Input<'_>> = outputs
             .iter()
@@ -266,7 +271,7 @@ impl Pipeline {
                 o.as_deref().map(|bytes| Input { bytes, min_entropy: s.min_entropy })
             })
             .collect();
-        let (data, mixing) = mixing::mix(self.scheme, &inputs);
+        let (data, mixing) = mixing::mix(self.policy.scheme, &inputs);
         if let Some(m) = &self.metrics {
             m.mixed(mixing, data.len());
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_collector::mixing::Scheme;
-use entropy_collector::pipeline::{Pipeline, Round, SourceSlot};
+use entropy_collector::pipeline::{Pipeline, Round, RoundPolicy, SourceSlot};
 use entropy_collector::signer::ChunkSigner;
 use entropy_collector::simulator::{self, Fault, Simulator, SimulatorOptions};
 use entropy_collector::source::quantis::{QuantisOptions, QuantisSource};
@@ -74,7 +74,13 @@ fn quantis_named(name: &str, sim: &RunningSim, timeout: Duration) -> QuantisSour
 
 fn pipeline(sources: Vec<SourceSlot>, scheme: Scheme, min_sources: usize) -> Pipeline {
     let signer = ChunkSigner::new("c", "k1", vec![1; 32]).unwrap();
-    Pipeline::new(sources, scheme, min_sources, 8192, Duration::from_secs(2), signer)
+    let policy = RoundPolicy {
+        scheme,
+        min_sources,
+        chunk_bytes: 8192,
+        read_timeout: Duration::from_secs(2),
+    };
+    Pipeline::new(sources, policy, signer)
 }
 
 #[tokio::test]
