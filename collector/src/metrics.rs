@@ -157,9 +157,9 @@ impl SourceMetrics {
     }
 }
 
-/// Handles of one gateway.
+/// Handles of the publishes to one gateway (named apart from the gateway's own `GatewayMetrics`).
 #[derive(Debug)]
-pub struct GatewayMetrics {
+pub struct PublishMetrics {
     registry: Arc<CollectorMetrics>,
     label: String,
     codes: [Counter; CODE_NAMES.len()],
@@ -169,7 +169,7 @@ pub struct GatewayMetrics {
     resealed: Counter,
 }
 
-impl GatewayMetrics {
+impl PublishMetrics {
     /// One chunk sealed again with a fresh timestamp before a retry (see `publisher`).
     pub fn resealed(&self) {
         self.resealed.increment(1);
@@ -269,9 +269,9 @@ impl CollectorMetrics {
     }
 
     /// The handles of the gateway labelled `endpoint`.
-    pub fn gateway(self: &Arc<Self>, endpoint: &str) -> GatewayMetrics {
+    pub fn gateway(self: &Arc<Self>, endpoint: &str) -> PublishMetrics {
         let r = &self.registry;
-        GatewayMetrics {
+        PublishMetrics {
             registry: self.clone(),
             label: endpoint.to_owned(),
             codes: CODE_NAMES.map(|c| {

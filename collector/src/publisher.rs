@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-use crate::metrics::GatewayMetrics;
+use crate::metrics::PublishMetrics;
 use crate::signer::Sealer;
 
 /// How one chunk's delivery ended.
@@ -82,7 +82,7 @@ impl Default for RetryPolicy {
 pub struct Publisher {
     client: IngestServiceClient<Channel>,
     policy: RetryPolicy,
-    metrics: Option<Arc<GatewayMetrics>>,
+    metrics: Option<Arc<PublishMetrics>>,
     sealer: Sealer,
     gateway_id: String,
 }
@@ -107,7 +107,7 @@ impl Publisher {
     }
 
     /// Counts every attempt, its outcome and duration into `metrics`.
-    pub fn with_metrics(mut self, metrics: GatewayMetrics) -> Self {
+    pub fn with_metrics(mut self, metrics: PublishMetrics) -> Self {
         self.metrics = Some(Arc::new(metrics));
         self
     }
