@@ -18,6 +18,13 @@ pub enum LogFormat {
     Json,
 }
 
+/// Checks a `log_filter` directive without installing anything (config validation).
+pub fn check_filter(filter: &str) -> Result<(), ConfigError> {
+    tracing_subscriber::EnvFilter::try_new(filter)
+        .map(drop)
+        .map_err(|_| ConfigError::new("log_filter", format!("{filter:?} is not a valid filter")))
+}
+
 /// Installs the global subscriber. Fails, naming `log_filter`, on a directive that does not
 /// parse; call it before anything is bound so a typo exits with the usage code.
 pub fn init(filter: &str, format: LogFormat) -> Result<(), ConfigError> {

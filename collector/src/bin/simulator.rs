@@ -45,7 +45,10 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(64) } else { ExitCode::SUCCESS };
         }
     };
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    if let Err(e) = entropy_ops::logging::init("info", entropy_ops::LogFormat::Text) {
+        eprintln!("entropy-simulator: {e}");
+        return ExitCode::from(64);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
