@@ -23,7 +23,6 @@
 
 pub mod collector;
 pub mod config;
-pub mod config_reference;
 pub mod counters;
 pub mod health;
 pub mod metrics;

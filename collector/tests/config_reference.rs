@@ -1,5 +1,6 @@
 //! docs/config.md's tables for entropy-collector: the scalar keys' table is generated from the
-//! code (keys, defaults, flags and their help) and must match; the `[[gateway]]` and
+//! code (the one declaration of each key in `collector/src/config/keys.rs`, and the defaults)
+//! and must match; the `[[gateway]]` and
 //! `[[source]]` tables are written by hand, and their key columns must list exactly the
 //! fields the config accepts. `UPDATE_CONFIG_REFERENCE=1 cargo test -p entropy-collector
 //! --test config_reference` rewrites the generated table.
@@ -7,9 +8,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-use entropy_collector::config::{CollectorConfig, ConfigFlags, ENV_KEYS};
-use entropy_collector::config_reference::{Reference, check_or_update};
+use entropy_collector::config::{CollectorConfig, KEY_DOCS};
+use entropy_testkit::config_reference::{Reference, check_or_update};
 
 /// Only the keys without a default.
 const MINIMAL: &str = r#"
@@ -24,7 +24,8 @@ name = "os"
 type = "os"
 "#;
 
-/// Every optional key of the two table kinds set.
+/// Every optional key of the two table kinds set (a source type's fields on a source of that
+/// type).
 const FULL_TABLES: &str = r#"
 collector_id = "c1"
 key_id = "k1"
@@ -41,10 +42,17 @@ type = "quantis"
 min_entropy_per_byte = 7.5
 url = "https://10.0.0.5"
 ca_file = "ca.pem"
-pinned_cert_sha256 = "00"
 allow_http = false
 request_timeout_ms = 1
 attempts = 1
+[[source]]
+name = "p"
+type = "quantis"
+url = "https://10.0.0.6"
+pinned_cert_sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+[[source]]
+name = "d"
+type = "device"
 path = "/dev/x"
 kind = "quantum"
 "#;
@@ -53,38 +61,19 @@ fn doc() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/config.md")
 }
 
-fn unit(key: &str) -> &'static str {
-    match key {
-        k if k.ends_with("_ms") => "milliseconds",
-        k if k.ends_with("_bytes") => "bytes",
-        k if k.ends_with("_file") => "path",
-        k if k.ends_with("_addr") => "host:port",
-        "min_sources" | "buffer_chunks" => "count",
-        "alpha_log2" => "bits (false alarm 2^-N)",
-        "collector_id" | "key_id" => "1..=64 of `[A-Za-z0-9._-]`",
-        "mixing" => "`none`, `xor` or `hkdf`",
-        "log_format" => "`text` or `json`",
-        "log_filter" => "EnvFilter directives",
-        _ => panic!("give config key {key} a unit"),
-    }
-}
-
 #[test]
 fn docs_config_md_matches_the_collector_config() {
     let minimal: toml::Table = toml::from_str(MINIMAL).expect("minimal config");
-    let config: CollectorConfig = toml::from_str(MINIMAL).expect("minimal config parses");
+    let config = CollectorConfig::from_toml(MINIMAL).expect("minimal config parses");
     let mut defaults = toml::Table::try_from(&config).expect("serializes");
     // What the minimal file had to set has no default.
     defaults.retain(|k, _| !minimal.contains_key(k));
     let reference = Reference {
-        command: ConfigFlags::augment_args(clap::Command::new("entropy-collector")),
-        keys: ENV_KEYS,
+        keys: KEY_DOCS.iter().map(|k| (k.key, k.unit, k.help)).collect(),
         defaults,
         variant: None,
-        unit,
     };
-    let table =
-        reference.table().unwrap_or_else(|e| panic!("{e}")).replace("| unset |", "| required |");
+    let table = reference.table().replace("| unset |", "| required |");
     check_or_update(&doc(), "entropy-collector", &table).unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -102,18 +91,19 @@ fn documented_keys(text: &str, heading: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn fields(table: &toml::Value) -> BTreeSet<String> {
-    table.as_array().expect("array of tables")[0]
-        .as_table()
-        .expect("table")
-        .keys()
-        .cloned()
+/// Every field any table of the list has.
+fn fields(tables: &toml::Value) -> BTreeSet<String> {
+    tables
+        .as_array()
+        .expect("array of tables")
+        .iter()
+        .flat_map(|t| t.as_table().expect("table").keys().cloned())
         .collect()
 }
 
 #[test]
 fn the_gateway_and_source_tables_list_every_field() {
-    let config: CollectorConfig = toml::from_str(FULL_TABLES).expect("every field parses");
+    let config = CollectorConfig::from_toml(FULL_TABLES).expect("every field parses");
     let serialized = toml::Table::try_from(&config).expect("serializes");
     let text = std::fs::read_to_string(doc()).expect("docs/config.md");
     assert_eq!(documented_keys(&text, "### `[[gateway]]`"), fields(&serialized["gateway"]));

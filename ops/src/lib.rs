@@ -9,11 +9,13 @@
 //! - [`throttle`]: log lines rate-limited per reason, with a count of those held back.
 //! - [`signals`]: SIGTERM/SIGINT into a `CancellationToken`; SIGHUP as a stream of reloads.
 //! - [`logging`]: the `log_format` / `log_filter` set-up both binaries share.
+//! - [`config_keys`]: `config_keys!`, each config key declared once (struct, flag, docs).
 //! - [`config_error`]: the one error type of a config key that is missing or wrong.
 //! - [`clock`]: wall-clock milliseconds, as chunks and metrics carry them.
 
 pub mod clock;
 pub mod config_error;
+pub mod config_keys;
 pub mod endpoint;
 pub mod logging;
 pub mod registry;

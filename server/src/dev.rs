@@ -118,10 +118,7 @@ pub fn feed_config(ingest_addr: SocketAddr, gateway_id: &str) -> Result<Collecto
         min_entropy_per_byte = 8.0
         "#
     );
-    let config: CollectorConfig =
-        toml::from_str(&text).map_err(|e| DevError::FeedConfig(e.to_string()))?;
-    config.validate().map_err(|e| DevError::FeedConfig(e.to_string()))?;
-    Ok(config)
+    CollectorConfig::from_toml(&text).map_err(|e| DevError::FeedConfig(e.to_string()))
 }
 
 /// Starts the in-process collector ([`feed_config`]), signing with `mac_secret`.

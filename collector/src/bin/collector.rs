@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage(&e),
     };
-    if let Err(e) = entropy_ops::logging::init(&config.log_filter, log_format(&config)) {
+    if let Err(e) = entropy_ops::logging::init(&config.log_filter, config.log_format) {
         return usage(&e);
     }
     let runtime = match tokio::runtime::Runtime::new() {
@@ -74,15 +74,6 @@ fn main() -> ExitCode {
             eprintln!("entropy-collector: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-// Until the config types it: "json" or "text" (validated on load).
-fn log_format(config: &CollectorConfig) -> entropy_ops::LogFormat {
-    if config.log_format == "json" {
-        entropy_ops::LogFormat::Json
-    } else {
-        entropy_ops::LogFormat::Text
     }
 }
 

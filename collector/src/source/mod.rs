@@ -12,14 +12,11 @@ use std::time::Duration;
 
 use entropy_proto::v1::SourceKind;
 
-use crate::config::{SourceConfig, SourceType};
+use crate::config::{SourceConfig, SourceSpec};
 
 /// Why a source could not be set up from its config.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// A device source without a path (the config check catches this first).
-    #[error("no path")]
-    NoPath,
     /// A Quantis source whose client could not be made (its TLS trust, say).
     #[error(transparent)]
     Quantis(#[from] quantis::SetupError),
@@ -27,20 +24,19 @@ pub enum OpenError {
 
 /// The source a `[[source]]` table describes.
 pub fn open(config: &SourceConfig) -> Result<Box<dyn Source>, OpenError> {
-    Ok(match config.source_type {
-        SourceType::Os => Box::new(os::OsSource::new(&config.name)),
-        SourceType::Device => {
-            let path = config.path.clone().ok_or(OpenError::NoPath)?;
-            Box::new(device::DeviceSource::new(&config.name, config.device_kind(), path))
+    Ok(match &config.spec {
+        SourceSpec::Os => Box::new(os::OsSource::new(&config.name)),
+        SourceSpec::Device { path, .. } => {
+            Box::new(device::DeviceSource::new(&config.name, config.kind(), path.clone()))
         }
-        SourceType::Quantis => Box::new(quantis::QuantisSource::new(
+        SourceSpec::Quantis(q) => Box::new(quantis::QuantisSource::new(
             &config.name,
             quantis::QuantisOptions {
-                base_url: config.url.clone().unwrap_or_default(),
-                trust: config.trust(),
-                allow_http: config.allow_http,
-                request_timeout: Duration::from_millis(config.request_timeout_ms),
-                attempts: config.attempts,
+                base_url: q.url.clone(),
+                trust: q.trust.clone(),
+                allow_http: q.allow_http,
+                request_timeout: Duration::from_millis(q.request_timeout_ms),
+                attempts: q.attempts,
                 initial_backoff: Duration::from_millis(100),
                 max_backoff: Duration::from_secs(2),
             },

@@ -55,8 +55,7 @@ impl RunningCollector {
             text += &format!("[[gateway]]\nid = \"{id}\"\nendpoint = \"{endpoint}\"\n");
         }
         text += sources;
-        let config: CollectorConfig = toml::from_str(&text).expect("collector config parses");
-        config.validate().expect("collector config is valid");
+        let config = CollectorConfig::from_toml(&text).expect("a valid collector config");
         let collector =
             Collector::build(&config, MAC_KEY.to_vec()).expect("builds").with_retry_policy(policy);
         let stats = collector.stats();

@@ -1,0 +1,174 @@
+//! Every gateway config key, declared once: type, default, flag, unit and meaning. The struct,
+//! its `Default`, the `--<key>` flags, [`KEYS`] and [`KEY_DOCS`] (docs/config.md) come from
+//! here (`entropy_ops::config_keys!`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::metrics::KeyLabel;
+
+use super::LogFormat;
+
+entropy_ops::config_keys! {
+    /// Every setting of the gateway. Field names are the config keys; see docs/config.md.
+    #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct GatewayConfig;
+    /// `--<key>` flags, one per config key; only those given override the other layers.
+    pub struct ConfigFlags;
+    keys {
+        /// Public gRPC address: EntropyService, health and reflection.
+        listen_addr: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 50051)),
+            flag(SocketAddr, "ADDR"), unit("host:port"),
+            help("Public gRPC address");
+        /// Internal gRPC address for IngestService (collectors). Keep it off the public network.
+        ingest_listen_addr: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 50052)),
+            flag(SocketAddr, "ADDR"), unit("host:port"),
+            help("Internal ingest gRPC address");
+        /// TOML file of client API keys (name + SHA-256 of the secret). Required outside dev mode.
+        api_keys_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("Client API keys file (TOML)");
+        /// Directory of `<key_id>.key` files holding chunk MAC keys as hex. Required outside dev
+        /// mode.
+        ingest_keys_dir: Option<PathBuf> = None,
+            flag(PathBuf, "DIR"), unit("path"),
+            help("Directory of <key_id>.key chunk MAC keys");
+        /// PEM certificate chain for TLS on the public listener (with `tls_key_file`); plaintext
+        /// when unset.
+        tls_cert_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("TLS certificate chain (PEM) for the public listener");
+        /// PEM private key for TLS on the public listener.
+        tls_key_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("TLS private key (PEM) for the public listener");
+        /// Accept TLS 1.2 as well as TLS 1.3 (both listeners).
+        tls_allow_tls12: bool = false,
+            flag(bool, "BOOL"), unit("boolean"),
+            help("Accept TLS 1.2 as well as 1.3");
+        /// PEM certificate chain for TLS on the ingest listener (with `ingest_tls_key_file`).
+        ingest_tls_cert_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("TLS certificate chain (PEM) for the ingest listener");
+        /// PEM private key for TLS on the ingest listener.
+        ingest_tls_key_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("TLS private key (PEM) for the ingest listener");
+        /// PEM CA certificates: when set, collectors must present a client certificate chaining
+        /// to one (mTLS). Needs ingest TLS.
+        ingest_client_ca_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("CA (PEM) that collector client certificates must chain to (mTLS)");
+        /// Most bytes the pool holds. The memory is committed at start (touched page by page), so
+        /// the gateway's resident size is about this from the first second.
+        pool_capacity_bytes: usize = 16 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Pool capacity in bytes, committed at start");
+        /// Below this many pool bytes, grpc.health.v1 reports NOT_SERVING.
+        pool_low_watermark_bytes: usize = 64 << 10,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("NOT_SERVING below this many pool bytes");
+        /// Longest a unary call waits for entropy before UNAVAILABLE (a shorter client deadline
+        /// wins).
+        max_wait_ms: u64 = 2_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Longest unary wait for entropy, ms");
+        /// Longest a stream waits for entropy for its next message before it ends with
+        /// UNAVAILABLE (nothing consumed; the client reopens it).
+        stream_max_wait_ms: u64 = 30_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Longest a stream waits for entropy per message, ms");
+        /// This gateway's name: collectors seal chunks for it (their `[[gateway]] id`) and it
+        /// refuses chunks sealed for another, so a chunk cannot be stored by two gateways.
+        /// 1..=64 characters of [A-Za-z0-9._-]; required (dev mode sets "dev").
+        gateway_id: String = String::new(),
+            flag(String, "ID"), unit("name"),
+            help("This gateway's id, as collectors address it (required outside --dev)");
+        /// How old a chunk's timestamp may be.
+        freshness_window_ms: u64 = 60_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Chunk timestamp tolerance either way, ms");
+        /// How far ahead of the gateway's clock a chunk's timestamp may be. The gateway accepts
+        /// chunks dated from its start plus this on, so nothing stored before a restart can be
+        /// stored again: keep it small (collectors re-seal refused chunks).
+        max_future_skew_ms: u64 = 2_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Largest chunk timestamp ahead of the clock, ms");
+        /// Largest chunk accepted by Publish.
+        max_chunk_bytes: usize = 1 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Largest chunk accepted, bytes");
+        /// Most (collector, epoch) pairs tracked for replay protection at once.
+        replay_max_streams: usize = 4_096,
+            flag(usize, "N"), unit("count"),
+            help("Most collector epochs tracked for replay protection");
+        /// Bytes of Publish request bodies the ingest listener holds at once, all connections
+        /// together (a body is authenticated only once whole); past it, bodies wait and HTTP/2
+        /// flow control stops their senders. At least max_chunk_bytes + 65536.
+        ingest_max_buffered_bytes: usize = 64 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Publish bodies held at once, bytes");
+        /// Most open connections on the ingest listener (collectors are few).
+        ingest_max_connections: usize = 64,
+            flag(usize, "N"), unit("count"),
+            help("Most open ingest connections");
+        /// On SIGTERM/SIGINT, how long in-flight calls get to finish before the process exits.
+        shutdown_grace_ms: u64 = 10_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Shutdown grace period, ms");
+        /// Most open connections per listener; past it new connections are closed at once. Both
+        /// listeners at this many must fit the file-descriptor limit (checked at start, after
+        /// raising the soft limit to the hard one); 0 picks the most that fit, at most 10000.
+        max_connections: usize = 0,
+            flag(usize, "N"), unit("count"),
+            help("Most open connections per listener, 0 = what the fd limit allows");
+        /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
+        /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
+        max_streams_per_connection: u32 = 256,
+            flag(u32, "N"), unit("count"),
+            help("Most concurrent calls per connection");
+        /// A connection with no call in progress for this long is closed (0: never). PINGs and
+        /// partial requests do not count as activity.
+        idle_timeout_ms: u64 = 120_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Close connections without a call for this long, ms; 0 never");
+        /// A connection whose responses (entropy drawn for its client) wait this long with nothing
+        /// written to the socket is closed, and what it held is wiped and counted as discarded
+        /// (0: never). A client that stopped reading cannot pin memory longer.
+        send_timeout_ms: u64 = 30_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Close a connection whose responses wait this long unsent, ms; 0 = never");
+        /// Bytes drawn for one connection's calls and not yet taken by the transport; further
+        /// draws on it wait for room (then RESOURCE_EXHAUSTED). Each key has its own cap too
+        /// (`max_undelivered_bytes` in the keys file, default 32 MiB).
+        max_undelivered_bytes_per_connection: usize = 16 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Drawn-but-undelivered bytes per connection");
+        /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off. Loopback
+        /// by default: the series name keys and count their use, so expose it deliberately.
+        #[serde(with = "entropy_ops::config_keys::optional_addr")]
+        metrics_listen_addr: Option<SocketAddr> = Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
+            flag(String, "ADDR"), unit("host:port"),
+            help("Metrics/health HTTP address, \"\" for none");
+        /// What the `key` label of per-key series shows: "name" (the keys file's names), "digest"
+        /// (a hash of each name: per-key series without names) or "none" (one series for all).
+        metrics_key_label: KeyLabel = KeyLabel::Name,
+            flag(KeyLabel, "LABEL"), unit("`name`, `digest` or `none`"),
+            help("Per-key series label: name, digest or none");
+        /// Not ready (gRPC health NOT_SERVING, /readyz 503) when no chunk has arrived from any
+        /// collector (stored, or deferred because the pool was full) for this long; 0 disables.
+        ingest_stale_after_ms: u64 = 60_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Not ready after this long without a chunk from any collector, ms; 0 disables");
+        /// Log line format: "text" or "json".
+        log_format: LogFormat = LogFormat::Text,
+            flag(LogFormat, "FORMAT"), unit("`text` or `json`"),
+            help("Log format");
+        /// Log filter in `tracing` EnvFilter syntax (e.g. "info", "entropy_gateway=debug").
+        log_filter: String = "info".into(),
+            flag(String, "FILTER"), unit("EnvFilter directives"),
+            help("Log filter (tracing EnvFilter syntax)");
+    }
+    other {}
+}

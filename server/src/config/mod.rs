@@ -1,0 +1,127 @@
+//! The gateway's configuration: one typed struct, layered, validated before anything binds.
+//!
+//! Layers, later ones winning: built-in defaults (or dev-mode defaults), the TOML file given
+//! with `--config`, `ENTROPY_<KEY>` environment variables, then `--<key>` flags. A bad value in
+//! any layer is reported with the key that holds it; `main` exits 64 (EX_USAGE) on it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+
+pub use self::keys::{ConfigFlags, GatewayConfig, KEY_DOCS, KEYS};
+pub use entropy_ops::{ConfigError, LogFormat};
+
+mod keys;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+/// Largest GetRandom request, and so the least pool capacity that can serve every request.
+pub const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
+
+impl GatewayConfig {
+    /// Defaults for `--dev`: public and metrics ports on loopback only, ingest on an ephemeral
+    /// loopback port that only the in-process publisher uses.
+    pub fn dev_defaults() -> Self {
+        Self {
+            listen_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            gateway_id: "dev".into(),
+            ..Self::default()
+        }
+    }
+
+    /// Longest unary wait for entropy.
+    pub fn max_wait(&self) -> Duration {
+        Duration::from_millis(self.max_wait_ms)
+    }
+
+    /// `send_timeout_ms` as a duration, `None` for never.
+    pub fn send_timeout(&self) -> Option<Duration> {
+        (self.send_timeout_ms > 0).then(|| Duration::from_millis(self.send_timeout_ms))
+    }
+
+    /// `max_future_skew_ms` as a duration.
+    pub fn max_future_skew(&self) -> Duration {
+        Duration::from_millis(self.max_future_skew_ms)
+    }
+
+    /// `stream_max_wait_ms` as a duration.
+    pub fn stream_max_wait(&self) -> Duration {
+        Duration::from_millis(self.stream_max_wait_ms)
+    }
+
+    /// Freshness window for chunk timestamps.
+    pub fn freshness_window(&self) -> Duration {
+        Duration::from_millis(self.freshness_window_ms)
+    }
+
+    /// The metrics endpoint's address, or `None` when it is off.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listen_addr
+    }
+
+    /// How long ingest may be silent before the gateway is not ready (zero: no limit).
+    pub fn ingest_stale_after(&self) -> Duration {
+        Duration::from_millis(self.ingest_stale_after_ms)
+    }
+
+    /// Grace period on shutdown.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+
+    /// How long a connection may sit without a call before it is closed (`None`: forever).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.idle_timeout_ms > 0).then(|| Duration::from_millis(self.idle_timeout_ms))
+    }
+}
+
+/// Builds the effective config from the layers and validates it.
+pub fn load(
+    file: Option<&std::path::Path>,
+    dev: bool,
+    flags: &ConfigFlags,
+) -> Result<GatewayConfig, ConfigError> {
+    load_with_env(file, dev, flags, Env::prefixed("ENTROPY_").only(KEYS))
+}
+
+/// [`load`] with the environment given (tests use `Env` over a fixed map).
+pub fn load_with_env(
+    file: Option<&std::path::Path>,
+    dev: bool,
+    flags: &ConfigFlags,
+    env: Env,
+) -> Result<GatewayConfig, ConfigError> {
+    let defaults = if dev { GatewayConfig::dev_defaults() } else { GatewayConfig::default() };
+    let mut figment = Figment::from(Serialized::defaults(defaults));
+    if let Some(path) = file {
+        if !path.is_file() {
+            return Err(ConfigError {
+                key: "--config".into(),
+                problem: format!("{} is not a readable file", path.display()),
+            });
+        }
+        figment = figment.merge(Toml::file_exact(path));
+    }
+    let config: GatewayConfig =
+        figment.merge(env).merge(Serialized::defaults(flags)).extract().map_err(|e| {
+            let key = e.path.join(".");
+            let key = if key.is_empty() { "(config)".to_owned() } else { key };
+            let from = match e.metadata.as_ref() {
+                Some(m) if m.name.contains("environment") => {
+                    format!(" (from environment variable ENTROPY_{})", key.to_uppercase())
+                }
+                Some(m) => format!(
+                    " (from {})",
+                    m.source.as_ref().map_or(m.name.to_string(), |s| s.to_string())
+                ),
+                None => String::new(),
+            };
+            ConfigError { key, problem: format!("{}{from}", e.kind) }
+        })?;
+    config.validate(dev)?;
+    Ok(config)
+}

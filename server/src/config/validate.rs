@@ -1,0 +1,160 @@
+//! The gateway config's rules that one key's type cannot express: ranges, and relations
+//! between keys. Each error names the key and the bound.
+
+use super::{ConfigError, GatewayConfig, MAX_GET_RANDOM_BYTES};
+
+impl GatewayConfig {
+    /// Checks relations between keys that types alone cannot express.
+    pub fn validate(&self, dev: bool) -> Result<(), ConfigError> {
+        let bad =
+            |key: &'static str, problem: String| Err(ConfigError { key: key.into(), problem });
+        if self.pool_capacity_bytes < MAX_GET_RANDOM_BYTES {
+            return bad(
+                "pool_capacity_bytes",
+                format!(
+                    "{} is below {MAX_GET_RANDOM_BYTES}, the largest GetRandom request",
+                    self.pool_capacity_bytes
+                ),
+            );
+        }
+        if self.pool_capacity_bytes > 1 << 34 {
+            return bad("pool_capacity_bytes", "must be at most 17179869184 (16 GiB)".into());
+        }
+        if self.max_chunk_bytes == 0 || self.max_chunk_bytes > self.pool_capacity_bytes {
+            return bad(
+                "max_chunk_bytes",
+                format!("{} must be 1..=pool_capacity_bytes", self.max_chunk_bytes),
+            );
+        }
+        if self.max_chunk_bytes > 16 << 20 {
+            return bad("max_chunk_bytes", "must be at most 16777216 (16 MiB)".into());
+        }
+        if self.pool_low_watermark_bytes > self.pool_capacity_bytes {
+            return bad(
+                "pool_low_watermark_bytes",
+                format!("{} exceeds pool_capacity_bytes", self.pool_low_watermark_bytes),
+            );
+        }
+        if !(1..=600_000).contains(&self.max_wait_ms) {
+            return bad("max_wait_ms", format!("{} must be 1..=600000", self.max_wait_ms));
+        }
+        if !(1..=3_600_000).contains(&self.stream_max_wait_ms) {
+            return bad(
+                "stream_max_wait_ms",
+                format!("{} must be 1..=3600000", self.stream_max_wait_ms),
+            );
+        }
+        if self.send_timeout_ms > 3_600_000 {
+            return bad("send_timeout_ms", format!("{} must be 0..=3600000", self.send_timeout_ms));
+        }
+        if !(1 << 20..=1 << 32).contains(&self.max_undelivered_bytes_per_connection) {
+            return bad(
+                "max_undelivered_bytes_per_connection",
+                format!(
+                    "{} must be 1048576..=4294967296 (the largest draw must fit)",
+                    self.max_undelivered_bytes_per_connection
+                ),
+            );
+        }
+        let id_ok = (1..=64).contains(&self.gateway_id.len())
+            && self.gateway_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !id_ok {
+            return bad(
+                "gateway_id",
+                format!(
+                    "{:?} must be 1..=64 characters of [A-Za-z0-9._-]: the name collectors seal \
+                     chunks for (their [[gateway]] id)",
+                    self.gateway_id
+                ),
+            );
+        }
+        if !(100..=60_000).contains(&self.max_future_skew_ms) {
+            return bad(
+                "max_future_skew_ms",
+                format!("{} must be 100..=60000", self.max_future_skew_ms),
+            );
+        }
+        if !(1_000..=3_600_000).contains(&self.freshness_window_ms) {
+            return bad(
+                "freshness_window_ms",
+                format!("{} must be 1000..=3600000", self.freshness_window_ms),
+            );
+        }
+        if !(1..=1_000_000).contains(&self.replay_max_streams) {
+            return bad(
+                "replay_max_streams",
+                format!("{} must be 1..=1000000", self.replay_max_streams),
+            );
+        }
+        let one_publish = self.max_chunk_bytes + (64 << 10);
+        if !(one_publish..=1 << 34).contains(&self.ingest_max_buffered_bytes) {
+            return bad(
+                "ingest_max_buffered_bytes",
+                format!(
+                    "{} must be {one_publish}..=17179869184 (one publish of max_chunk_bytes must fit)",
+                    self.ingest_max_buffered_bytes
+                ),
+            );
+        }
+        if !(1..=100_000).contains(&self.ingest_max_connections) {
+            return bad(
+                "ingest_max_connections",
+                format!("{} must be 1..=100000", self.ingest_max_connections),
+            );
+        }
+        if self.max_connections > 1_000_000 {
+            return bad("max_connections", format!("{} must be 0..=1000000", self.max_connections));
+        }
+        if !(1..=100_000).contains(&self.max_streams_per_connection) {
+            return bad(
+                "max_streams_per_connection",
+                format!("{} must be 1..=100000", self.max_streams_per_connection),
+            );
+        }
+        if self.shutdown_grace_ms > 600_000 {
+            return bad("shutdown_grace_ms", "must be at most 600000".into());
+        }
+        if self.listen_addr == self.ingest_listen_addr && self.listen_addr.port() != 0 {
+            return bad("ingest_listen_addr", "must differ from listen_addr".into());
+        }
+        if self.ingest_stale_after_ms > 86_400_000 {
+            return bad(
+                "ingest_stale_after_ms",
+                "must be at most 86400000 (a day); 0 disables the check".into(),
+            );
+        }
+        entropy_ops::logging::check_filter(&self.log_filter)?;
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return bad("tls_key_file", "tls_cert_file and tls_key_file go together".into());
+        }
+        if self.ingest_tls_cert_file.is_some() != self.ingest_tls_key_file.is_some() {
+            return bad(
+                "ingest_tls_key_file",
+                "ingest_tls_cert_file and ingest_tls_key_file go together".into(),
+            );
+        }
+        if self.ingest_client_ca_file.is_some() && self.ingest_tls_cert_file.is_none() {
+            return bad(
+                "ingest_client_ca_file",
+                "mTLS needs TLS on the ingest listener: set ingest_tls_cert_file and \
+                 ingest_tls_key_file"
+                    .into(),
+            );
+        }
+        if dev && (self.ingest_tls_cert_file.is_some() || self.ingest_client_ca_file.is_some()) {
+            return bad(
+                "ingest_tls_cert_file",
+                "dev mode's ingest listener is in-process only; TLS applies to listen_addr".into(),
+            );
+        }
+        if !dev {
+            if self.api_keys_file.is_none() {
+                return bad("api_keys_file", "required (or run with --dev)".into());
+            }
+            if self.ingest_keys_dir.is_none() {
+                return bad("ingest_keys_dir", "required (or run with --dev)".into());
+            }
+        }
+        Ok(())
+    }
+}
