@@ -17,6 +17,10 @@ no capabilities; SIGTERM stops everything. What this does not cover: image build
 limits, Prometheus and Grafana
 (scripts/prometheus_scrape.py runs a real Prometheus against the same programs).
 
+Kept because nothing else runs compose.yaml's own definition (users, read-only roots,
+capabilities, mounts and networks as compose-go reads them): deploy/check validates the file
+statically, prometheus_scrape.py runs the programs without compose's constraints.
+
 Usage: compose_rehearsal.py BIN_DIR
 Needs root, ip (iproute2), unshare and setpriv (util-linux), Go, grpcurl. Prints "SKIP: why"
 and exits 0 where namespaces cannot be made; any other failure exits 1.
@@ -33,29 +37,18 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import harness
+from harness import ROOT, run
+
 TAG = f"edr{os.getpid() % 100000}"  # namespace and interface names (interfaces: <= 15 chars)
 HUB = f"{TAG}-hub"
 SUBNET_PREFIX, SUBNET_BITS = "172.30.52.", 24
 SERVICES = ("simulator", "gateway", "collector")  # Prometheus and Grafana are pulled images
-results = []
+check = harness.Checks()
 
 
 class Skip(Exception):
     pass
-
-
-def check(name, ok, detail=""):
-    results.append(bool(ok))
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail and not ok else ''}", flush=True)
-    return ok
-
-
-def run(cmd, check_rc=True, timeout=60, **kw):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    if check_rc and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {r.returncode}: {r.stderr.strip()}")
-    return r
 
 
 def nsexec(ns, *cmd):
@@ -88,7 +81,7 @@ class Rehearsal:
         run([ROOT / "deploy/gen-secrets.sh", secrets], env=dict(os.environ, ENTROPY_GATEWAY_BIN=self.bin_dir / "entropy-gateway"))
         emitted = self.work / "services.json"
         r = run(["go", "run", ".", "-root", ROOT, "-secrets", secrets, "-emit", emitted],
-                cwd=ROOT / "deploy/check", check_rc=False, timeout=300)
+                cwd=ROOT / "deploy/check", check=False, timeout=300)
         if not check("deploy/check reads compose.yaml", r.returncode == 0, r.stdout + r.stderr):
             return False
         self.services = {k: v for k, v in json.loads(emitted.read_text()).items() if k in SERVICES}
@@ -115,7 +108,7 @@ class Rehearsal:
 
     def network(self):
         self.namespaces.append(HUB)
-        r = run(["ip", "netns", "add", HUB], check_rc=False)
+        r = run(["ip", "netns", "add", HUB], check=False)
         if r.returncode != 0:
             raise Skip(f"cannot create a network namespace: {r.stderr.strip()}")
         run(nsexec(HUB, "ip", "link", "add", "br0", "type", "bridge"))
@@ -191,13 +184,13 @@ class Rehearsal:
         if test[0] == "CMD":
             test = test[1:]
         test = [str(ROOT / "deploy/healthcheck.sh") if a == "/usr/local/bin/healthcheck.sh" else a for a in test]
-        return run(nsexec(self.services[name]["ns"], *test), check_rc=False, timeout=15)
+        return run(nsexec(self.services[name]["ns"], *test), check=False, timeout=15)
 
     def grpcurl(self, method, data):
         key = (self.secrets / "client-api-key").read_text().strip()
         return run(nsexec(self.services["gateway"]["ns"], shutil.which("grpcurl"), "-cacert", self.secrets / "ca.pem",
                           "-H", f"authorization: Bearer {key}", "-d", json.dumps(data), "localhost:50051", method),
-                   check_rc=False)
+                   check=False)
 
     def rehearse(self):
         if not self.load():
@@ -253,12 +246,12 @@ class Rehearsal:
         if self.procs:
             check("SIGTERM stops every service within the stop grace period", stopped)
         for ns in reversed(self.namespaces):
-            for pid in run(["ip", "netns", "pids", ns], check_rc=False).stdout.split():
+            for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
                 try:  # anything left in our namespaces was started here
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
-            run(["ip", "netns", "del", ns], check_rc=False)
+            run(["ip", "netns", "del", ns], check=False)
 
 
 def preconditions(bin_dir):
@@ -299,16 +292,14 @@ def main():
         check("rehearsal ran", False, f"{type(e).__name__}: {e}")
     finally:
         rehearsal.cleanup()
-        if not all(results):
+        if check.failed:
             for name in rehearsal.procs:
                 print(f"--- {name} log (tail) ---\n{rehearsal.log_tail(name)}")
         shutil.rmtree(work, ignore_errors=True)
-    if skipped and not results:
+    if skipped and not check.results:
         print(f"SKIP: {skipped}")
         return 0
-    passed = sum(results)
-    print(f"\ncompose rehearsal: {passed} passed, {len(results) - passed} failed")
-    return 0 if results and passed == len(results) else 1
+    return check.summary("compose rehearsal")
 
 
 if __name__ == "__main__":

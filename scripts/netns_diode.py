@@ -23,6 +23,9 @@ The checks, in order:
      inside, and the inside can open nothing but the ingest port;
   5. with the rules deleted again the same connects succeed: the firewall is what blocks them.
 
+Kept because nothing else shows the diode on a real network path: the Rust suites run
+everything on loopback in one process, where "the outside cannot connect in" means nothing.
+
 Everything (processes, namespaces with their veths, the temporary directory) is removed on exit,
 on failure and on Ctrl-C/SIGTERM too.
 
@@ -42,6 +45,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 PID = os.getpid()
@@ -138,10 +143,8 @@ def nsexec(ns, *cmd):
 
 
 def run(cmd, timeout=30, check=True):
-    r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {r.returncode}: {r.stderr.strip()}")
-    return r
+    """harness.run with this test's shorter default timeout."""
+    return harness.run(cmd, check=check, timeout=timeout)
 
 
 class Diode:
@@ -151,15 +154,11 @@ class Diode:
         self.work = Path(tempfile.mkdtemp(prefix="netns-diode-"))
         self.namespaces = []
         self.procs = {}
-        self.results = []
+        # Every check's detail is printed, passed or not: it is the test's transcript.
+        self.check = harness.Checks(detail_on_pass=True)
         self.api_key = "netns-diode-" + os.urandom(12).hex()
 
     # ---- transcript ----
-    def check(self, name, ok, detail=""):
-        self.results.append(bool(ok))
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f"  [{detail}]" if detail else ""), flush=True)
-        return ok
-
     def section(self, title):
         print(f"\n-- {title}", flush=True)
 
@@ -537,9 +536,7 @@ def main():
     if status:
         print(status)
         return 130
-    passed = sum(diode.results)
-    print(f"\nnetns-diode: {passed} passed, {len(diode.results) - passed} failed")
-    return 0 if passed == len(diode.results) else 1
+    return diode.check.summary("netns-diode")
 
 
 if __name__ == "__main__":

@@ -29,66 +29,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import harness
+from harness import Procs, free_port, grpcurl, http_get, wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPE_INTERVAL_S = 1
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append(bool(ok))
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail and not ok else ''}", flush=True)
-    return ok
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url, timeout=5):
-    """(status, body) of a GET; status 0 when nothing answered."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except (urllib.error.URLError, OSError) as e:
-        return 0, str(e)
-
-
-class Procs:
-    """The processes this test started; stop() ends each of them (and only them)."""
-
-    def __init__(self, logdir):
-        self.logdir = logdir
-        self.procs = {}
-
-    def start(self, name, argv, env=None):
-        log = open(self.logdir / f"{name}.log", "w")
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self.procs[name] = (p, log)
-        return p
-
-    def alive(self, name):
-        return self.procs[name][0].poll() is None
-
-    def log_tail(self, name, n=3000):
-        return (self.logdir / f"{name}.log").read_text(errors="replace")[-n:]
-
-    def stop(self):
-        for p, _ in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for name, (p, log) in self.procs.items():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                print(f"{name} ignored SIGTERM; killing it", flush=True)
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            log.close()
+check = harness.Checks()
 
 
 class Prom:
@@ -115,21 +61,6 @@ class Prom:
     def api(self, path):
         status, body = http_get(f"{self.base}/api/v1/{path}")
         return json.loads(body)["data"] if status == 200 else None
-
-
-def wait_for(predicate, timeout_s, interval_s=0.5):
-    """Polls `predicate` until it returns a truthy value or the timeout passes; returns its last value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval_s)
-
-
-def grpcurl(addr, method, key, data, cacert):
-    cmd = ["grpcurl", "-cacert", str(cacert), "-H", f"authorization: Bearer {key}", "-d", json.dumps(data)]
-    return subprocess.run(cmd + [addr, method], capture_output=True, text=True, timeout=30)
 
 
 def exposed(metrics_url, name):
@@ -252,17 +183,17 @@ scrape_configs:
         calls, size = 20, 4096
         drawn = 0
         for _ in range(calls):
-            r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", api_key, {"num_bytes": size}, cacert)
+            r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", key=api_key, data={"num_bytes": size}, cacert=cacert)
             if r.returncode == 0:
                 drawn += size
         check(f"{calls} GetRandom calls of {size} bytes succeed", drawn == calls * size, f"drew {drawn} bytes")
         stream_total = 65536
-        r = grpcurl(public, "entropy.v1.EntropyService/StreamRandom", api_key,
-                    {"chunk_bytes": 16384, "total_bytes": stream_total}, cacert)
+        r = grpcurl(public, "entropy.v1.EntropyService/StreamRandom", key=api_key,
+                    data={"chunk_bytes": 16384, "total_bytes": stream_total}, cacert=cacert)
         check(f"a StreamRandom of {stream_total} bytes succeeds", r.returncode == 0, r.stderr)
-        r = grpcurl(public, "entropy.v1.EntropyService/GetIntegers", api_key, {"min": 1, "max": 6, "count": 10}, cacert)
+        r = grpcurl(public, "entropy.v1.EntropyService/GetIntegers", key=api_key, data={"min": 1, "max": 6, "count": 10}, cacert=cacert)
         check("a GetIntegers call succeeds", r.returncode == 0, r.stderr)
-        r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", "not-a-key", {"num_bytes": 8}, cacert)
+        r = grpcurl(public, "entropy.v1.EntropyService/GetRandom", key="not-a-key", data={"num_bytes": 8}, cacert=cacert)
         check("a call with a bad key is refused", r.returncode != 0 and "Unauthenticated" in r.stderr, r.stderr)
 
         # Each expectation: (description, PromQL giving one number, predicate, series for the
@@ -389,7 +320,7 @@ scrape_configs:
         for name in ("simulator", "gateway", "collector", "prometheus"):
             if name in procs.procs:
                 check(f"{name} stopped", not procs.alive(name))
-        if not all(results):
+        if check.failed:
             for name in procs.procs:
                 print(f"--- {name} log (tail) ---\n{procs.log_tail(name, 1500)}")
 
@@ -408,9 +339,7 @@ def main():
         run(bin_dir, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    passed = sum(results)
-    print(f"\nprometheus scrape: {passed} passed, {len(results) - passed} failed")
-    return 0 if passed == len(results) and results else 1
+    return check.summary("prometheus scrape")
 
 
 if __name__ == "__main__":

@@ -18,30 +18,17 @@ import sys
 import time
 from pathlib import Path
 
+import harness
+from harness import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "smoke-test-key-" + os.urandom(8).hex()
-results = []
+check = harness.Checks()
 
 
-def check(name, ok, detail=""):
-    results.append((name, ok))
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail and not ok else ''}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def grpcurl(addr, *args, key=KEY, data=None):
-    cmd = ["grpcurl", "-plaintext", "-format-error"]
-    if key:
-        cmd += ["-H", f"authorization: Bearer {key}"]
-    if data is not None:
-        cmd += ["-d", json.dumps(data)]
-    cmd += [addr, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+def grpcurl(addr, method, key=KEY, data=None):
+    """grpcurl with the test key by default, errors as JSON (see error_code)."""
+    return harness.grpcurl(addr, method, key=key, data=data, extra=["-format-error"])
 
 
 def error_code(result):
@@ -293,10 +280,7 @@ def main(binary):
         banner = proc.stdout.read()
         check("banner never prints a key taken from the environment", KEY not in banner)
 
-    passed = sum(ok for _, ok in results)
-    failed = len(results) - passed
-    print(f"\nsmoke: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return check.summary("smoke")
 
 
 if __name__ == "__main__":

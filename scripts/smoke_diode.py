@@ -17,24 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
+from harness import free_port, grpcurl
+
 ROOT = Path(__file__).resolve().parent.parent
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append(ok)
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail and not ok else ''}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def grpcurl(addr, method, key, data):
-    cmd = ["grpcurl", "-plaintext", "-H", f"authorization: Bearer {key}", "-d", json.dumps(data), addr, method]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+check = harness.Checks()
 
 
 def collector_config_errors(bin_dir):
@@ -69,7 +56,7 @@ def demo(bin_dir):
     try:
         status = {}
         for _ in range(150):
-            r = grpcurl(addr, "entropy.v1.EntropyService/GetStatus", key, {})
+            r = grpcurl(addr, "entropy.v1.EntropyService/GetStatus", key=key, data={})
             if r.returncode == 0:
                 status = json.loads(r.stdout)
                 if int(status.get("chunksAcceptedTotal", 0)) >= 3:
@@ -80,7 +67,7 @@ def demo(bin_dir):
         check("provenance names the simulated appliance as QUANTUM, healthy",
               any(s.get("name") == "quantis-sim" and s.get("kind") == "SOURCE_KIND_QUANTUM"
                   and s.get("health") == "SOURCE_HEALTH_HEALTHY" for s in sources), json.dumps(sources))
-        r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", key, {"num_bytes": 64})
+        r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", key=key, data={"num_bytes": 64})
         data = base64.b64decode(json.loads(r.stdout)["data"]) if r.returncode == 0 else b""
         check("a client draws 64 bytes", len(data) == 64, r.stderr)
     finally:
@@ -102,6 +89,4 @@ if __name__ == "__main__":
     bin_dir = sys.argv[1]
     collector_config_errors(bin_dir)
     demo(bin_dir)
-    passed = sum(results)
-    print(f"\nsmoke (diode): {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    sys.exit(check.summary("smoke (diode)"))

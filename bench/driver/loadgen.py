@@ -1,5 +1,9 @@
 """Wrappers around the load generators: h2load (headline figures), ghz (what users run) and
-nghttp (the separate grpc-status check h2load needs). Each returns a flat dict of results."""
+nghttp (the separate grpc-status check h2load needs). Each returns a flat dict of results.
+
+Kept because only this turns those tools' text output into the figures the report compares
+(h2load does not read grpc-status, so the DATA frames it counts are checked here; ghz is what
+users point at the service); the Rust grpc-load and ingest-load cover what these cannot."""
 
 from __future__ import annotations
 

@@ -17,10 +17,14 @@ import socket
 import subprocess
 import threading
 import time
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The helpers shared with scripts/ (free ports and the like) live in scripts/harness.py.
+sys.path.insert(0, str(ROOT / "scripts"))
+from harness import free_port  # noqa: E402  (re-exported: bench.py calls stack.free_port)
 BIN = ROOT / "target" / "release"
 API_KEY = "bench-" + secrets.token_hex(8)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -39,12 +43,6 @@ def cpus() -> tuple[list[str], list[str]]:
 
 
 SERVER_CPU, LOAD_CPU = cpus()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_json(cmd: list[str], timeout: float, env: dict | None = None) -> dict:

@@ -7,6 +7,10 @@
 //! - `status`: GetStatus as JSON (pool level, counters).
 //!
 //! Each prints one JSON object on stdout.
+//!
+//! Kept because nothing else measures these: ghz and h2load have no think time between a
+//! worker's calls and cannot read a server stream while counting each consumer's share, so
+//! the seed's sustained test and the streaming fairness figures come only from here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

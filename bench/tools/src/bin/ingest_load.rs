@@ -9,6 +9,9 @@
 //! Chunks must be dated from the gateway's start plus its `max_future_skew_ms` on (its restart
 //! rule) and within its freshness window (60 s by default): sign and send in one go, as this
 //! tool does, once the gateway has been up that long.
+//!
+//! Kept because nothing else loads the ingest side: ghz and h2load would need chunks signed
+//! per call (a fresh sequence and MAC each), and the collector itself is paced by its sources.
 
 use std::path::PathBuf;
 use std::sync::Arc;
