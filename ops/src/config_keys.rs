@@ -15,6 +15,17 @@ pub struct KeyDoc {
     pub help: &'static str,
 }
 
+/// A flag's help: `help`, then `[default: X]` when the key has a default (shown as a config
+/// file would hold it, strings without quotes).
+pub fn help_with_default<T: serde::Serialize>(help: &str, default: &T) -> String {
+    let shown = match toml::Value::try_from(default) {
+        Ok(toml::Value::String(s)) => s,
+        Ok(v) => v.to_string(),
+        Err(_) => String::new(), // `None`: no default
+    };
+    if shown.is_empty() { help.to_owned() } else { format!("{help} [default: {shown}]") }
+}
+
 /// Declares a config struct, its flags, key list and docs from one list of keys.
 ///
 /// ```ignore
@@ -77,7 +88,14 @@ macro_rules! config_keys {
         pub struct $flags {
             $(
                 #[doc = $help]
-                #[arg(long, value_name = $value_name)]
+                #[arg(
+                    long,
+                    value_name = $value_name,
+                    help = $crate::config_keys::help_with_default(
+                        $help,
+                        &<$config as Default>::default().$key,
+                    ),
+                )]
                 #[serde(skip_serializing_if = "Option::is_none")]
                 pub $key: Option<$flag_ty>,
             )*
