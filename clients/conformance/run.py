@@ -60,6 +60,12 @@ LANGUAGES = [
         ["../../target/release/examples/conformance"],
         ["cargo", "build", "--release", "--locked", "-q", "-p", "entropy-client", "--example", "conformance"],
     ),
+    Language(
+        "java",
+        "java",
+        ["java", "-cp", "target/test-classes:target/classes:target/lib/*", "io.github.entropydiode.client.Conformance"],
+        ["mvn", "-B", "-q", "-DskipTests", "package"],
+    ),
 ]
 
 # --- the cases: what each must observe --------------------------------------------------------

@@ -1,0 +1,290 @@
+package io.github.entropydiode.client;
+
+import entropy.v1.Entropy.GetFloatsRequest;
+import entropy.v1.Entropy.GetIntegersRequest;
+import entropy.v1.Entropy.GetRandomRequest;
+import entropy.v1.Entropy.GetStatusRequest;
+import entropy.v1.Entropy.GetUuidsRequest;
+import entropy.v1.EntropyServiceGrpc;
+import entropy.v1.EntropyServiceGrpc.EntropyServiceBlockingStub;
+import io.grpc.ChannelCredentials;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.MetadataUtils;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A connection to an Entropy Diode gateway.
+ *
+ * <pre>{@code
+ * try (EntropyClient client = EntropyClient.builder()
+ *     .endpoint("127.0.0.1:50051")
+ *     .apiKey(key)
+ *     .build()) {
+ *   byte[] bytes = client.getBytes(32);
+ *   long[] dice = client.getIntegers(1, 6, 10);
+ *   try (InputStream in = client.stream(1 << 30)) {
+ *     in.transferTo(out);
+ *   }
+ * }
+ * }</pre>
+ *
+ * <p>Every call throws a subclass of {@link EntropyException} on failure, carrying the gRPC status
+ * and the server's message. Thread-safe: share one client (one HTTP/2 connection) across threads.
+ */
+public final class EntropyClient implements AutoCloseable {
+  /** Deadline of each unary call by default. The gateway answers UNAVAILABLE after its own
+   * max_wait_ms (2 s by default) when the pool runs dry, so this only bounds network trouble. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+  /** Largest message accepted: a 1 MiB GetRandom or stream chunk plus framing. */
+  private static final int MAX_INBOUND_MESSAGE_BYTES = 4 << 20;
+
+  private final ManagedChannel channel;
+  private final EntropyServiceBlockingStub blocking;
+  private final EntropyServiceGrpc.EntropyServiceStub async;
+  private final Duration timeout;
+  private final Endpoint endpoint;
+
+  private EntropyClient(Builder b, String key) {
+    this.endpoint = Endpoint.parse(b.endpoint, b.caFile != null);
+    ChannelCredentials credentials;
+    if (!endpoint.tls()) {
+      credentials = InsecureChannelCredentials.create();
+    } else if (b.caFile == null) {
+      credentials = TlsChannelCredentials.create();
+    } else {
+      try {
+        credentials = TlsChannelCredentials.newBuilder().trustManager(b.caFile.toFile()).build();
+      } catch (IOException e) {
+        throw new IllegalArgumentException("CA file " + b.caFile + ": " + e.getMessage(), e);
+      }
+    }
+    // Sent as call metadata on every call: the gateway never takes keys from fields or URLs.
+    Metadata auth = new Metadata();
+    auth.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + key);
+    this.channel =
+        Grpc.newChannelBuilderForAddress(endpoint.host(), endpoint.port(), credentials)
+            .maxInboundMessageSize(MAX_INBOUND_MESSAGE_BYTES)
+            .intercept(MetadataUtils.newAttachHeadersInterceptor(auth))
+            .build();
+    this.blocking = EntropyServiceGrpc.newBlockingStub(channel);
+    this.async = EntropyServiceGrpc.newStub(channel);
+    this.timeout = b.timeout;
+  }
+
+  /** A builder; {@link Builder#build()} needs at least an API key. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * A client for {@code ENTROPY_ENDPOINT} (default {@code 127.0.0.1:50051}) with the key in
+   * {@code ENTROPY_API_KEY}.
+   */
+  public static EntropyClient fromEnvironment() {
+    return builder().build();
+  }
+
+  /** Where this client connects. */
+  public Endpoint endpoint() {
+    return endpoint;
+  }
+
+  /**
+   * Exactly {@code numBytes} random bytes (1..=1048576), or an error and nothing consumed.
+   *
+   * @param numBytes how many bytes
+   * @return the bytes
+   */
+  public byte[] getBytes(int numBytes) {
+    GetRandomRequest req = GetRandomRequest.newBuilder().setNumBytes(uint32("numBytes", numBytes)).build();
+    return call(s -> s.getRandom(req)).getData().toByteArray();
+  }
+
+  /**
+   * {@code count} (1..=10000) uniform integers in [min, max], both inclusive, unbiased. The full
+   * {@code long} range is allowed.
+   *
+   * @param min the smallest value
+   * @param max the largest value, at least {@code min}
+   * @param count how many
+   * @return the integers
+   */
+  public long[] getIntegers(long min, long max, int count) {
+    GetIntegersRequest req =
+        GetIntegersRequest.newBuilder().setMin(min).setMax(max).setCount(uint32("count", count)).build();
+    return call(s -> s.getIntegers(req)).getValuesList().stream().mapToLong(Long::longValue).toArray();
+  }
+
+  /**
+   * {@code count} (1..=10000) uniform doubles in [0, 1), each k * 2^-53 for a random 53-bit k.
+   *
+   * @param count how many
+   * @return the floats
+   */
+  public double[] getFloats(int count) {
+    GetFloatsRequest req = GetFloatsRequest.newBuilder().setCount(uint32("count", count)).build();
+    return call(s -> s.getFloats(req)).getValuesList().stream().mapToDouble(Double::doubleValue).toArray();
+  }
+
+  /**
+   * {@code count} (1..=10000) random version 4 UUIDs.
+   *
+   * @param count how many
+   * @return the UUIDs
+   */
+  public List<UUID> getUuids(int count) {
+    GetUuidsRequest req = GetUuidsRequest.newBuilder().setCount(uint32("count", count)).build();
+    return call(s -> s.getUuids(req)).getUuidsList().stream().map(UUID::fromString).toList();
+  }
+
+  /** The gateway's pool, counters and sources. */
+  public GatewayStatus status() {
+    return GatewayStatus.fromProto(call(s -> s.getStatus(GetStatusRequest.getDefaultInstance())));
+  }
+
+  /**
+   * {@code totalBytes} random bytes as an {@link java.io.InputStream} (0: endless, until closed),
+   * reconnecting as {@link StreamOptions#defaults()} says.
+   *
+   * @param totalBytes bytes in all; 0 for no limit
+   * @return the stream; close it when done
+   */
+  public RandomStream stream(long totalBytes) {
+    return stream(totalBytes, StreamOptions.defaults());
+  }
+
+  /**
+   * {@code totalBytes} random bytes as an {@link java.io.InputStream} (0: endless, until closed).
+   *
+   * @param totalBytes bytes in all; 0 for no limit
+   * @param options message size and reconnect rule
+   * @return the stream; close it when done
+   */
+  public RandomStream stream(long totalBytes, StreamOptions options) {
+    return new RandomStream(async, channel, totalBytes, Objects.requireNonNull(options, "options"));
+  }
+
+  /** Closes the connection; calls in flight fail with CANCELLED or UNAVAILABLE. */
+  @Override
+  public void close() {
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "EntropyClient(" + endpoint + ")"; // never the key
+  }
+
+  private <T> T call(Function<EntropyServiceBlockingStub, T> method) {
+    EntropyServiceBlockingStub stub = blocking;
+    if (!timeout.isZero()) {
+      stub = stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+    try {
+      return method.apply(stub);
+    } catch (StatusRuntimeException e) {
+      throw EntropyException.from(e);
+    }
+  }
+
+  /** A non-negative int as uint32 (a negative one cannot be encoded; every bound the gateway
+   * accepts is far below Integer.MAX_VALUE, so an int parameter loses nothing). */
+  private static int uint32(String field, int n) {
+    if (n < 0) {
+      throw new InvalidArgumentException(field + " is " + n + ", must be >= 0", null);
+    }
+    return n;
+  }
+
+  /** Settings for a client. Defaults come from the environment where it has them. */
+  public static final class Builder {
+    private String endpoint;
+    private String apiKey;
+    private Path caFile;
+    private Duration timeout = DEFAULT_TIMEOUT;
+
+    private Builder() {
+      String env = System.getenv("ENTROPY_ENDPOINT");
+      this.endpoint = env == null || env.isEmpty() ? "127.0.0.1:" + Endpoint.DEFAULT_PORT : env;
+      this.apiKey = System.getenv("ENTROPY_API_KEY");
+    }
+
+    /**
+     * The gateway: {@code host:port}, {@code http://host:port} or {@code https://host:port}
+     * (see {@link Endpoint}). Default: {@code ENTROPY_ENDPOINT}, else 127.0.0.1:50051.
+     *
+     * @param endpoint the endpoint
+     * @return this builder
+     */
+    public Builder endpoint(String endpoint) {
+      this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+      return this;
+    }
+
+    /**
+     * The API key, sent as {@code authorization: Bearer KEY} on every call. Default:
+     * {@code ENTROPY_API_KEY}. Checked by {@link #build()}: 1..=512 visible ASCII characters.
+     *
+     * @param apiKey the key
+     * @return this builder
+     */
+    public Builder apiKey(String apiKey) {
+      this.apiKey = apiKey;
+      return this;
+    }
+
+    /**
+     * PEM CA certificate(s) to trust for the gateway's TLS certificate, instead of the system
+     * roots. A scheme-less endpoint then uses TLS.
+     *
+     * @param caFile the PEM file
+     * @return this builder
+     */
+    public Builder caFile(Path caFile) {
+      this.caFile = caFile;
+      return this;
+    }
+
+    /**
+     * The deadline of each unary call; {@link Duration#ZERO} for none. Default 30 s.
+     *
+     * @param timeout the deadline
+     * @return this builder
+     */
+    public Builder timeout(Duration timeout) {
+      if (Objects.requireNonNull(timeout, "timeout").isNegative()) {
+        throw new IllegalArgumentException("timeout must not be negative");
+      }
+      this.timeout = timeout;
+      return this;
+    }
+
+    /**
+     * Connects (lazily: the first call opens the connection).
+     *
+     * @return the client
+     * @throws IllegalArgumentException for a bad endpoint, key or CA file
+     */
+    public EntropyClient build() {
+      String key = ApiKey.validate(apiKey);
+      return new EntropyClient(this, key);
+    }
+  }
+}

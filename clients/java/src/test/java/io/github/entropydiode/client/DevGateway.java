@@ -1,0 +1,152 @@
+package io.github.entropydiode.client;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real {@code entropy-gateway --dev} from $GATEWAY_BIN (default the repo's
+ * target/release/entropy-gateway) on a free loopback port, with a known key. It can be killed and
+ * started again on the same port, for the reconnect tests.
+ */
+final class DevGateway implements AutoCloseable {
+  static final long POOL_CAPACITY = 16L << 20;
+
+  final int port;
+  final String apiKey;
+  private final Path log;
+  private Process process;
+
+  private DevGateway(int port) throws IOException {
+    this.port = port;
+    byte[] secret = new byte[12];
+    new SecureRandom().nextBytes(secret);
+    this.apiKey = "java-test-" + HexFormat.of().formatHex(secret);
+    this.log = Files.createTempFile("entropy-gateway-", ".log");
+  }
+
+  /** Starts a gateway on a free port and waits until it serves. */
+  static DevGateway start() throws Exception {
+    DevGateway gw = new DevGateway(freePort());
+    gw.restart();
+    return gw;
+  }
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  static Path binary() {
+    String configured = System.getenv("GATEWAY_BIN");
+    String base = System.getenv().getOrDefault("ENTROPY_JAVA_CLIENT_DIR", ".");
+    Path bin =
+        configured == null || configured.isEmpty()
+            ? Path.of(base, "../../target/release/entropy-gateway")
+            : Path.of(base).resolve(configured);
+    if (!Files.isExecutable(bin)) {
+      throw new IllegalStateException(
+          "no gateway binary at " + bin + ": build it (cargo build --release -p entropy-gateway)"
+              + " or set GATEWAY_BIN");
+    }
+    return bin.normalize();
+  }
+
+  String endpoint() {
+    return "127.0.0.1:" + port;
+  }
+
+  EntropyClient client() {
+    return EntropyClient.builder().endpoint(endpoint()).apiKey(apiKey).build();
+  }
+
+  /** Starts the gateway process (again) on the same port and waits until it serves. */
+  void restart() throws Exception {
+    ProcessBuilder pb =
+        new ProcessBuilder(
+            List.of(
+                binary().toString(),
+                "--dev",
+                "--listen-addr",
+                endpoint(),
+                "--pool-capacity-bytes",
+                Long.toString(POOL_CAPACITY),
+                "--metrics-listen-addr",
+                ""));
+    pb.environment().put("ENTROPY_DEV_API_KEY", apiKey);
+    pb.redirectOutput(ProcessBuilder.Redirect.DISCARD);
+    pb.redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+    process = pb.start();
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    try (EntropyClient c =
+        EntropyClient.builder().endpoint(endpoint()).apiKey(apiKey).timeout(Duration.ofSeconds(1)).build()) {
+      while (System.nanoTime() < deadline) {
+        if (!process.isAlive()) {
+          throw new IllegalStateException("gateway exited: " + Files.readString(log));
+        }
+        if (listening()) {
+          try {
+            if (c.status().serving()) {
+              return;
+            }
+          } catch (EntropyException e) {
+            // not serving yet
+          }
+        }
+        Thread.sleep(50);
+      }
+    }
+    throw new IllegalStateException("gateway did not serve within 30 s: " + Files.readString(log));
+  }
+
+  private boolean listening() {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** SIGKILL: the connection drops without a word. */
+  void kill9() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(30, TimeUnit.SECONDS);
+  }
+
+  /** SIGTERM, as systemd stops it: open streams end with UNAVAILABLE, then the process exits. */
+  void terminate() throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      process.destroyForcibly();
+      process.waitFor();
+    }
+  }
+
+  @Override
+  public void close() throws Exception {
+    if (process != null && process.isAlive()) {
+      terminate();
+    }
+    Files.deleteIfExists(log);
+  }
+
+  /** For diagnosis in a failed assertion. */
+  String logTail() {
+    try {
+      String text = Files.readString(log);
+      return text.substring(Math.max(0, text.length() - 2000));
+    } catch (IOException e) {
+      return e.toString();
+    }
+  }
+}
