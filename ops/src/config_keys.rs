@@ -111,6 +111,20 @@ macro_rules! config_keys {
     };
 }
 
+/// A list-valued key's flag: `--key a,b,c` (commas separate; empty items are dropped, so
+/// `--key ""` is the empty list). Serialized as the list, so it overrides the file's list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct CommaList(pub Vec<String>);
+
+impl std::str::FromStr for CommaList {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from).collect()))
+    }
+}
+
 /// `metrics_listen_addr`-style keys: an address, or `""` for off. Typed as
 /// `Option<SocketAddr>`; the file keeps the string form.
 pub mod optional_addr {

@@ -16,6 +16,7 @@
 //! - [`launch`]: the process around a [`Gateway`]: keys and TLS loaded before binding, dev
 //!   feed, SIGHUP key reload, graceful shutdown (`main.rs` only parses and maps exit codes).
 //! - [`conn_limit`]: the cap on open connections per listener.
+//! - [`grpc_web`]: gRPC-Web for browsers (off by default) and its CORS gate.
 //! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
@@ -26,6 +27,7 @@ pub mod dev;
 pub mod devcerts;
 pub mod fd_limit;
 pub mod grpc;
+pub mod grpc_web;
 pub mod health;
 pub mod http;
 pub mod ingest;

@@ -23,6 +23,7 @@ use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::delivery::DeliveryLayer;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
+use crate::grpc_web::GrpcWeb;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
 use crate::http::GatewayProbe;
 use crate::ingest::Ingest;
@@ -208,8 +209,9 @@ impl Gateway {
         });
 
         let max_streams = self.config.max_streams_per_connection;
-        let public_server = base_server(1 << 20, 4 << 20, max_streams)
-            .add_service(entropy)
+        let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
+        let public_server = base_server(1 << 20, 4 << 20, max_streams);
+        let public_server = crate::grpc_web::route_public(public_server, entropy, web.as_ref())
             .add_service(public_health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);

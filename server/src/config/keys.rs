@@ -169,6 +169,16 @@ entropy_ops::config_keys! {
         log_filter: String = "info".into(),
             flag(String, "FILTER"), unit("EnvFilter directives"),
             help("Log filter (tracing EnvFilter syntax)");
+        /// Serve gRPC-Web (browsers) for EntropyService on the public listener, with the same
+        /// keys, quotas and limits; over plaintext this also admits HTTP/1.1 there.
+        grpc_web_enabled: bool = false,
+            flag(bool, "BOOL"), unit("boolean"),
+            help("Serve gRPC-Web for browsers on the public listener");
+        /// Browser origins allowed to call over gRPC-Web (CORS), exactly as browsers send them
+        /// (`https://app.example.com`); no wildcard. Needs `grpc_web_enabled`.
+        grpc_web_allowed_origins: Vec<String> = Vec::new(),
+            flag(entropy_ops::config_keys::CommaList, "ORIGINS"), unit("list of origins"),
+            help("Origins allowed to call over gRPC-Web, comma-separated, exact (https://app.example.com)");
     }
     other {}
 }

@@ -65,6 +65,8 @@ fn keys_flags_and_struct_agree() {
         ingest_stale_after_ms: Some(1),
         log_format: Some(LogFormat::Json),
         log_filter: Some("x".into()),
+        grpc_web_enabled: Some(true),
+        grpc_web_allowed_origins: Some(entropy_ops::config_keys::CommaList::default()),
     };
     assert_eq!(keys_of(&flags), listed, "every config key has a flag");
 }

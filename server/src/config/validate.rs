@@ -124,6 +124,7 @@ impl GatewayConfig {
             );
         }
         entropy_ops::logging::check_filter(&self.log_filter)?;
+        crate::grpc_web::validate(self.grpc_web_enabled, &self.grpc_web_allowed_origins)?;
         if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
             return bad("tls_key_file", "tls_cert_file and tls_key_file go together".into());
         }

@@ -14,3 +14,4 @@ mod support;
 mod surface;
 mod tls;
 mod undelivered;
+mod web;
