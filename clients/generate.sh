@@ -8,6 +8,8 @@
 #   buf, protoc-gen-go, protoc-gen-go-grpc   below (go install into GOPATH/bin and go/.bin)
 #   grpcio-tools (bundles protoc), Python     python/requirements-dev.txt
 #   ts-proto, TypeScript                      typescript/package.json + package-lock.json
+#   protoc-gen-es (browser client)            web/package.json + package-lock.json
+# (The Java client generates its code at build time, with protoc from Maven Central: java/pom.xml.)
 set -euo pipefail
 
 CLIENTS="$(cd "$(dirname "$0")" && pwd)"
@@ -74,6 +76,15 @@ setup_node() {
   fi
 }
 
+setup_web() {
+  local dir="$CLIENTS/web"
+  if stale "$dir/package-lock.json" "$dir/node_modules/.installed"; then
+    step "npm ci (clients/web)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    mark "$dir/package-lock.json" "$dir/node_modules/.installed"
+  fi
+}
+
 # --- generation --------------------------------------------------------------------------------
 
 generate_python() {
@@ -106,7 +117,9 @@ setup_buf
 setup_go_plugins
 setup_python
 setup_node
+setup_web
 generate_python
 generate_buf go gen
 generate_buf typescript src/gen
+generate_buf web src/gen
 step "generated code is up to date with proto/"

@@ -4,15 +4,19 @@
 #   clients/test.sh                       uses target/release/entropy-gateway
 #   GATEWAY_BIN=/path/to/entropy-gateway clients/test.sh
 #
-# Needs Go, Node 20+ (npm) and Python 3.10+ (with venv); installs everything else itself,
-# pinned: generators (clients/generate.sh), Python packages into python/.venv, npm packages
-# from typescript/package-lock.json, Go modules from go/go.sum. Steps, in order, stopping at the
-# first failure:
+# Needs Go, Node 20+ (npm), Python 3.10+ (with venv), a JDK 17+ and Maven; installs everything
+# else itself, pinned: generators (clients/generate.sh), Python packages into python/.venv, npm
+# packages from typescript/ and web/package-lock.json, Go modules from go/go.sum, Maven artifacts
+# from java/pom.xml (into ~/.m2), and Debian's chromium (apt-get) when /usr/bin/chromium is
+# missing. Steps, in order, stopping at the first failure:
 #   1. regenerate all generated code and fail if it differs from what is checked in
 #   2. Python: mypy --strict, pytest        (each suite starts its own dev gateway)
 #   3. Go: gofmt, go vet, go test
 #   4. TypeScript: tsc --strict, node --test
-#   5. conformance: every language against ONE gateway; its last line is the summary
+#   5. Java: mvn test (code generated from proto/ at build time)
+#   6. Browser: tsc --strict, esbuild, node --test (the client in Node, the page in headless
+#      Chromium), each against a dev gateway with gRPC-Web on
+#   7. conformance: every language against ONE gateway; its last line is the summary
 set -euo pipefail
 
 CLIENTS="$(cd "$(dirname "$0")" && pwd)"
@@ -23,7 +27,7 @@ export GATEWAY_BIN
 
 step() { printf '\n==> %s\n' "$*"; }
 
-for tool in go node npm python3; do
+for tool in go node npm python3 java mvn; do
   command -v "$tool" >/dev/null || { echo "clients/test.sh needs $tool on PATH" >&2; exit 1; }
 done
 export PATH="$(go env GOPATH)/bin:$PATH"
@@ -34,7 +38,7 @@ if [ ! -x "$GATEWAY_BIN" ]; then
 fi
 
 step "generated code matches proto/ (clients/generate.sh)"
-GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen)
+GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen web/src/gen)
 snapshot="$(mktemp -d)"
 trap 'rm -rf "$snapshot"' EXIT
 for dir in "${GENERATED[@]}"; do
@@ -72,6 +76,23 @@ go test -count=1 ./...
 
 step "typescript: tsc --strict, node --test"
 cd "$CLIENTS/typescript"
+npm test --silent
+
+step "java: mvn test (each suite starts its own dev gateway)"
+cd "$CLIENTS/java"
+# -ntp: no download progress lines; artifacts are cached in ~/.m2 after the first run.
+mvn -B -ntp test
+
+step "browser: tsc --strict, esbuild, node --test (Node and headless Chromium)"
+CHROMIUM_BIN="${CHROMIUM_BIN:-/usr/bin/chromium}"
+if [ ! -x "$CHROMIUM_BIN" ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
+fi
+export CHROMIUM_BIN
+cd "$CLIENTS/web"
 npm test --silent
 
 step "conformance: every language against one gateway"

@@ -1,0 +1,16 @@
+// @entropy-diode/web: the Entropy Diode client for web pages, over gRPC-Web.
+
+export { EntropyClient, DEFAULT_TIMEOUT_MS, type ClientOptions, type CallOptions } from "./client.js";
+export { baseUrl, DEFAULT_PORT } from "./endpoint.js";
+export {
+  EntropyError,
+  InvalidArgumentError,
+  UnauthenticatedError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  UnavailableError,
+  DeadlineExceededError,
+} from "./errors.js";
+export { validateKey, MAX_KEY_BYTES } from "./key.js";
+export { type Status, type Source } from "./status.js";
+export { RandomStream, type StreamOptions } from "./stream.js";
