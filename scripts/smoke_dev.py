@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of `entropy-gateway --dev` as a user meets it: start the binary, call it with
-grpcurl through server reflection (no .proto files), run every grpcurl recipe of README.md
-as written, then stop it with SIGTERM and expect a clean exit.
+grpcurl through server reflection (no .proto files), run every grpcurl and ghz recipe of
+README.md as written, then stop it with SIGTERM and expect a clean exit.
 
 Usage: smoke_dev.py PATH_TO_ENTROPY_GATEWAY
 """
@@ -54,8 +54,8 @@ def messages(stdout):
     return out
 
 
-def readme_recipes(marker_text="<!-- smoke: grpcurl recipes"):
-    """grpcurl lines from the README block after the given marker comment."""
+def readme_recipes(marker_text="<!-- smoke: grpcurl recipes", tool="grpcurl"):
+    """`tool` command lines from the README block after the given marker comment."""
     readme = (ROOT / "README.md").read_text()
     marker = readme.index(marker_text)
     block = re.search(r"```(?:sh|bash)\n(.*?)```", readme[marker:], re.S).group(1)
@@ -67,7 +67,17 @@ def readme_recipes(marker_text="<!-- smoke: grpcurl recipes"):
         if not line.endswith("\\"):
             lines.append(current.strip())
             current = ""
-    return [l for l in lines if l.startswith("grpcurl ")]
+    return [l for l in lines if l.startswith(tool + " ")]
+
+
+def ghz_all_ok(output):
+    """ghz exits 0 whatever its calls returned: every line of its status code distribution must
+    be [OK], and it must print no error distribution."""
+    if "Status code distribution:" not in output or "Error distribution:" in output:
+        return False
+    tail = output.split("Status code distribution:", 1)[1]
+    codes = [l.strip() for l in tail.splitlines() if l.strip().startswith("[")]
+    return bool(codes) and all(c.startswith("[OK]") for c in codes)
 
 
 def config_errors(binary):
@@ -269,6 +279,17 @@ def main(binary):
             cmd = recipe.replace("127.0.0.1:50051", addr)
             r = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=30)
             check(f"README recipe: {recipe[:90]}", r.returncode == 0, r.stderr)
+
+        recipes = readme_recipes("<!-- smoke: ghz recipes", tool="ghz")
+        check("README has ghz recipes (unary and streaming)",
+              len(recipes) >= 2 and any("StreamRandom" in r for r in recipes), str(recipes))
+        for recipe in recipes:
+            cmd = recipe.replace("127.0.0.1:50051", addr)
+            # No stdin: a ghz in a background process group that touches the terminal is stopped.
+            r = subprocess.run(["bash", "-c", cmd], env=env, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=120)
+            check(f"README ghz recipe, every call OK: {recipe[:90]}",
+                  r.returncode == 0 and ghz_all_ok(r.stdout), r.stdout[-1500:] + r.stderr[-500:])
     finally:
         proc.send_signal(15)
         try:

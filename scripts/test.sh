@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 GRPCURL_VERSION=v1.9.3
 BUF_VERSION=v1.61.0
+GHZ_VERSION=v0.120.0 # the README's ghz recipes (smoke test); the same as bench/run.sh
 export PATH="$(go env GOPATH)/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -50,8 +51,13 @@ fi
 if ! buf --version 2>/dev/null | grep -q "${BUF_VERSION#v}"; then
   go install "github.com/bufbuild/buf/cmd/buf@${BUF_VERSION}"
 fi
+# `go install` builds report "dev" as their version: read the module version instead.
+if ! go version -m "$(command -v ghz || echo /nonexistent)" 2>/dev/null | grep -q "bojand/ghz\s*$GHZ_VERSION"; then
+  go install "github.com/bojand/ghz/cmd/ghz@${GHZ_VERSION}"
+fi
 grpcurl -version
 buf --version
+ghz --version
 
 if [ -z "${SKIP_LINT:-}" ]; then
   step "cargo fmt --check"
@@ -78,7 +84,7 @@ scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 # of features for the release tree; see bench/tools/Cargo.toml).
 cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench
 
-step "smoke test: a real --dev gateway, grpcurl and the README recipes"
+step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
 python3 scripts/smoke_dev.py target/release/entropy-gateway
 
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
