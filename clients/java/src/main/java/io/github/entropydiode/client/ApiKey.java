@@ -30,7 +30,7 @@ final class ApiKey {
                 + what
                 + " at position "
                 + i
-                + ": keys are 1.."
+                + ": keys are 1 to "
                 + MAX_BYTES
                 + " visible ASCII characters (0x21-0x7e); check for a trailing newline");
       }

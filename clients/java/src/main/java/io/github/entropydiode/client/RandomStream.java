@@ -180,6 +180,9 @@ public final class RandomStream extends InputStream {
     if (error.code() != Status.Code.UNAVAILABLE && error.code() != Status.Code.DEADLINE_EXCEEDED) {
       throw new IOException(error.getMessage(), error);
     }
+    if (channel.isShutdown()) {
+      throw new IOException("the client was closed: " + error.getMessage(), error);
+    }
     long now = System.nanoTime();
     if (!broken) {
       broken = true;

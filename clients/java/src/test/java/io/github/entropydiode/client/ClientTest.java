@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -153,6 +154,11 @@ class ClientTest {
       acceptor.start();
       DeadlineExceededException e = assertThrows(DeadlineExceededException.class, () -> c.getBytes(32));
       assertTrue(e.isRetryable());
+      hole.close();
+      acceptor.join();
+      for (Socket s : held) {
+        s.close();
+      }
     }
   }
 
@@ -183,6 +189,17 @@ class ClientTest {
     assertEquals(300_000, first.length);
     in.close();
     assertThrows(IOException.class, in::read);
+  }
+
+  @Test
+  void aStreamWhoseClientClosedFailsAtOnce() throws IOException {
+    EntropyClient own = gateway.client();
+    RandomStream in = own.stream(0);
+    in.readNBytes(100_000);
+    own.close();
+    IOException e = assertThrows(IOException.class, () -> in.transferTo(OutputStream.nullOutputStream()));
+    assertTrue(e.getMessage().contains("client was closed"), e.getMessage());
+    assertEquals(0, in.reconnects(), "no reconnect on a closed client");
   }
 
   @Test
