@@ -63,7 +63,9 @@ LANGUAGES = [
     Language(
         "java",
         "java",
-        ["java", "-cp", "target/test-classes:target/classes:target/lib/*", "io.github.entropydiode.client.Conformance"],
+        # The class path: this client's classes, then its dependencies as Maven resolved them.
+        ["sh", "-c", 'exec java -cp "target/test-classes:target/classes:$(cat target/runtime-classpath.txt)" '
+         'io.github.entropydiode.client.Conformance "$@"', "conformance"],
         ["mvn", "-B", "-q", "-DskipTests", "package"],
     ),
 ]

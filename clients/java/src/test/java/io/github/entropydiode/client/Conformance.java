@@ -13,7 +13,8 @@ import java.util.concurrent.Callable;
  * the gateway at --endpoint (key in ENTROPY_API_KEY) and prints one JSON line per case. It
  * reports what it observed; the driver judges it, the same way for every language.
  *
- * <pre>java -cp 'target/test-classes:target/classes:target/lib/*' \
+ * <pre>mvn -B -q -DskipTests package
+ * java -cp "target/test-classes:target/classes:$(cat target/runtime-classpath.txt)" \
  *     io.github.entropydiode.client.Conformance --endpoint H:P --stall-endpoint H:P2</pre>
  */
 public final class Conformance {
