@@ -74,10 +74,6 @@ impl GrpcWeb {
     pub fn wrap<S>(&self, service: S) -> BrowserGate<GrpcWebService<S>> {
         BrowserGate { inner: GrpcWebLayer::new().layer(service), origins: self.origins.clone() }
     }
-
-    fn allows(&self, origin: &HeaderValue) -> bool {
-        self.origins.iter().any(|o| o.as_bytes() == origin.as_bytes())
-    }
 }
 
 /// Starts the public router with `api` (EntropyService), wrapped for gRPC-Web when `web` is
@@ -119,6 +115,13 @@ impl<S: NamedService> NamedService for BrowserGate<S> {
     const NAME: &'static str = S::NAME;
 }
 
+impl<S> BrowserGate<S> {
+    /// Whether `origin` is one of the configured ones, byte for byte.
+    fn allows(&self, origin: &HeaderValue) -> bool {
+        self.origins.iter().any(|o| o.as_bytes() == origin.as_bytes())
+    }
+}
+
 type BoxFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 impl<S> Service<Request<Body>> for BrowserGate<S>
@@ -139,8 +142,7 @@ where
             let call = self.inner.call(request);
             return Box::pin(call);
         };
-        let gate = GrpcWeb { origins: self.origins.clone() };
-        if !gate.allows(&origin) {
+        if !self.allows(&origin) {
             tracing::debug!(?origin, "gRPC-Web request from an origin not allowed: 403");
             return ready(StatusCode::FORBIDDEN, None);
         }
