@@ -7,7 +7,10 @@ import java.util.Objects;
  * accepts.
  *
  * <ul>
- *   <li>{@code host:port} or {@code host}: plaintext, unless a CA file is given (then TLS);
+ *   <li>{@code host:port} or {@code host}: TLS, unless the host is loopback ({@code localhost},
+ *       {@code 127.0.0.0/8}, {@code ::1}) and no CA file is given (then plaintext, for
+ *       {@code entropy-gateway --dev}); a remote key never crosses the network in the clear by
+ *       default;
  *   <li>{@code http://host:port}: plaintext;
  *   <li>{@code https://host:port}: TLS (system roots, or the CA file).
  * </ul>
@@ -38,14 +41,15 @@ public record Endpoint(String host, int port, boolean tls) {
    * Parses {@code text}.
    *
    * @param text the endpoint, as in {@code ENTROPY_ENDPOINT}
-   * @param haveCaFile whether a CA file was given (which makes a scheme-less endpoint TLS)
+   * @param haveCaFile whether a CA file was given (which makes a scheme-less endpoint TLS even on
+   *     loopback)
    * @return the endpoint
    * @throws IllegalArgumentException naming the endpoint and what is wrong with it
    */
   public static Endpoint parse(String text, boolean haveCaFile) {
     Objects.requireNonNull(text, "endpoint");
     String rest = text;
-    boolean tls = haveCaFile;
+    Boolean tls = null; // decided by the scheme, else by the host below
     int scheme = text.indexOf("://");
     if (scheme >= 0) {
       String name = text.substring(0, scheme);
@@ -106,7 +110,28 @@ public record Endpoint(String host, int port, boolean tls) {
         throw bad(text, "the port must be a number 1..=65535");
       }
     }
+    if (tls == null) {
+      tls = haveCaFile || !isLoopback(host);
+    }
     return new Endpoint(host, number, tls);
+  }
+
+  /** {@code localhost}, an IPv4 address in 127.0.0.0/8, or {@code ::1}. */
+  static boolean isLoopback(String host) {
+    if (host.equalsIgnoreCase("localhost") || host.equals("::1")) {
+      return true;
+    }
+    String[] parts = host.split("\\.", -1);
+    if (parts.length != 4 || !parts[0].equals("127")) {
+      return false;
+    }
+    for (String p : parts) {
+      if (p.isEmpty() || p.length() > 3 || !p.chars().allMatch(c -> c >= '0' && c <= '9')
+          || Integer.parseInt(p) > 255) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static boolean isHex(int c) {

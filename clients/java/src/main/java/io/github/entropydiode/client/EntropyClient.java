@@ -224,6 +224,8 @@ public final class EntropyClient implements AutoCloseable {
       String env = System.getenv("ENTROPY_ENDPOINT");
       this.endpoint = env == null || env.isEmpty() ? "127.0.0.1:" + Endpoint.DEFAULT_PORT : env;
       this.apiKey = System.getenv("ENTROPY_API_KEY");
+      String ca = System.getenv("ENTROPY_CA_FILE");
+      this.caFile = ca == null || ca.isEmpty() ? null : Path.of(ca);
     }
 
     /**
@@ -252,7 +254,7 @@ public final class EntropyClient implements AutoCloseable {
 
     /**
      * PEM CA certificate(s) to trust for the gateway's TLS certificate, instead of the system
-     * roots. A scheme-less endpoint then uses TLS.
+     * roots. A scheme-less endpoint then uses TLS, loopback too. Default: {@code ENTROPY_CA_FILE}.
      *
      * @param caFile the PEM file
      * @return this builder

@@ -27,10 +27,103 @@ public final class Conformance {
    * @param args --endpoint and --stall-endpoint
    */
   public static void main(String[] args) throws Exception {
+    String mode = args.length > 0 && !args[0].startsWith("--") ? args[0] : "cases";
     Map<String, String> flags = new LinkedHashMap<>();
-    for (int i = 0; i + 1 < args.length; i += 2) {
+    for (int i = mode.equals("cases") ? 0 : 1; i + 1 < args.length; i += 2) {
       flags.put(args[i], args[i + 1]);
     }
+    switch (mode) {
+      case "cases" -> cases(flags);
+      case "reader" -> reader(flags);
+      case "throughput" -> throughput(flags);
+      default -> {
+        System.err.println("unknown mode " + mode + ": cases (default), reader or throughput");
+        System.exit(2);
+      }
+    }
+  }
+
+  /**
+   * The restart run's reader: exactly --total bytes through {@link RandomStream} in reads of
+   * --chunk-bytes, sleeping --pace-ms after each, every byte appended to --out as it arrives.
+   */
+  private static void reader(Map<String, String> flags) throws Exception {
+    long total = Long.parseLong(required(flags, "--total"));
+    int chunk = Integer.parseInt(required(flags, "--chunk-bytes"));
+    long pace = Long.parseLong(flags.getOrDefault("--pace-ms", "0"));
+    StreamOptions options = StreamOptions.defaults().withChunkBytes(chunk);
+    if (flags.containsKey("--budget-ms")) {
+      options = options.withReconnectBudget(Duration.ofMillis(Long.parseLong(flags.get("--budget-ms"))));
+    }
+    long got = 0;
+    String code = "\"OK\"";
+    String error = "";
+    int reconnects = 0;
+    try (EntropyClient c = EntropyClient.builder().endpoint(required(flags, "--endpoint")).build();
+        RandomStream in = c.stream(total, options);
+        java.io.OutputStream out =
+            java.nio.file.Files.newOutputStream(java.nio.file.Path.of(required(flags, "--out")))) {
+      byte[] buf = new byte[chunk];
+      try {
+        int n;
+        while ((n = in.readNBytes(buf, 0, buf.length)) > 0) {
+          out.write(buf, 0, n);
+          out.flush();
+          got += n;
+          if (pace > 0) {
+            Thread.sleep(pace);
+          }
+        }
+      } catch (java.io.IOException e) {
+        code = e.getCause() instanceof EntropyException ee ? quote(ee.code().name()) : "\"CLIENT_ERROR\"";
+        error = e.getMessage();
+      }
+      reconnects = in.reconnects();
+    }
+    System.out.println("{\"code\": " + code + ", \"bytes\": " + got + ", \"reconnects\": "
+        + reconnects + ", \"error\": " + quote(error == null ? "" : error) + "}");
+  }
+
+  /** Reads --total bytes as fast as it can, through the library's reader or the raw stub. */
+  private static void throughput(Map<String, String> flags) throws Exception {
+    long total = Long.parseLong(required(flags, "--total"));
+    int chunk = Integer.parseInt(required(flags, "--chunk-bytes"));
+    String endpoint = required(flags, "--endpoint");
+    long got = 0;
+    long start = System.nanoTime();
+    if (flags.getOrDefault("--mode", "reader").equals("stub")) {
+      Endpoint e = Endpoint.parse(endpoint, false);
+      io.grpc.Metadata headers = new io.grpc.Metadata();
+      headers.put(io.grpc.Metadata.Key.of("authorization", io.grpc.Metadata.ASCII_STRING_MARSHALLER),
+          "Bearer " + System.getenv("ENTROPY_API_KEY"));
+      io.grpc.ManagedChannel channel =
+          io.grpc.ManagedChannelBuilder.forAddress(e.host(), e.port()).usePlaintext().build();
+      try {
+        var stub = entropy.v1.EntropyServiceGrpc.newBlockingStub(channel)
+            .withInterceptors(io.grpc.stub.MetadataUtils.newAttachHeadersInterceptor(headers));
+        var replies = stub.streamRandom(entropy.v1.Entropy.StreamRandomRequest.newBuilder()
+            .setChunkBytes(chunk).setTotalBytes(total).build());
+        while (replies.hasNext()) {
+          got += replies.next().getData().size();
+        }
+      } finally {
+        channel.shutdownNow();
+      }
+    } else {
+      try (EntropyClient c = EntropyClient.builder().endpoint(endpoint).build();
+          RandomStream in = c.stream(total, StreamOptions.defaults().withChunkBytes(chunk))) {
+        byte[] buf = new byte[chunk];
+        int n;
+        while ((n = in.read(buf, 0, buf.length)) > 0) {
+          got += n;
+        }
+      }
+    }
+    double seconds = (System.nanoTime() - start) / 1e9;
+    System.out.println("{\"bytes\": " + got + ", \"seconds\": " + seconds + "}");
+  }
+
+  private static void cases(Map<String, String> flags) throws Exception {
     String endpoint = required(flags, "--endpoint");
     String stall = required(flags, "--stall-endpoint");
     String key = System.getenv("ENTROPY_API_KEY");

@@ -14,14 +14,20 @@ class OfflineTest {
   @Test
   void everyEndpointFormParsesWithTheSameDefaultsAndTlsRule() {
     assertEquals(new Endpoint("127.0.0.1", 50051, false), Endpoint.parse("127.0.0.1:50051", false));
-    assertEquals(new Endpoint("gw.example", 50051, false), Endpoint.parse("gw.example", false));
+    // A bare remote host is TLS (the key must not cross the network in the clear); loopback is not.
+    assertEquals(new Endpoint("gw.example", 50051, true), Endpoint.parse("gw.example", false));
+    assertEquals(new Endpoint("localhost", 8080, false), Endpoint.parse("localhost:8080", false));
+    assertEquals(new Endpoint("127.9.8.7", 50051, false), Endpoint.parse("127.9.8.7", false));
+    assertEquals(new Endpoint("127.0.0.1.example", 50051, true), Endpoint.parse("127.0.0.1.example", false));
+    assertEquals(new Endpoint("128.0.0.1", 50051, true), Endpoint.parse("128.0.0.1", false));
     assertEquals(new Endpoint("gw.example", 7000, false), Endpoint.parse("http://gw.example:7000", false));
     assertEquals(new Endpoint("gw.example", 50051, true), Endpoint.parse("https://gw.example", false));
     assertEquals(new Endpoint("gw.example", 50051, true), Endpoint.parse("https://gw.example:50051/", false));
     assertEquals(new Endpoint("::1", 50051, false), Endpoint.parse("[::1]:50051", false));
     assertEquals(new Endpoint("::1", 443, true), Endpoint.parse("https://[::1]:443", false));
-    // A CA file means TLS for a scheme-less endpoint.
+    // A CA file means TLS for a scheme-less endpoint, loopback too.
     assertEquals(new Endpoint("gw.example", 9, true), Endpoint.parse("gw.example:9", true));
+    assertEquals(new Endpoint("127.0.0.1", 9, true), Endpoint.parse("127.0.0.1:9", true));
     assertEquals("https://[::1]:443", Endpoint.parse("https://[::1]:443", false).toString());
   }
 
