@@ -226,9 +226,12 @@ impl<B: http_body::Body + Unpin> http_body::Body for Delivering<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let frame = Pin::new(&mut self.body).poll_frame(cx);
+        // The end is the trailers, the end of the body, or a last frame after which the body
+        // says it has ended: hyper's HTTP/1.1 writer (gRPC-Web, whose trailers travel in the
+        // data) stops polling then, without asking for the `None`.
         let ended = match &frame {
             Poll::Ready(None) => true,
-            Poll::Ready(Some(Ok(frame))) => frame.is_trailers(),
+            Poll::Ready(Some(Ok(frame))) => frame.is_trailers() || self.body.is_end_stream(),
             _ => false,
         };
         if ended && let Some(pending) = self.pending.take() {

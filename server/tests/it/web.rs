@@ -205,9 +205,15 @@ async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
     assert_eq!(trailer(&r, "grpc-status").as_deref(), Some("8"), "{r:?}");
     assert!(trailer(&r, "retry-after-ms").is_some(), "{r:?}");
 
-    // Native gRPC on the same listener is unchanged.
+    // Native gRPC on the same listener is unchanged, and every byte sent over gRPC-Web counts
+    // as served (hyper's HTTP/1.1 writer stops at the body's end without polling past it).
     let mut native = gw.client().await;
-    native.get_status(with_key(KEY, GetStatusRequest {})).await.expect("native gRPC still works");
+    let status = native
+        .get_status(with_key(KEY, GetStatusRequest {}))
+        .await
+        .expect("native gRPC still works")
+        .into_inner();
+    assert_eq!(status.served_bytes_total, 32 + 32 + 100_000 + 32 + 32, "{status:?}");
     gw.stop().await;
 }
 
