@@ -58,7 +58,7 @@ LANGUAGES = [
         "rust",
         "rust",
         ["../../target/release/examples/conformance"],
-        ["cargo", "build", "--release", "--locked", "-q", "-p", "entropy-client", "--example", "conformance"],
+        ["cargo", "build", "--release", "--locked", "-q", "-p", "entropy-diode-client", "--example", "conformance"],
     ),
     Language(
         "java",

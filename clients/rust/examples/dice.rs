@@ -2,7 +2,7 @@
 mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), entropy_client::Error> {
+async fn main() -> Result<(), entropy_diode_client::Error> {
     let rolls = common::client().await?.get_integers(1, 6, 10).await?;
     println!("{rolls:?}");
     Ok(())

@@ -2,7 +2,7 @@
 mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), entropy_client::Error> {
+async fn main() -> Result<(), entropy_diode_client::Error> {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let picks = common::client().await?.get_integers(0, ALPHABET.len() as i64 - 1, 20).await?;
     let password: String = picks.iter().map(|&i| ALPHABET[i as usize] as char).collect();

@@ -2,7 +2,7 @@
 mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), entropy_client::Error> {
+async fn main() -> Result<(), entropy_diode_client::Error> {
     for uuid in common::client().await?.get_uuids(3).await? {
         println!("{uuid}");
     }

@@ -13,7 +13,10 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use crate::api_key;
+use crate::endpoint::DEFAULT_PORT;
 use crate::error::Error;
+use crate::reconnect::StreamOptions;
 use crate::stream::RandomStream;
 
 /// Adds `authorization: Bearer <key>` to every call.
@@ -45,8 +48,12 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// How long a unary call may take by default (the gateway answers UNAVAILABLE after its own
+/// `max_wait_ms`, 2 s by default, when the pool runs dry: this bounds network trouble).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Settings for [`Client`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     endpoint: String,
     api_key: String,
@@ -55,38 +62,77 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
 }
 
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("endpoint", &self.endpoint)
+            .field("ca_file", &self.ca_file)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive() // never the key
+    }
+}
+
 impl ClientBuilder {
-    /// Calls go to `endpoint` (`http://host:50051`, or `https://` for TLS) with `api_key`.
+    /// Calls go to `endpoint` (`host:port`, `http://host:port` or `https://host:port`; see
+    /// [`crate::Endpoint`]) with `api_key`.
     pub fn new(endpoint: impl Into<String>, api_key: impl Into<String>) -> Self {
         Self {
             endpoint: endpoint.into(),
             api_key: api_key.into(),
             ca_file: None,
-            timeout: None,
+            timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: Duration::from_secs(10),
         }
     }
 
-    /// Trust the CA certificates in this PEM file for `https://` (default: the web PKI roots).
+    /// From the environment: `ENTROPY_ENDPOINT` (default `127.0.0.1:50051`),
+    /// `ENTROPY_API_KEY` and `ENTROPY_CA_FILE` (optional). Later calls override each.
+    pub fn from_env() -> Self {
+        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        let endpoint =
+            var("ENTROPY_ENDPOINT").unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
+        let mut builder = Self::new(endpoint, var("ENTROPY_API_KEY").unwrap_or_default());
+        builder.ca_file = var("ENTROPY_CA_FILE").map(PathBuf::from);
+        builder
+    }
+
+    /// Calls go to `endpoint` instead.
+    pub fn endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = endpoint.into();
+        self
+    }
+
+    /// Calls carry `api_key` instead.
+    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = api_key.into();
+        self
+    }
+
+    /// Trust the CA certificates in this PEM file (default: the web PKI roots). A scheme-less
+    /// endpoint then uses TLS, loopback too.
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
         self
     }
 
-    /// Deadline of each unary call (sent as `grpc-timeout`).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+    /// Deadline of each unary call (sent as `grpc-timeout`, and enforced here); `None` for
+    /// none. Default [`DEFAULT_TIMEOUT`].
+    pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.timeout = timeout.into();
         self
     }
 
-    /// Builds the client. Like other gRPC clients it connects lazily: the first call dials,
-    /// and a call's deadline covers connecting too. An unreachable gateway shows up as
-    /// `Unavailable` (or `DeadlineExceeded`) on the first call.
+    /// Builds the client after checking the endpoint and the key (the error never holds the
+    /// key). Like other gRPC clients it connects lazily: the first call dials, and a call's
+    /// deadline covers connecting too. An unreachable gateway shows up as `Unavailable` (or
+    /// `DeadlineExceeded`) on the first call.
     pub async fn connect(self) -> Result<Client, Error> {
+        api_key::check(&self.api_key)?;
+        let target = crate::Endpoint::parse(&self.endpoint, self.ca_file.is_some())?;
         let key = format!("Bearer {}", self.api_key)
             .parse::<MetadataValue<Ascii>>()
-            .map_err(|_| Error::Config("the API key must be printable ASCII".into()))?;
-        let mut endpoint = Endpoint::from_shared(self.endpoint.clone())
+            .map_err(|_| Error::Config("the API key must be visible ASCII".into()))?;
+        let mut endpoint = Endpoint::from_shared(target.uri())
             .map_err(|e| Error::Config(format!("endpoint {:?}: {e}", self.endpoint)))?
             .connect_timeout(self.connect_timeout)
             .tcp_nodelay(true)
@@ -95,7 +141,7 @@ impl ClientBuilder {
             .initial_connection_window_size(Some(16 << 20))
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_while_idle(true);
-        if self.endpoint.starts_with("https://") {
+        if target.tls {
             let mut tls = ClientTlsConfig::new();
             tls = match &self.ca_file {
                 Some(path) => {
@@ -115,7 +161,7 @@ impl ClientBuilder {
 }
 
 impl Client {
-    /// Connects to `endpoint` with `api_key` and default settings.
+    /// Connects to `endpoint` with `api_key` and default settings (see [`ClientBuilder`]).
     pub async fn connect(endpoint: &str, api_key: &str) -> Result<Self, Error> {
         ClientBuilder::new(endpoint, api_key).connect().await
     }
@@ -192,8 +238,14 @@ impl Client {
     }
 
     /// A byte stream of `total` bytes (or endless with `None`), fetched in messages of
-    /// `chunk_bytes`; it implements `AsyncRead` and reconnects after transport errors.
+    /// `chunk_bytes`; it implements `AsyncRead` and reconnects after transport errors with the
+    /// default rule ([`StreamOptions::default`]).
     pub fn stream(&self, total: Option<u64>, chunk_bytes: u32) -> RandomStream {
-        RandomStream::new(self.inner.clone(), total, chunk_bytes)
+        self.stream_with(total, StreamOptions::default().chunk_bytes(chunk_bytes))
+    }
+
+    /// [`Client::stream`] with its message size and reconnect rule given.
+    pub fn stream_with(&self, total: Option<u64>, options: StreamOptions) -> RandomStream {
+        RandomStream::new(self.inner.clone(), total, options)
     }
 }

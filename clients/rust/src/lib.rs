@@ -2,25 +2,34 @@
 //! served to you alone.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), entropy_client::Error> {
-//! let client = entropy_client::Client::connect("http://127.0.0.1:50051", "my-key").await?;
+//! # async fn demo() -> Result<(), entropy_diode_client::Error> {
+//! // ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE (clients/README.md):
+//! let client = entropy_diode_client::ClientBuilder::from_env().connect().await?;
 //! let bytes = client.get_bytes(32).await?;
 //! let dice = client.get_integers(1, 6, 10).await?;
 //! let mut stream = client.stream(Some(1 << 20), 64 << 10); // an AsyncRead
 //! # Ok(()) }
 //! ```
 //!
-//! Layout: [`client`] (connection, unary calls), [`stream`] (an `AsyncRead` over StreamRandom
-//! that reconnects without losing or repeating what it handed out), [`rng`] (rand_core
-//! adapters), [`error`] (errors by gRPC status). The `entropy` binary is the CLI.
+//! Layout: [`client`] (connection, unary calls), [`endpoint`] (the endpoint syntax),
+//! [`api_key`] (key checks), [`stream`] (an `AsyncRead` over StreamRandom that reconnects
+//! without losing or repeating what it handed out), [`reconnect`] (the rule it follows),
+//! [`rng`] (rand_core adapters), [`error`] (errors by gRPC status). The `entropy` CLI is the
+//! `entropy-diode-cli` crate.
 
+pub mod api_key;
 pub mod client;
+pub mod endpoint;
 pub mod error;
+pub mod reconnect;
 pub mod rng;
 pub mod stream;
 
 pub use client::{Client, ClientBuilder};
+pub use endpoint::Endpoint;
+pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
 pub use error::Error;
+pub use reconnect::StreamOptions;
 pub use rng::PrefetchedRng;
 pub use stream::RandomStream;

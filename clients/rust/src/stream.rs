@@ -1,31 +1,30 @@
 //! An `AsyncRead` over StreamRandom that survives transport errors.
 //!
-//! When the connection breaks mid-stream, the reader opens a new stream for the bytes still
-//! owed and carries on. Nothing it already received is lost (it stays buffered until read),
-//! and nothing is repeated: the gateway never serves a byte twice, so a new stream brings only
-//! new bytes. Bytes that were in flight when the connection broke are simply gone, never
-//! replayed. Errors that a retry cannot fix (a bad key, a bad argument, your own deadline)
-//! end the stream with that error.
+//! When the connection breaks mid-stream (the gateway restarted, a proxy cut it, it stopped
+//! answering), the reader follows the reconnect rule of [`StreamOptions`]: it opens a new
+//! stream for the bytes still owed and carries on. Nothing it already received is lost (it
+//! stays buffered until read), and nothing is repeated: the gateway never serves a byte twice,
+//! so a new stream brings only new bytes. Errors that a retry cannot fix (a bad key, a bad
+//! argument, a quota) end the stream with that error at once.
 
+use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio::time::{Instant, timeout_at};
 use tokio_util::io::StreamReader;
-use tonic::{Code, Streaming};
+use tonic::{Code, Status, Streaming};
 
 use crate::client::Inner;
 use crate::error::Error;
-
-/// Consecutive failed attempts (without a byte received in between) before giving up.
-pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
+use crate::reconnect::{Next, Outage, StreamOptions};
 
 /// Random bytes as an `AsyncRead`. Ends (EOF) after `total` bytes, or never when unbounded.
 pub struct RandomStream {
@@ -41,34 +40,48 @@ impl std::fmt::Debug for RandomStream {
     }
 }
 
+/// One open StreamRandom call.
+struct Attempt {
+    replies: Streaming<StreamRandomResponse>,
+    /// When the first message must have arrived by (the attempt timeout), until it has.
+    first_by: Option<Instant>,
+}
+
 struct State {
     inner: Inner,
-    chunk_bytes: u32,
+    options: StreamOptions,
     /// Bytes still owed; `None` for an endless stream.
     remaining: Option<u64>,
-    current: Option<Streaming<StreamRandomResponse>>,
-    failures: u32,
+    received: u64,
+    current: Option<Attempt>,
+    outage: Option<Outage>,
     reconnects: Arc<AtomicU32>,
     done: bool,
 }
 
 impl RandomStream {
-    pub(crate) fn new(inner: Inner, total: Option<u64>, chunk_bytes: u32) -> Self {
+    pub(crate) fn new(inner: Inner, total: Option<u64>, options: StreamOptions) -> Self {
         let reconnects = Arc::new(AtomicU32::new(0));
-        let state = State {
-            inner,
-            chunk_bytes,
-            remaining: total,
-            current: None,
-            failures: 0,
-            reconnects: reconnects.clone(),
-            done: false,
+        let chunks = match options.check() {
+            Err(e) => stream::once(async move { Err(io::Error::other(e)) }).boxed(),
+            Ok(()) => {
+                let state = State {
+                    inner,
+                    options,
+                    remaining: total,
+                    received: 0,
+                    current: None,
+                    outage: None,
+                    reconnects: reconnects.clone(),
+                    done: false,
+                };
+                stream::unfold(state, next_chunk).boxed()
+            }
         };
-        let chunks = stream::unfold(state, next_chunk).boxed();
         Self { reader: StreamReader::new(chunks), reconnects }
     }
 
-    /// How many times the stream was reopened after a transport error.
+    /// How many times the stream was reopened after a failure.
     pub fn reconnects(&self) -> u32 {
         self.reconnects.load(Ordering::Relaxed)
     }
@@ -84,16 +97,101 @@ impl AsyncRead for RandomStream {
     }
 }
 
-/// Codes after which reopening the stream can help: the connection or server went away.
+/// Codes after which reopening the stream can help: the connection or the server went away
+/// (tonic reports a reset or a dead connection as UNKNOWN, INTERNAL or CANCELLED), or an
+/// attempt or a flowing stream timed out.
 fn transient(code: Code) -> bool {
     matches!(
         code,
-        Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled | Code::Aborted
+        Code::Unavailable
+            | Code::Unknown
+            | Code::Internal
+            | Code::Cancelled
+            | Code::Aborted
+            | Code::DeadlineExceeded
     )
 }
 
-fn io_error(status: tonic::Status) -> io::Error {
-    io::Error::other(Error::from(status))
+/// A number in [0, 1] for backoff jitter (not for anything secret).
+fn jitter() -> f64 {
+    (RandomState::new().hash_one(Instant::now()) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl State {
+    /// Opens a stream for the bytes still owed, bounded by the attempt timeout.
+    async fn open(&mut self) -> Result<(), Status> {
+        let now = Instant::now();
+        let limit = match &self.outage {
+            Some(outage) => outage.attempt_timeout(&self.options, now),
+            None => self.options.attempt_timeout,
+        };
+        let first_by = now + limit;
+        let request = StreamRandomRequest {
+            chunk_bytes: self.options.chunk_bytes,
+            total_bytes: self.remaining.unwrap_or(0),
+        };
+        let replies = timeout_at(first_by, self.inner.stream_random(request))
+            .await
+            .map_err(|_| Status::deadline_exceeded(format!("no answer within {limit:?}")))??
+            .into_inner();
+        self.current = Some(Attempt { replies, first_by: Some(first_by) });
+        Ok(())
+    }
+
+    /// The next message of the open stream, bounded by the attempt or the stall timeout.
+    async fn message(&mut self) -> Result<Bytes, Status> {
+        let stall = self.options.stall_timeout;
+        let Some(attempt) = self.current.as_mut() else {
+            return Err(Status::internal("no stream open"));
+        };
+        let by = attempt.first_by.unwrap_or_else(|| Instant::now() + stall);
+        let what = if attempt.first_by.is_some() { "no first message" } else { "no message" };
+        match timeout_at(by, attempt.replies.message()).await {
+            Err(_) => Err(Status::deadline_exceeded(format!("{what} in time"))),
+            Ok(Err(status)) => Err(status),
+            // The server ended the stream early (shutting down): ask for the rest.
+            Ok(Ok(None)) => Err(Status::unavailable(format!(
+                "the stream ended after {} bytes, before all had arrived",
+                self.received
+            ))),
+            Ok(Ok(Some(message))) => {
+                attempt.first_by = None;
+                Ok(Bytes::from(message.data))
+            }
+        }
+    }
+
+    /// After `failure`: sleeps the backoff and returns `None` to try again, or the error to
+    /// end the stream with.
+    async fn failed(&mut self, failure: Status) -> Option<Error> {
+        self.current = None;
+        if !transient(failure.code()) {
+            return Some(failure.into());
+        }
+        let now = Instant::now();
+        let outage = self.outage.get_or_insert_with(|| Outage::begin(now));
+        match outage.failed(&self.options, now, jitter()) {
+            Next::RetryAfter(delay) => {
+                tokio::time::sleep(delay).await;
+                self.reconnects.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Next::GiveUp { tried, failures } => Some(
+                Status::new(
+                    failure.code(),
+                    format!(
+                        "gave up reconnecting after {} ms ({failures} failed attempts; \
+                         reconnect budget {} ms), {} bytes received: {}",
+                        tried.as_millis(),
+                        self.options.reconnect_budget.as_millis(),
+                        self.received,
+                        failure.message()
+                    ),
+                )
+                .into(),
+            ),
+        }
+    }
 }
 
 async fn next_chunk(mut s: State) -> Option<(io::Result<Bytes>, State)> {
@@ -101,42 +199,39 @@ async fn next_chunk(mut s: State) -> Option<(io::Result<Bytes>, State)> {
         if s.done || s.remaining == Some(0) {
             return None;
         }
-        let failure = match s.current.as_mut() {
-            None => {
-                let request = StreamRandomRequest {
-                    chunk_bytes: s.chunk_bytes,
-                    total_bytes: s.remaining.unwrap_or(0),
-                };
-                match s.inner.stream_random(request).await {
-                    Ok(response) => {
-                        s.current = Some(response.into_inner());
-                        continue;
+        let step = if s.current.is_none() {
+            s.open().await.map(|()| None)
+        } else {
+            s.message().await.map(Some)
+        };
+        match step {
+            Ok(None) => {}
+            Ok(Some(data)) => {
+                if data.is_empty() {
+                    continue;
+                }
+                let len = data.len() as u64;
+                if let Some(r) = s.remaining.as_mut() {
+                    if len > *r {
+                        s.done = true;
+                        let e = Error::Other {
+                            code: Code::Internal,
+                            message: format!("gateway sent {len} bytes with {r} owed"),
+                        };
+                        return Some((Err(io::Error::other(e)), s));
                     }
-                    Err(status) => status,
+                    *r -= len;
+                }
+                s.received += len;
+                s.outage = None;
+                return Some((Ok(data), s));
+            }
+            Err(failure) => {
+                if let Some(error) = s.failed(failure).await {
+                    s.done = true;
+                    return Some((Err(io::Error::other(error)), s));
                 }
             }
-            Some(current) => match current.message().await {
-                Ok(Some(message)) => {
-                    s.failures = 0;
-                    let len = message.data.len() as u64;
-                    if let Some(r) = s.remaining.as_mut() {
-                        *r = r.saturating_sub(len);
-                    }
-                    return Some((Ok(Bytes::from(message.data)), s));
-                }
-                // The server ended the stream early (it should not): ask for the rest.
-                Ok(None) => tonic::Status::unavailable("stream ended before all bytes arrived"),
-                Err(status) => status,
-            },
-        };
-        s.current = None;
-        s.failures += 1;
-        if !transient(failure.code()) || s.failures > MAX_CONSECUTIVE_FAILURES {
-            s.done = true;
-            return Some((Err(io_error(failure)), s));
         }
-        s.reconnects.fetch_add(1, Ordering::Relaxed);
-        let backoff = Duration::from_millis(100 << (s.failures - 1).min(4));
-        tokio::time::sleep(backoff).await;
     }
 }

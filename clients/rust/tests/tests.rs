@@ -1,5 +1,5 @@
-//! Integration tests of the Rust client and the `entropy` CLI against a real in-process
-//! dev-mode gateway on 127.0.0.1:0.
+//! Integration tests of the Rust client against a real in-process dev-mode gateway on
+//! 127.0.0.1:0.
 
 // Test harness code panics on setup failure by design.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -8,56 +8,13 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use entropy_client::{Client, ClientBuilder, Error};
-use entropy_gateway::config::GatewayConfig;
-use entropy_gateway::{Gateway, dev};
+use entropy_diode_client::{Client, ClientBuilder, Error, StreamOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_util::sync::CancellationToken;
 
-const KEY: &str = "client-test-key";
+mod support;
 
-struct DevGateway {
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-}
-
-impl Drop for DevGateway {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
-/// A dev-mode gateway (OS source through the real ingest path), ready when it returns.
-async fn dev_gateway() -> DevGateway {
-    dev_gateway_with_tls(None).await
-}
-
-/// The same, serving TLS on the public listener when `tls` is given.
-async fn dev_gateway_with_tls(tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> DevGateway {
-    let public = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let ingest = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
-    let keys = dev::keys(Some(KEY.into())).unwrap();
-    let shutdown = CancellationToken::new();
-    let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
-    dev::spawn_feed(ingest_addr, &config.gateway_id, keys.mac_secret.clone(), shutdown.clone())
-        .unwrap();
-    let tls_on = tls.is_some();
-    let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
-        .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });
-    tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
-    if !tls_on {
-        let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
-        for _ in 0..100 {
-            if client.status().await.is_ok_and(|s| s.pool_bytes >= 4 << 20) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    DevGateway { addr, shutdown }
-}
+use support::{KEY, dev_gateway, dev_gateway_on, dev_gateway_with_tls};
 
 fn no_repeated_blocks(bytes: &[u8]) -> bool {
     let mut seen = HashSet::new();
@@ -161,6 +118,79 @@ async fn a_stream_reconnects_after_a_cut_without_losing_or_repeating() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumes_on_a_gateway_restarted_on_the_same_port() {
+    // The gateway stops (SIGTERM's path: the stream ends with UNAVAILABLE) and a new one starts
+    // on the same port 2 s later: longer than the old rule's five quick attempts lasted.
+    let gw = dev_gateway().await;
+    let addr = gw.addr;
+    let client = Client::connect(&addr.to_string(), KEY).await.unwrap();
+    let total: u64 = 6 << 20;
+    let mut stream = client.stream(Some(total), 64 << 10);
+    let mut out = vec![0u8; 1 << 20];
+    stream.read_exact(&mut out).await.unwrap();
+    // The reader keeps reading while the gateway drains (Gateway::serve waits for its calls;
+    // the binary bounds that by shutdown_grace_ms).
+    let restart = tokio::spawn(async move {
+        gw.stop().await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        dev_gateway_on(addr, None).await
+    });
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).await.expect("the reader waits for the new gateway");
+    out.extend_from_slice(&rest);
+    assert!(stream.reconnects() >= 1, "it reconnected");
+    assert_eq!(out.len() as u64, total, "exactly the total");
+    assert!(no_repeated_blocks(&out), "nothing repeated across the restart");
+    drop(restart.await.unwrap());
+}
+
+#[tokio::test]
+async fn a_reader_gives_up_on_a_silent_gateway_when_its_budget_is_spent() {
+    // Accepts TCP connections and never says a word: every attempt times out.
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let client = Client::connect(&addr.to_string(), KEY).await.unwrap();
+    let options = StreamOptions {
+        attempt_timeout: Duration::from_millis(200),
+        reconnect_budget: Duration::from_millis(1_000),
+        ..StreamOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let mut stream = client.stream_with(Some(1 << 20), options);
+    let err = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut [0u8; 16]))
+        .await
+        .expect("the budget bounds the read")
+        .expect_err("nothing can arrive");
+    let took = started.elapsed();
+    let err = err.into_inner().unwrap().downcast::<Error>().unwrap();
+    assert!(matches!(*err, Error::DeadlineExceeded(_)), "{err}");
+    assert!(err.to_string().contains("gave up reconnecting"), "{err}");
+    assert!(took >= Duration::from_millis(1_000), "tried for the whole budget: {took:?}");
+    assert!(stream.reconnects() >= 2, "several attempts: {}", stream.reconnects());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn construction_checks_the_endpoint_and_the_key_without_echoing_it() {
+    let err = Client::connect("127.0.0.1:50051", "s3cret-key\n").await.unwrap_err();
+    assert!(matches!(err, Error::Config(_)) && err.to_string().contains("line break"), "{err}");
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+    let err = Client::connect("gw:port", "k").await.unwrap_err();
+    assert!(err.to_string().contains("1..=65535"), "{err}");
+    // One syntax everywhere: bare loopback, http:// and the default port all reach dev mode.
+    let gw = dev_gateway().await;
+    for endpoint in [gw.addr.to_string(), format!("http://{}/", gw.addr)] {
+        let client = Client::connect(&endpoint, KEY).await.unwrap();
+        assert_eq!(client.get_bytes(8).await.expect(&endpoint).len(), 8);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rand_adapters_seed_and_serve() {
     use rand::{RngExt, SeedableRng};
     let gw = dev_gateway().await;
@@ -173,52 +203,6 @@ async fn rand_adapters_seed_and_serve() {
     let roll: u8 = rng.random_range(1..=6);
     assert!((1..=6).contains(&roll));
     let _ = rand::rngs::StdRng::from_rng(&mut rng);
-}
-
-fn cli(gw: &DevGateway, key: &str, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
-        .args(args)
-        .env("ENTROPY_ENDPOINT", format!("http://{}", gw.addr))
-        .env("ENTROPY_API_KEY", key)
-        .output()
-        .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cli_does_what_its_help_says() {
-    let gw = dev_gateway().await;
-    let gw = &gw;
-    let run = |key: &'static str, args: &'static [&'static str]| async move {
-        tokio::task::block_in_place(|| cli(gw, key, args))
-    };
-    let out = run(KEY, &["bytes", "32", "--hex"]).await;
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success()
-            && text.trim().len() == 64
-            && text.trim().bytes().all(|b| b.is_ascii_hexdigit())
-    );
-
-    let out = run(KEY, &["int", "--min", "-3", "--max", "3", "--count", "50"]).await;
-    let values: Vec<i64> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
-    assert!(values.len() == 50 && values.iter().all(|v| (-3..=3).contains(v)));
-
-    let out = run(KEY, &["stream", "--total", "100KiB", "--chunk", "16KiB"]).await;
-    assert!(out.status.success());
-    assert_eq!(out.stdout.len(), 100 << 10);
-
-    let out = run(KEY, &["uuid", "--count", "2"]).await;
-    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
-    let out = run(KEY, &["status"]).await;
-    assert!(String::from_utf8(out.stdout).unwrap().contains("SOURCE_KIND_OS"));
-
-    let out = run("wrong", &["bytes", "8"]).await;
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("unauthenticated"));
-    let out = run(KEY, &["bytes", "0"]).await;
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("num_bytes"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,9 +1,6 @@
-//! Shared by the examples: connect using ENTROPY_ENDPOINT and ENTROPY_API_KEY.
+//! Shared by the examples: connect using ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
 
 /// A client for the gateway named by the environment (dev mode's address by default).
-pub async fn client() -> Result<entropy_client::Client, entropy_client::Error> {
-    let endpoint =
-        std::env::var("ENTROPY_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:50051".into());
-    let key = std::env::var("ENTROPY_API_KEY").unwrap_or_default();
-    entropy_client::Client::connect(&endpoint, &key).await
+pub async fn client() -> Result<entropy_diode_client::Client, entropy_diode_client::Error> {
+    entropy_diode_client::ClientBuilder::from_env().connect().await
 }

@@ -10,7 +10,8 @@
 //! entropy status
 //! ```
 //!
-//! Endpoint and key come from `--endpoint`/`--api-key` or `ENTROPY_ENDPOINT`/`ENTROPY_API_KEY`.
+//! Endpoint, key and CA come from `--endpoint`/`--api-key`/`--ca-file` or `ENTROPY_ENDPOINT`/
+//! `ENTROPY_API_KEY`/`ENTROPY_CA_FILE`, in the syntax every client shares (clients/README.md).
 //! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage.
 
 use std::io::{IsTerminal, Write};
@@ -19,21 +20,21 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use entropy_client::{ClientBuilder, Error};
+use entropy_diode_client::{ClientBuilder, Error};
 use tokio::io::AsyncWriteExt;
 
 /// Quantum random bytes, integers, floats and UUIDs from an Entropy Diode gateway.
 #[derive(Debug, Parser)]
 #[command(name = "entropy", version)]
 struct Cli {
-    /// Gateway address.
-    #[arg(long, env = "ENTROPY_ENDPOINT", default_value = "http://127.0.0.1:50051", global = true)]
+    /// Gateway: host:port, http://host:port or https://host:port (a bare remote host is TLS).
+    #[arg(long, env = "ENTROPY_ENDPOINT", default_value = "127.0.0.1:50051", global = true)]
     endpoint: String,
     /// API key (sent as `authorization: Bearer`).
     #[arg(long, env = "ENTROPY_API_KEY", hide_env_values = true, global = true)]
     api_key: Option<String>,
-    /// PEM file of the CA to trust for an https:// endpoint.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// PEM file of the CA to trust for TLS (instead of the web PKI roots).
+    #[arg(long, env = "ENTROPY_CA_FILE", global = true, value_name = "FILE")]
     ca_file: Option<PathBuf>,
     /// Deadline of each call, in milliseconds.
     #[arg(long, global = true, default_value_t = 10_000)]
@@ -187,7 +188,7 @@ fn out_flush() -> std::io::Result<()> {
 }
 
 async fn stream(
-    client: &entropy_client::Client,
+    client: &entropy_diode_client::Client,
     total: Option<u64>,
     chunk: u32,
 ) -> anyhow::Result<()> {
@@ -224,7 +225,7 @@ async fn stream(
     Ok(())
 }
 
-fn print_status(out: &mut impl Write, s: &entropy_client::Status) -> std::io::Result<()> {
+fn print_status(out: &mut impl Write, s: &entropy_diode_client::Status) -> std::io::Result<()> {
     writeln!(out, "serving:        {}", s.serving)?;
     writeln!(
         out,
@@ -247,10 +248,10 @@ fn print_status(out: &mut impl Write, s: &entropy_client::Status) -> std::io::Re
         None => writeln!(out, "last chunk:     none yet")?,
     }
     for src in &s.sources {
-        let kind =
-            entropy_proto::v1::SourceKind::try_from(src.kind).map_or("?", |k| k.as_str_name());
-        let health =
-            entropy_proto::v1::SourceHealth::try_from(src.health).map_or("?", |h| h.as_str_name());
+        let kind = entropy_diode_client::proto::SourceKind::try_from(src.kind)
+            .map_or("?", |k| k.as_str_name());
+        let health = entropy_diode_client::proto::SourceHealth::try_from(src.health)
+            .map_or("?", |h| h.as_str_name());
         writeln!(
             out,
             "source:         {}/{} {} {} ({} bytes, seen {} ms ago)",

@@ -1,0 +1,56 @@
+//! The `entropy` CLI against a real in-process dev-mode gateway.
+
+// Test harness code panics on setup failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../rust/tests/support/mod.rs"]
+#[allow(dead_code)] // the client's tests use all of it, these only some
+mod support;
+
+use support::{DevGateway, KEY, dev_gateway};
+
+fn cli(gw: &DevGateway, key: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+        .args(args)
+        .env("ENTROPY_ENDPOINT", format!("http://{}", gw.addr))
+        .env("ENTROPY_API_KEY", key)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_does_what_its_help_says() {
+    let gw = dev_gateway().await;
+    let gw = &gw;
+    let run = |key: &'static str, args: &'static [&'static str]| async move {
+        tokio::task::block_in_place(|| cli(gw, key, args))
+    };
+    let out = run(KEY, &["bytes", "32", "--hex"]).await;
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success()
+            && text.trim().len() == 64
+            && text.trim().bytes().all(|b| b.is_ascii_hexdigit())
+    );
+
+    let out = run(KEY, &["int", "--min", "-3", "--max", "3", "--count", "50"]).await;
+    let values: Vec<i64> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert!(values.len() == 50 && values.iter().all(|v| (-3..=3).contains(v)));
+
+    let out = run(KEY, &["stream", "--total", "100KiB", "--chunk", "16KiB"]).await;
+    assert!(out.status.success());
+    assert_eq!(out.stdout.len(), 100 << 10);
+
+    let out = run(KEY, &["uuid", "--count", "2"]).await;
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    let out = run(KEY, &["status"]).await;
+    assert!(String::from_utf8(out.stdout).unwrap().contains("SOURCE_KIND_OS"));
+
+    let out = run("wrong", &["bytes", "8"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("unauthenticated"));
+    let out = run(KEY, &["bytes", "0"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("num_bytes"));
+}

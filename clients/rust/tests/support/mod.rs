@@ -1,0 +1,78 @@
+//! A real dev-mode gateway in process (OS source through the real ingest path) on
+//! 127.0.0.1:0, for the client's and the CLI's integration tests.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use entropy_diode_client::Client;
+use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::{Gateway, dev};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub const KEY: &str = "client-test-key";
+
+pub struct DevGateway {
+    pub addr: SocketAddr,
+    shutdown: CancellationToken,
+    served: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for DevGateway {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl DevGateway {
+    /// SIGTERM's path: streams end with UNAVAILABLE, the listener closes; returns once the
+    /// gateway has stopped.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(served) = self.served.take() {
+            served.await.unwrap();
+        }
+    }
+}
+
+/// A dev-mode gateway (OS source through the real ingest path), ready when it returns.
+pub async fn dev_gateway() -> DevGateway {
+    dev_gateway_with_tls(None).await
+}
+
+/// The same, serving TLS on the public listener when `tls` is given.
+pub async fn dev_gateway_with_tls(tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> DevGateway {
+    dev_gateway_on("127.0.0.1:0".parse().unwrap(), tls).await
+}
+
+/// The same on `public_addr` (to start one again where another stopped).
+pub async fn dev_gateway_on(
+    public_addr: SocketAddr,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> DevGateway {
+    let public = TcpListener::bind(public_addr).await.unwrap();
+    let ingest = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
+    let keys = dev::keys(Some(KEY.into())).unwrap();
+    let shutdown = CancellationToken::new();
+    let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
+    dev::spawn_feed(ingest_addr, &config.gateway_id, keys.mac_secret.clone(), shutdown.clone())
+        .unwrap();
+    let tls_on = tls.is_some();
+    let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
+        .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });
+    let serve = gateway.serve(public, ingest, shutdown.clone());
+    let served = tokio::spawn(async move {
+        serve.await.unwrap();
+    });
+    if !tls_on {
+        let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
+        for _ in 0..100 {
+            if client.status().await.is_ok_and(|s| s.pool_bytes >= 4 << 20) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    DevGateway { addr, shutdown, served: Some(served) }
+}
