@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -125,8 +126,9 @@ type Reader struct {
 type attempt struct {
 	stream   entropyv1.EntropyService_StreamRandomClient
 	cancel   context.CancelFunc
-	deadline time.Time // for the first message
-	flowing  bool      // a message has arrived
+	deadline time.Time     // for the first message
+	limit    time.Duration // the attempt timeout it was given
+	flowing  bool          // a message has arrived
 	dead     atomic.Bool
 	timedOut atomic.Bool
 }
@@ -270,7 +272,7 @@ func (r *Reader) open(ctx context.Context) error {
 		remaining = r.total - r.received
 	}
 	sctx, cancel := context.WithCancel(r.ctx)
-	a := &attempt{cancel: cancel, deadline: time.Now().Add(timeout)}
+	a := &attempt{cancel: cancel, deadline: time.Now().Add(timeout), limit: timeout}
 	r.cur = a
 	r.opens++
 	stop := a.watch(ctx, r.ctx, timeout)
@@ -337,11 +339,12 @@ func (r *Reader) retryOrFail(ctx context.Context, err error) error {
 	var e *Error
 	switch {
 	case a != nil && a.timedOut.Load():
-		what := "no message"
+		what := fmt.Sprintf("no message within the stall timeout (%v)", r.cfg.stall)
 		if !a.flowing {
-			what = "no first message"
+			what = fmt.Sprintf("no first message within the attempt timeout (%v, connecting included; connection %s)",
+				a.limit.Round(time.Millisecond), strings.ToLower(r.client.conn.GetState().String()))
 		}
-		e = &Error{Code: codes.DeadlineExceeded, Message: what + " in time (attempt or stall timeout)"}
+		e = &Error{Code: codes.DeadlineExceeded, Message: what}
 	case status.Code(err) == codes.Unavailable:
 		e = fromRPC(err, nil).(*Error)
 	default:
