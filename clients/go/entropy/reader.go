@@ -154,6 +154,9 @@ func (c *Client) NewReader(ctx context.Context, totalBytes uint64, chunkBytes ui
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return &Reader{client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg}
 }
 
@@ -169,13 +172,22 @@ func (r *Reader) Received() uint64 { return r.received }
 // Read reads up to len(p) bytes: what is buffered, or the next message. At the end of a
 // bounded stream it returns io.EOF. It is bounded by the reader's context and by the reconnect
 // rule: it never blocks forever unless the reconnect budget is 0.
-func (r *Reader) Read(p []byte) (int, error) { return r.ReadContext(r.ctx, p) }
+func (r *Reader) Read(p []byte) (int, error) { return r.read(nil, p) }
 
 // ReadContext is Read bounded also by ctx. If ctx ends first it returns an *Error matching
 // context.Canceled or context.DeadlineExceeded (errors.Is); the reader stays usable, and the
 // next read opens a new stream for the bytes still owed (the message in flight is given up,
 // never repeated).
 func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return r.read(ctx, p)
+}
+
+// read is Read (ctx nil: only the reader's context) or ReadContext. The internals below take
+// the same nil-able ctx: contexts are never compared, as some context types cannot be.
+func (r *Reader) read(ctx context.Context, p []byte) (int, error) {
 	if r.closed {
 		return 0, errors.New("entropy: read from a closed Reader")
 	}
@@ -275,7 +287,7 @@ func (r *Reader) open(ctx context.Context) error {
 	a := &attempt{cancel: cancel, deadline: time.Now().Add(timeout), limit: timeout}
 	r.cur = a
 	r.opens++
-	stop := a.watch(ctx, r.ctx, timeout)
+	stop := a.watch(ctx, timeout)
 	stream, err := r.client.rpc.StreamRandom(sctx, &entropyv1.StreamRandomRequest{
 		ChunkBytes: r.chunk, TotalBytes: remaining,
 	}, grpc.WaitForReady(true))
@@ -298,7 +310,7 @@ func (r *Reader) recv(ctx context.Context) (*entropyv1.StreamRandomResponse, err
 	if !a.flowing {
 		wait = time.Until(a.deadline)
 	}
-	stop := a.watch(ctx, r.ctx, wait)
+	stop := a.watch(ctx, wait)
 	msg, err := a.stream.Recv()
 	stop()
 	if err != nil {
@@ -313,15 +325,15 @@ func (r *Reader) recv(ctx context.Context) (*entropyv1.StreamRandomResponse, err
 	return msg, nil
 }
 
-// watch ends the attempt when wait passes (a timeout) or when readCtx ends (if it is not the
-// reader's own context, which the attempt's context derives from already). stop disarms both.
-func (a *attempt) watch(readCtx, own context.Context, wait time.Duration) (stop func()) {
+// watch ends the attempt when wait passes (a timeout) or when readCtx ends (nil: no read
+// context; the attempt's context derives from the reader's already). stop disarms both.
+func (a *attempt) watch(readCtx context.Context, wait time.Duration) (stop func()) {
 	if wait <= 0 {
 		a.kill(true)
 		return func() {}
 	}
 	t := time.AfterFunc(wait, func() { a.kill(true) })
-	if readCtx == own || readCtx.Done() == nil {
+	if readCtx == nil || readCtx.Done() == nil {
 		return func() { t.Stop() }
 	}
 	undo := context.AfterFunc(readCtx, func() { a.kill(false) })
@@ -371,18 +383,26 @@ func (r *Reader) retryOrFail(ctx context.Context, err error) error {
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
+	var readDone <-chan struct{} // nil: never
+	if ctx != nil {
+		readDone = ctx.Done()
+	}
 	select {
 	case <-t.C:
 		return nil
 	case <-r.ctx.Done():
-	case <-ctx.Done():
+	case <-readDone:
 	}
 	return r.contextError(ctx)
 }
 
-// contextError is the error for the reader's context or the read's having ended, or nil.
+// contextError is the error for the reader's context or the read's (nil: none) having ended,
+// or nil.
 func (r *Reader) contextError(ctx context.Context) error {
 	for _, c := range []context.Context{r.ctx, ctx} {
+		if c == nil {
+			continue
+		}
 		if err := c.Err(); err != nil {
 			code := codes.Canceled
 			if errors.Is(err, context.DeadlineExceeded) {
