@@ -276,7 +276,11 @@ func (r *Reader) open(ctx context.Context) error {
 		// the channel tries now.
 		r.client.conn.ResetConnectBackoff()
 		if r.cfg.budget > 0 {
-			timeout = max(time.Millisecond, min(timeout, r.cfg.budget-time.Since(r.brokenSince)))
+			// Cut to what is left of the budget, but never below a useful minimum (100 ms, or
+			// the attempt timeout if shorter): a last attempt of a millisecond would only fail
+			// with a timeout that hides the real error. So the rule may end up to 100 ms late.
+			floor := min(timeout, 100*time.Millisecond)
+			timeout = max(floor, min(timeout, r.cfg.budget-time.Since(r.brokenSince)))
 		}
 	}
 	var remaining uint64 // 0 asks for an endless stream
