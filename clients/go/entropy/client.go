@@ -5,10 +5,15 @@ package entropy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -23,55 +28,140 @@ const DefaultTimeout = 30 * time.Second
 
 // Client is a connection to an Entropy Diode gateway. It is safe for concurrent use.
 type Client struct {
-	conn    *grpc.ClientConn
-	rpc     entropyv1.EntropyServiceClient
-	timeout time.Duration
+	conn     *grpc.ClientConn
+	rpc      entropyv1.EntropyServiceClient
+	timeout  time.Duration
+	endpoint Endpoint
 }
 
 type config struct {
 	tls      *tls.Config
+	caFile   string
 	insecure bool
 	timeout  time.Duration
 	dialOpts []grpc.DialOption
 }
 
-// Option configures New.
+// Option configures New and NewFromEnv.
 type Option func(*config)
 
-// WithInsecure uses plaintext, as a --dev gateway does. The default is TLS with the system roots.
+// WithInsecure uses plaintext even to a remote host, as writing http:// does: the API key then
+// crosses the network in the clear. A loopback host:port (a --dev gateway) is plaintext without
+// it. It cannot be combined with https:// or a CA file.
 func WithInsecure() Option { return func(c *config) { c.insecure = true } }
 
-// WithTLS uses TLS with the given configuration (custom roots, client certificates).
+// WithTLS uses TLS with the given configuration (custom roots, client certificates), even on a
+// loopback host:port. It cannot be combined with http://.
 func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
+
+// WithCAFile trusts the CA certificate(s) in the PEM file at path instead of the system roots,
+// as ENTROPY_CA_FILE does for NewFromEnv (this option wins). A host:port is then TLS even on
+// loopback, and http:// is refused.
+func WithCAFile(path string) Option { return func(c *config) { c.caFile = path } }
 
 // WithTimeout sets the deadline given to unary calls whose context has none (0: no deadline).
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithDialOptions passes extra options to grpc.NewClient (interceptors, window sizes, ...).
+// They come after this package's own, so they win.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }
 
-// New returns a client for the gateway at target ("host:port"). It connects lazily, on the
-// first call, so an unreachable gateway shows up as ErrUnavailable there.
-func New(target, apiKey string, opts ...Option) (*Client, error) {
-	cfg := config{tls: &tls.Config{MinVersion: tls.VersionTLS12}, timeout: DefaultTimeout}
+// New returns a client for the gateway at endpoint, in the endpoint syntax of ParseEndpoint
+// ("host:port", "http://host:port", "https://host:port", "[::1]:port"; port 50051 by default).
+// The API key is checked here (ValidateAPIKey). It connects lazily, on the first call, so an
+// unreachable gateway shows up as ErrUnavailable there. A bad endpoint, key or CA file is an
+// *Error with codes.InvalidArgument.
+func New(endpoint, apiKey string, opts ...Option) (*Client, error) {
+	cfg := config{timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	transport := credentials.NewTLS(cfg.tls)
-	if cfg.insecure {
-		transport = insecure.NewCredentials()
+	if err := ValidateAPIKey(apiKey); err != nil {
+		return nil, err
 	}
-	dialOpts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(transport),
-		grpc.WithPerRPCCredentials(apiKeyCreds{key: apiKey, requireTLS: !cfg.insecure}),
-	}, cfg.dialOpts...)
-	conn, err := grpc.NewClient(target, dialOpts...)
+	ep, err := ParseEndpoint(endpoint, cfg.caFile != "")
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, rpc: entropyv1.NewEntropyServiceClient(conn), timeout: cfg.timeout}, nil
+	conflict := func(why string) (*Client, error) {
+		return nil, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("endpoint %q: %s", endpoint, why)}
+	}
+	useTLS := ep.TLS
+	switch {
+	case cfg.insecure && (ep.scheme == "https" || cfg.caFile != "" || cfg.tls != nil):
+		return conflict("WithInsecure (plaintext) conflicts with https://, WithTLS or a CA file")
+	case cfg.insecure:
+		useTLS = false
+	case cfg.tls != nil && ep.scheme == "http":
+		return conflict("http:// is plaintext, but WithTLS was given: use https://")
+	case cfg.tls != nil:
+		useTLS = true
+	}
+	transport := insecure.NewCredentials()
+	if useTLS {
+		tlsCfg := cfg.tls
+		if tlsCfg == nil {
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		} else {
+			tlsCfg = tlsCfg.Clone()
+		}
+		if cfg.caFile != "" {
+			if tlsCfg.RootCAs, err = loadCAFile(cfg.caFile); err != nil {
+				return nil, err
+			}
+		}
+		transport = credentials.NewTLS(tlsCfg)
+	}
+	dialOpts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(transport),
+		grpc.WithPerRPCCredentials(apiKeyCreds{key: apiKey, requireTLS: useTLS}),
+		// The channel's own reconnect backoff is capped at 1 s (grpc's default grows to 120 s),
+		// so a gateway that comes back is used within about a second; readers also reset it
+		// before each reconnect attempt.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,
+		}, MinConnectTimeout: 20 * time.Second}),
+	}, cfg.dialOpts...)
+	conn, err := grpc.NewClient("dns:///"+ep.Address(), dialOpts...)
+	if err != nil {
+		return nil, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("endpoint %q: %v", endpoint, err)}
+	}
+	return &Client{conn: conn, rpc: entropyv1.NewEntropyServiceClient(conn), timeout: cfg.timeout, endpoint: ep}, nil
+}
+
+// NewFromEnv returns a client configured from the environment: ENTROPY_ENDPOINT (default
+// 127.0.0.1:50051), ENTROPY_API_KEY (required) and ENTROPY_CA_FILE (optional; WithCAFile,
+// WithTLS or WithInsecure in opts win over it).
+func NewFromEnv(opts ...Option) (*Client, error) {
+	endpoint := os.Getenv("ENTROPY_ENDPOINT")
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	var probe config
+	for _, o := range opts {
+		o(&probe)
+	}
+	if ca := os.Getenv("ENTROPY_CA_FILE"); ca != "" && probe.caFile == "" && probe.tls == nil && !probe.insecure {
+		opts = append([]Option{WithCAFile(ca)}, opts...)
+	}
+	return New(endpoint, os.Getenv("ENTROPY_API_KEY"), opts...)
+}
+
+// Endpoint is the parsed endpoint this client connects to.
+func (c *Client) Endpoint() Endpoint { return c.endpoint }
+
+func loadCAFile(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("CA file: %v", err)}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("CA file %q: no PEM certificate in it", path)}
+	}
+	return pool, nil
 }
 
 // Close closes the connection; calls in flight fail with codes.Canceled.

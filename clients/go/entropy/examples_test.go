@@ -29,7 +29,7 @@ func TestExamples(t *testing.T) {
 	for name, pattern := range expected {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command("go", "run", "../examples/"+name, out)
-			cmd.Env = append(os.Environ(), "ENTROPY_ENDPOINT="+target, "ENTROPY_API_KEY="+apiKey)
+			cmd.Env = append(os.Environ(), "ENTROPY_ENDPOINT="+target, "ENTROPY_API_KEY="+apiKey, "ENTROPY_CA_FILE=")
 			stdout, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("%v: %s", err, stdout)

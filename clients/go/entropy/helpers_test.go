@@ -16,10 +16,12 @@ import (
 )
 
 // step is what one scripted StreamRandom call does: send chunks messages (-1: all that was
-// asked for), then end with code (codes.OK: normally).
+// asked for), then end with code (codes.OK: normally), or with hang, send nothing more until
+// the client gives up on the stream.
 type step struct {
 	chunks int
 	code   codes.Code
+	hang   bool
 }
 
 // fakeEntropy is a scripted EntropyService, for what a live gateway cannot be made to do on
@@ -69,6 +71,10 @@ func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.Se
 			return err
 		}
 	}
+	if st.hang {
+		<-s.Context().Done()
+		return s.Context().Err()
+	}
 	if st.code != codes.OK {
 		return status.Error(st.code, "injected by the test")
 	}
@@ -94,7 +100,13 @@ func (f *fakeEntropy) snapshot() ([][2]uint64, []byte) {
 // serveFake serves f on 127.0.0.1 until the test ends and returns its address.
 func serveFake(t *testing.T, f *fakeEntropy) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return serveFakeOn(t, f, "127.0.0.1:0")
+}
+
+// serveFakeOn serves f on addr until the test ends and returns the address it listens on.
+func serveFakeOn(t *testing.T, f *fakeEntropy, addr string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,25 +43,21 @@ func startGateway() (stop func(), err error) {
 		target, apiKey = ep, os.Getenv("ENTROPY_TEST_API_KEY")
 		return func() {}, waitServing()
 	}
-	bin := os.Getenv("GATEWAY_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../../target/release/entropy-gateway")
+	gatewayBin = os.Getenv("GATEWAY_BIN")
+	if gatewayBin == "" {
+		gatewayBin, _ = filepath.Abs("../../../target/release/entropy-gateway")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	var err2 error
+	if target, err2 = freeAddr(); err2 != nil {
+		return nil, err2
 	}
-	target = l.Addr().String()
-	l.Close()
 	key := make([]byte, 8)
 	_, _ = rand.Read(key)
 	apiKey = "go-test-" + hex.EncodeToString(key)
 	poolCapacity = testPoolCapacity
-	cmd := exec.Command(bin, "--dev", "--listen-addr", target,
-		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity), "--metrics-listen-addr", "")
-	cmd.Env = append(os.Environ(), "ENTROPY_DEV_API_KEY="+apiKey)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s (set GATEWAY_BIN): %w", bin, err)
+	cmd, err := spawnGateway(target, apiKey)
+	if err != nil {
+		return nil, err
 	}
 	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -74,15 +70,42 @@ func startGateway() (stop func(), err error) {
 			<-done
 		}
 	}
-	if err := waitServing(); err != nil {
+	if err := waitServingAt(target, apiKey); err != nil {
 		stop()
 		return nil, err
 	}
 	return stop, nil
 }
 
-func waitServing() error {
-	c, err := entropy.New(target, apiKey, entropy.WithInsecure(), entropy.WithTimeout(time.Second))
+// gatewayBin is the dev gateway binary; "" when the tests use an external gateway.
+var gatewayBin string
+
+// spawnGateway starts a dev gateway on addr with the given key (it is serving once
+// waitServingAt returns).
+func spawnGateway(addr, key string) (*exec.Cmd, error) {
+	cmd := exec.Command(gatewayBin, "--dev", "--listen-addr", addr,
+		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity), "--metrics-listen-addr", "")
+	cmd.Env = append(os.Environ(), "ENTROPY_DEV_API_KEY="+key)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (set GATEWAY_BIN): %w", gatewayBin, err)
+	}
+	return cmd, nil
+}
+
+// freeAddr is a 127.0.0.1 address with a port nothing listens on right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitServing() error { return waitServingAt(target, apiKey) }
+
+func waitServingAt(addr, key string) error {
+	c, err := entropy.New(addr, key, entropy.WithTimeout(time.Second))
 	if err != nil {
 		return err
 	}
@@ -94,7 +117,7 @@ func waitServing() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("gateway at %s not serving after 20s", target)
+	return fmt.Errorf("gateway at %s not serving after 20s", addr)
 }
 
 func newClient(t *testing.T, addr, key string) *entropy.Client {

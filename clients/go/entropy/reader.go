@@ -1,4 +1,5 @@
-// An io.Reader over StreamRandom that reconnects without losing or repeating bytes.
+// An io.Reader over StreamRandom that reconnects without losing or repeating bytes, following
+// the time-based reconnect rule every Entropy Diode client shares (clients/README.md).
 
 package entropy
 
@@ -7,59 +8,197 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	entropyv1 "github.com/entropy-diode/entropy-diode/clients/go/gen/entropy/v1"
 )
 
-// MaxReconnects is how many failed attempts in a row a Reader makes before it gives up. Any
-// delivered chunk resets the count, so a long stream survives any number of separate hiccups.
-const MaxReconnects = 5
+// The reconnect rule's defaults.
+const (
+	// DefaultReconnectBudget is how long a Reader keeps trying after a failure.
+	DefaultReconnectBudget = 30 * time.Second
+	// DefaultAttemptTimeout is how long one new stream may take to deliver its first message,
+	// connecting included.
+	DefaultAttemptTimeout = 2 * time.Second
+	// DefaultStallTimeout is how long a flowing stream may go without a message while the
+	// reader waits for one, before it counts as broken.
+	DefaultStallTimeout = 10 * time.Second
+	// DefaultInitialBackoff and DefaultMaxBackoff bound the delay between attempts.
+	DefaultInitialBackoff = 50 * time.Millisecond
+	DefaultMaxBackoff     = time.Second
+)
+
+type streamConfig struct {
+	budget, attempt, stall time.Duration
+	backoffMin, backoffMax time.Duration
+	err                    error
+}
+
+// StreamOption configures a Reader (Client.NewReader).
+type StreamOption func(*streamConfig)
+
+// WithReconnectBudget sets how long a Reader keeps reconnecting after a failure (default 30 s);
+// 0 means forever, for daemons. The budget starts again once bytes flow.
+func WithReconnectBudget(d time.Duration) StreamOption {
+	return func(c *streamConfig) {
+		if d < 0 {
+			c.fail("reconnect budget is %v, must be >= 0 (0: forever)", d)
+		}
+		c.budget = d
+	}
+}
+
+// WithAttemptTimeout sets how long one new stream may take to deliver its first message,
+// connecting included (default 2 s). It must be positive.
+func WithAttemptTimeout(d time.Duration) StreamOption {
+	return func(c *streamConfig) {
+		if d <= 0 {
+			c.fail("attempt timeout is %v, must be positive", d)
+		}
+		c.attempt = d
+	}
+}
+
+// WithStallTimeout sets how long a flowing stream may go without a message, while the reader
+// waits for one, before it counts as broken and is replaced (default 10 s). It must be positive.
+func WithStallTimeout(d time.Duration) StreamOption {
+	return func(c *streamConfig) {
+		if d <= 0 {
+			c.fail("stall timeout is %v, must be positive", d)
+		}
+		c.stall = d
+	}
+}
+
+// WithBackoff sets the delay between attempts: initial, doubling up to max, each delay drawn
+// uniformly from the upper half of its ceiling (default 50 ms to 1 s).
+func WithBackoff(initial, max time.Duration) StreamOption {
+	return func(c *streamConfig) {
+		if initial <= 0 || max < initial {
+			c.fail("backoff %v..%v: need 0 < initial <= max", initial, max)
+		}
+		c.backoffMin, c.backoffMax = initial, max
+	}
+}
+
+func (c *streamConfig) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf(format, args...)}
+	}
+}
 
 // Reader is an io.ReadCloser over StreamRandom, made by Client.NewReader.
 //
-// After a transport failure (Unavailable: a dropped connection, a restarting gateway) it opens
-// a new stream for exactly the bytes still owed, after a short backoff. Bytes already received
-// are kept, so the caller never loses a byte or sees one twice. Other errors are returned as
-// they are. A Reader is not safe for concurrent use.
+// After a transport failure (Unavailable: a dropped connection, a restarting gateway; or an
+// attempt or stall timing out) it opens a new stream for exactly the bytes still owed. Bytes
+// already received are kept, so the caller never loses a byte or sees one twice. Each attempt
+// waits for the connection to be ready, within the attempt timeout; attempts are spaced by a
+// jittered backoff and go on for at most the reconnect budget from the failure (the budget
+// starts again once bytes flow). Any other status (a bad key, a quota) is returned at once.
+// A Reader is not safe for concurrent use.
 type Reader struct {
-	rpc      entropyv1.EntropyServiceClient
-	ctx      context.Context
-	total    uint64 // 0: endless
-	chunk    uint32
+	client *Client
+	ctx    context.Context
+	total  uint64 // 0: endless
+	chunk  uint32
+	cfg    streamConfig
+
 	received uint64
 	buf      []byte
-	stream   entropyv1.EntropyService_StreamRandomClient
-	cancel   context.CancelFunc // ends the current stream
-	failures int
+	cur      *attempt
 	opens    int
 	closed   bool
+
+	broken      bool      // bytes stopped flowing ...
+	brokenSince time.Time // ... at this time
+	failures    int       // failed attempts since then
+	reconnects  int
+}
+
+// attempt is one StreamRandom call.
+type attempt struct {
+	stream   entropyv1.EntropyService_StreamRandomClient
+	cancel   context.CancelFunc
+	deadline time.Time     // for the first message
+	limit    time.Duration // the attempt timeout it was given
+	flowing  bool          // a message has arrived
+	dead     atomic.Bool
+	timedOut atomic.Bool
+}
+
+func (a *attempt) kill(timeout bool) {
+	if timeout {
+		a.timedOut.Store(true)
+	}
+	a.dead.Store(true)
+	a.cancel()
 }
 
 // NewReader streams totalBytes random bytes (0: endlessly, until Close) in messages of
-// chunkBytes (0: the server's default, 16 KiB). ctx bounds the whole stream, reconnects
-// included. Use io.ReadFull for an exact count.
-func (c *Client) NewReader(ctx context.Context, totalBytes uint64, chunkBytes uint32) *Reader {
-	return &Reader{rpc: c.rpc, ctx: ctx, total: totalBytes, chunk: chunkBytes}
+// chunkBytes (0: the server's default, 16 KiB), reconnecting as the options say (defaults:
+// 30 s budget, 2 s per attempt, 10 s stall, 50 ms..1 s backoff). ctx bounds the whole stream,
+// reconnects included; ReadContext bounds one read. Use io.ReadFull for an exact count. An
+// invalid option is returned by the first Read.
+func (c *Client) NewReader(ctx context.Context, totalBytes uint64, chunkBytes uint32, opts ...StreamOption) *Reader {
+	cfg := streamConfig{
+		budget: DefaultReconnectBudget, attempt: DefaultAttemptTimeout, stall: DefaultStallTimeout,
+		backoffMin: DefaultInitialBackoff, backoffMax: DefaultMaxBackoff,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &Reader{client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg}
 }
 
-// StreamsOpened is how many StreamRandom calls the reader has made (1 + reconnects).
+// StreamsOpened is how many StreamRandom calls the reader has made.
 func (r *Reader) StreamsOpened() int { return r.opens }
 
+// Reconnects is how many streams the reader opened after a failure.
+func (r *Reader) Reconnects() int { return r.reconnects }
+
+// Received is how many bytes arrived from the gateway (returned by Read, or buffered).
+func (r *Reader) Received() uint64 { return r.received }
+
 // Read reads up to len(p) bytes: what is buffered, or the next message. At the end of a
-// bounded stream it returns io.EOF.
-func (r *Reader) Read(p []byte) (int, error) {
+// bounded stream it returns io.EOF. It is bounded by the reader's context and by the reconnect
+// rule: it never blocks forever unless the reconnect budget is 0.
+func (r *Reader) Read(p []byte) (int, error) { return r.read(nil, p) }
+
+// ReadContext is Read bounded also by ctx. If ctx ends first it returns an *Error matching
+// context.Canceled or context.DeadlineExceeded (errors.Is); the reader stays usable, and the
+// next read opens a new stream for the bytes still owed (the message in flight is given up,
+// never repeated).
+func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return r.read(ctx, p)
+}
+
+// read is Read (ctx nil: only the reader's context) or ReadContext. The internals below take
+// the same nil-able ctx: contexts are never compared, as some context types cannot be.
+func (r *Reader) read(ctx context.Context, p []byte) (int, error) {
 	if r.closed {
 		return 0, errors.New("entropy: read from a closed Reader")
+	}
+	if r.cfg.err != nil {
+		return 0, r.cfg.err
 	}
 	if len(p) == 0 {
 		return 0, nil
 	}
 	if len(r.buf) == 0 {
-		if err := r.fill(); err != nil {
+		if err := r.fill(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -72,23 +211,27 @@ func (r *Reader) Read(p []byte) (int, error) {
 func (r *Reader) Close() error {
 	r.endStream()
 	r.closed = true
+	r.buf = nil
 	return nil
 }
 
 func (r *Reader) exhausted() bool { return r.total > 0 && r.received >= r.total }
 
-// fill receives one more message into the buffer, reconnecting as needed.
-func (r *Reader) fill() error {
+// fill receives one more message into the buffer, reconnecting as the rule allows.
+func (r *Reader) fill(ctx context.Context) error {
 	for !r.exhausted() {
-		if r.stream == nil {
-			if err := r.open(); err != nil {
-				if retryErr := r.backoff(err); retryErr != nil {
-					return retryErr
+		if err := r.contextError(ctx); err != nil {
+			return err
+		}
+		if r.cur == nil {
+			if err := r.open(ctx); err != nil {
+				if err = r.retryOrFail(ctx, err); err != nil {
+					return err
 				}
 				continue
 			}
 		}
-		msg, err := r.stream.Recv()
+		msg, err := r.recv(ctx)
 		if errors.Is(err, io.EOF) {
 			r.endStream()
 			// The server closed the stream with OK before sending everything: a server bug,
@@ -97,9 +240,8 @@ func (r *Reader) fill() error {
 				"stream ended with OK after %d of %s bytes", r.received, describeTotal(r.total))}
 		}
 		if err != nil {
-			r.endStream()
-			if retryErr := r.backoff(err); retryErr != nil {
-				return retryErr
+			if err = r.retryOrFail(ctx, err); err != nil {
+				return err
 			}
 			continue
 		}
@@ -111,55 +253,176 @@ func (r *Reader) fill() error {
 		}
 		r.received += uint64(len(data))
 		r.buf = append(r.buf, data...)
-		r.failures = 0
+		if len(data) > 0 {
+			r.broken, r.failures = false, 0
+		}
 		if r.exhausted() {
 			r.endStream() // everything owed has arrived; the server is closing with OK anyway
 		}
-		return nil
+		if len(data) > 0 {
+			return nil
+		}
 	}
 	return io.EOF
 }
 
-func (r *Reader) open() error {
-	ctx, cancel := context.WithCancel(r.ctx)
-	r.opens++
+// open starts a stream for the bytes still owed. The attempt's deadline (for connecting and
+// the first message) is the attempt timeout, cut to what is left of the budget.
+func (r *Reader) open(ctx context.Context) error {
+	timeout := r.cfg.attempt
+	if r.broken {
+		r.reconnects++
+		// grpc backs off on its own after failed connects; this rule decides when to try, so
+		// the channel tries now.
+		r.client.conn.ResetConnectBackoff()
+		if r.cfg.budget > 0 {
+			// Cut to what is left of the budget, but never below a useful minimum (100 ms, or
+			// the attempt timeout if shorter): a last attempt of a millisecond would only fail
+			// with a timeout that hides the real error. So the rule may end up to 100 ms late.
+			floor := min(timeout, 100*time.Millisecond)
+			timeout = max(floor, min(timeout, r.cfg.budget-time.Since(r.brokenSince)))
+		}
+	}
 	var remaining uint64 // 0 asks for an endless stream
 	if r.total > 0 {
 		remaining = r.total - r.received
 	}
-	stream, err := r.rpc.StreamRandom(ctx, &entropyv1.StreamRandomRequest{
+	sctx, cancel := context.WithCancel(r.ctx)
+	a := &attempt{cancel: cancel, deadline: time.Now().Add(timeout), limit: timeout}
+	r.cur = a
+	r.opens++
+	stop := a.watch(ctx, timeout)
+	stream, err := r.client.rpc.StreamRandom(sctx, &entropyv1.StreamRandomRequest{
 		ChunkBytes: r.chunk, TotalBytes: remaining,
-	})
+	}, grpc.WaitForReady(true))
+	stop()
+	if err == nil && a.dead.Load() {
+		err = status.Error(codes.Canceled, "attempt ended")
+	}
 	if err != nil {
-		cancel()
 		return err
 	}
-	r.stream, r.cancel = stream, cancel
+	a.stream = stream
 	return nil
 }
 
-// backoff decides after err: nil means wait done, try again; otherwise the error to return.
-func (r *Reader) backoff(err error) error {
-	if status.Code(err) != codes.Unavailable || r.failures >= MaxReconnects {
+// recv waits for the next message of the current stream, within the attempt's deadline (first
+// message) or the stall timeout (later ones).
+func (r *Reader) recv(ctx context.Context) (*entropyv1.StreamRandomResponse, error) {
+	a := r.cur
+	wait := r.cfg.stall
+	if !a.flowing {
+		wait = time.Until(a.deadline)
+	}
+	stop := a.watch(ctx, wait)
+	msg, err := a.stream.Recv()
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	a.flowing = true
+	if a.dead.Load() {
+		// A timer or ctx ended the attempt just as this message arrived: keep the message and
+		// start a new stream for the rest on the next read.
+		r.endStream()
+	}
+	return msg, nil
+}
+
+// watch ends the attempt when wait passes (a timeout) or when readCtx ends (nil: no read
+// context; the attempt's context derives from the reader's already). stop disarms both.
+func (a *attempt) watch(readCtx context.Context, wait time.Duration) (stop func()) {
+	if wait <= 0 {
+		a.kill(true)
+		return func() {}
+	}
+	t := time.AfterFunc(wait, func() { a.kill(true) })
+	if readCtx == nil || readCtx.Done() == nil {
+		return func() { t.Stop() }
+	}
+	undo := context.AfterFunc(readCtx, func() { a.kill(false) })
+	return func() { t.Stop(); undo() }
+}
+
+// retryOrFail ends the current attempt after err. It returns nil once the backoff has passed
+// and the rule allows another attempt, or the error to return.
+func (r *Reader) retryOrFail(ctx context.Context, err error) error {
+	a := r.cur
+	r.endStream()
+	if cerr := r.contextError(ctx); cerr != nil {
+		return cerr
+	}
+	var e *Error
+	switch {
+	case a != nil && a.timedOut.Load():
+		what := fmt.Sprintf("no message within the stall timeout (%v)", r.cfg.stall)
+		if !a.flowing {
+			what = fmt.Sprintf("no first message within the attempt timeout (%v, connecting included; connection %s)",
+				a.limit.Round(time.Millisecond), strings.ToLower(r.client.conn.GetState().String()))
+		}
+		e = &Error{Code: codes.DeadlineExceeded, Message: what}
+	case status.Code(err) == codes.Unavailable:
+		e = fromRPC(err, nil).(*Error)
+	default:
 		return fromRPC(err, nil)
 	}
+	now := time.Now()
+	if !r.broken {
+		r.broken, r.brokenSince = true, now
+	}
+	spent := now.Sub(r.brokenSince)
+	if r.cfg.budget > 0 && spent >= r.cfg.budget {
+		return &Error{Code: e.Code, Message: fmt.Sprintf(
+			"gave up reconnecting after %v (%d failed attempts, reconnect budget %v), %d bytes received: %s",
+			spent.Round(time.Millisecond), r.failures+1, r.cfg.budget, r.received, e.Message)}
+	}
+	ceiling := r.cfg.backoffMax
+	if r.failures < 30 {
+		ceiling = min(ceiling, r.cfg.backoffMin<<r.failures)
+	}
 	r.failures++
-	delay := min(50*time.Millisecond<<r.failures, time.Second)
+	delay := ceiling/2 + rand.N(ceiling/2+1)
+	if r.cfg.budget > 0 {
+		delay = min(delay, r.cfg.budget-spent)
+	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
+	var readDone <-chan struct{} // nil: never
+	if ctx != nil {
+		readDone = ctx.Done()
+	}
 	select {
 	case <-t.C:
 		return nil
 	case <-r.ctx.Done():
-		return fromRPC(status.FromContextError(r.ctx.Err()).Err(), nil)
+	case <-readDone:
 	}
+	return r.contextError(ctx)
+}
+
+// contextError is the error for the reader's context or the read's (nil: none) having ended,
+// or nil.
+func (r *Reader) contextError(ctx context.Context) error {
+	for _, c := range []context.Context{r.ctx, ctx} {
+		if c == nil {
+			continue
+		}
+		if err := c.Err(); err != nil {
+			code := codes.Canceled
+			if errors.Is(err, context.DeadlineExceeded) {
+				code = codes.DeadlineExceeded
+			}
+			return &Error{Code: code, Message: fmt.Sprintf("read stopped by its context (%v) after %d bytes received", err, r.received)}
+		}
+	}
+	return nil
 }
 
 func (r *Reader) endStream() {
-	if r.cancel != nil {
-		r.cancel()
+	if r.cur != nil {
+		r.cur.cancel()
 	}
-	r.stream, r.cancel = nil, nil
+	r.cur = nil
 }
 
 func describeTotal(total uint64) string {

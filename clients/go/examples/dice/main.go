@@ -5,14 +5,14 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/entropy-diode/entropy-diode/clients/go/entropy"
 )
 
 func main() {
-	// A dev gateway is plaintext; leave out WithInsecure for a TLS gateway.
-	c, err := entropy.New(endpoint(), os.Getenv("ENTROPY_API_KEY"), entropy.WithInsecure())
+	// ENTROPY_ENDPOINT (default 127.0.0.1:50051: a --dev gateway, plaintext on loopback),
+	// ENTROPY_API_KEY, and ENTROPY_CA_FILE for a private CA.
+	c, err := entropy.NewFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -22,11 +22,4 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Println(rolls)
-}
-
-func endpoint() string {
-	if e := os.Getenv("ENTROPY_ENDPOINT"); e != "" {
-		return e
-	}
-	return "127.0.0.1:50051"
 }

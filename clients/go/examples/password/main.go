@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/entropy-diode/entropy-diode/clients/go/entropy"
 )
@@ -13,7 +12,7 @@ import (
 const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&*+-=?@^_"
 
 func main() {
-	c, err := entropy.New(endpoint(), os.Getenv("ENTROPY_API_KEY"), entropy.WithInsecure())
+	c, err := entropy.NewFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,11 +26,4 @@ func main() {
 		password[i] = alphabet[p]
 	}
 	fmt.Println(string(password))
-}
-
-func endpoint() string {
-	if e := os.Getenv("ENTROPY_ENDPOINT"); e != "" {
-		return e
-	}
-	return "127.0.0.1:50051"
 }

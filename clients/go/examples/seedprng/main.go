@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"os"
 
 	"github.com/entropy-diode/entropy-diode/clients/go/entropy"
 )
 
 func main() {
-	c, err := entropy.New(endpoint(), os.Getenv("ENTROPY_API_KEY"), entropy.WithInsecure())
+	c, err := entropy.NewFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,11 +24,4 @@ func main() {
 	seed := [32]byte(b)
 	local := rand.New(rand.NewChaCha8(seed))
 	fmt.Printf("seed=%x normal=%.6f perm=%v\n", seed, local.NormFloat64(), local.Perm(10))
-}
-
-func endpoint() string {
-	if e := os.Getenv("ENTROPY_ENDPOINT"); e != "" {
-		return e
-	}
-	return "127.0.0.1:50051"
 }

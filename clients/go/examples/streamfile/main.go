@@ -18,7 +18,7 @@ func main() {
 	if len(os.Args) > 1 {
 		path = os.Args[1]
 	}
-	c, err := entropy.New(endpoint(), os.Getenv("ENTROPY_API_KEY"), entropy.WithInsecure())
+	c, err := entropy.NewFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,11 +37,4 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("wrote %d bytes to %s\n", n, path)
-}
-
-func endpoint() string {
-	if e := os.Getenv("ENTROPY_ENDPOINT"); e != "" {
-		return e
-	}
-	return "127.0.0.1:50051"
 }

@@ -5,13 +5,12 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/entropy-diode/entropy-diode/clients/go/entropy"
 )
 
 func main() {
-	c, err := entropy.New(endpoint(), os.Getenv("ENTROPY_API_KEY"), entropy.WithInsecure())
+	c, err := entropy.NewFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -23,11 +22,4 @@ func main() {
 	for _, id := range ids {
 		fmt.Println(id)
 	}
-}
-
-func endpoint() string {
-	if e := os.Getenv("ENTROPY_ENDPOINT"); e != "" {
-		return e
-	}
-	return "127.0.0.1:50051"
 }
