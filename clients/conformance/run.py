@@ -300,6 +300,24 @@ def cross_check(results: dict[str, dict[str, dict]]) -> dict[str, str | None]:
     return shared
 
 
+def select(only: str | None, parser: argparse.ArgumentParser) -> list[Language]:
+    """The languages named in `only` (comma-separated), or all."""
+    if not only:
+        return LANGUAGES
+    wanted = set(only.split(","))
+    langs = [lang for lang in LANGUAGES if lang.name in wanted]
+    if unknown := wanted - {lang.name for lang in langs}:
+        parser.error(f"unknown language(s): {', '.join(sorted(unknown))}")
+    return langs
+
+
+def build(langs: list[Language]) -> None:
+    for lang in langs:
+        if lang.build:
+            print(f"build {lang.name}: {' '.join(lang.build)}", flush=True)
+            subprocess.run(lang.build, cwd=CLIENTS / lang.cwd, check=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -310,20 +328,14 @@ def main() -> int:
     )
     parser.add_argument("--only", help="comma-separated languages to run")
     parser.add_argument("--skip-build", action="store_true", help="programs are already built")
+    parser.add_argument(
+        "--no-restart", action="store_true", help="skip the restart rows (restart.py)"
+    )
     args = parser.parse_args()
 
-    langs = LANGUAGES
-    if args.only:
-        wanted = set(args.only.split(","))
-        langs = [lang for lang in LANGUAGES if lang.name in wanted]
-        if unknown := wanted - {lang.name for lang in langs}:
-            parser.error(f"unknown language(s): {', '.join(sorted(unknown))}")
-
+    langs = select(args.only, parser)
     if not args.skip_build:
-        for lang in langs:
-            if lang.build:
-                print(f"build {lang.name}: {' '.join(lang.build)}", flush=True)
-                subprocess.run(lang.build, cwd=CLIENTS / lang.cwd, check=True)
+        build(langs)
 
     key = "conformance-" + secrets.token_hex(12)
     results: dict[str, dict[str, dict]] = {}
@@ -348,6 +360,10 @@ def main() -> int:
             obs = results[lang.name].get(case)
             table[case][lang.name] = "case missing from output" if obs is None else check(obs)
     table[CROSS_CASE] = {lang.name: shared[lang.name] for lang in langs}
+    if not args.no_restart:
+        import restart  # the restart rows: each kills and restarts its own gateway
+
+        table.update(restart.run_restarts(langs, args.gateway, key))
     return report(table, [lang.name for lang in langs], errors)
 
 

@@ -16,7 +16,7 @@
 #   3. a second scratch module does the same through GOPROXY=file://..., a proxy directory
 #      (list, .info, .mod, .zip) made by step 2's download: what proxy.golang.org would serve
 #
-#   clients/go/module_check.sh [VERSION]        VERSION defaults to v0.1.0
+#   clients/go/package_check.sh [VERSION]        VERSION defaults to v0.1.0
 #
 # Every download goes to a scratch GOMODCACHE, so the made-up version never enters your cache.
 set -euo pipefail
