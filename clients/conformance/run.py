@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,28 +216,35 @@ class BlackHole:
             s.close()
 
 
-def start_gateway(binary: str, key: str, log: Path) -> tuple[subprocess.Popen, str]:
-    addr = f"127.0.0.1:{free_port()}"
+def start_gateway(
+    binary: str, key: str, log: Path, addr: str | None = None
+) -> tuple[subprocess.Popen, str]:
+    """A dev gateway on `addr` (default: a free port), returned once it is ready: /readyz
+    answers 200, so the pool holds entropy (dev mode takes about two seconds: the feed's first
+    chunks are dated before the gateway's start rule accepts them, and are sealed again)."""
+    addr = addr or f"127.0.0.1:{free_port()}"
+    metrics = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
         [binary, "--dev", "--listen-addr", addr, "--pool-capacity-bytes", str(POOL_CAPACITY),
-         "--metrics-listen-addr", ""],
+         "--ingest-listen-addr", f"127.0.0.1:{free_port()}", "--metrics-listen-addr", metrics,
+         "--shutdown-grace-ms", "2000"],
         env=dict(os.environ, ENTROPY_DEV_API_KEY=key),
         stdout=subprocess.DEVNULL,
-        stderr=log.open("wb"),
+        stderr=log.open("ab"),
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
         try:
-            socket.create_connection(("127.0.0.1", int(addr.rsplit(":", 1)[1])), timeout=1).close()
-            # Listening; the dev pool fills within a second, and calls wait for entropy up to
-            # max_wait_ms anyway, so no call sees an empty pool.
-            return proc, addr
+            with urllib.request.urlopen(f"http://{metrics}/readyz", timeout=1) as r:
+                if r.status == 200:
+                    return proc, addr
         except OSError:
-            time.sleep(0.1)
+            pass  # not listening yet, or 503 (not ready): HTTPError is an OSError
+        time.sleep(0.05)
     stop(proc)
-    raise RuntimeError("gateway did not start listening within 20 s")
+    raise RuntimeError("gateway was not ready within 30 s")
 
 
 def stop(proc: subprocess.Popen) -> None:
