@@ -38,9 +38,9 @@ def main() -> None:
         return base64.b64encode(data).decode()
 
     with (
-        EntropyClient(args.endpoint, key, tls=False) as c,
-        EntropyClient(args.endpoint, "wrong-" + key, tls=False) as wrong,
-        EntropyClient(args.stall_endpoint, key, tls=False) as stalled,
+        EntropyClient(args.endpoint, key) as c,
+        EntropyClient(args.endpoint, "wrong-" + key) as wrong,
+        EntropyClient(args.stall_endpoint, key) as stalled,
     ):
 
         def stream() -> Observation:

@@ -37,7 +37,7 @@ def free_port() -> int:
 
 def wait_serving(target: str, api_key: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
-    with EntropyClient(target, api_key, tls=False, timeout=1.0) as client:
+    with EntropyClient(target, api_key, timeout=1.0) as client:
         while True:
             try:
                 if client.status().serving:
@@ -81,7 +81,7 @@ def gateway() -> Iterator[Gateway]:
 
 @pytest.fixture
 def client(gateway: Gateway) -> Iterator[EntropyClient]:
-    with EntropyClient(gateway.target, gateway.api_key, tls=False) as c:
+    with EntropyClient(gateway.target, gateway.api_key) as c:
         yield c
 
 
