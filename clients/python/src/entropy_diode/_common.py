@@ -180,7 +180,7 @@ class StreamState:
         """The error for a stream that gave no message within `waited` seconds."""
         what = "no message (stalled)" if self.flowing else "no first message"
         return errors.DeadlineExceededError(
-            grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} within {waited:g} s"
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} within {waited:.3g} s"
         )
 
     def accept(self, data: bytes) -> None:
