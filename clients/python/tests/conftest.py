@@ -35,9 +35,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_serving(target: str, api_key: str, timeout: float = 20.0) -> None:
+def wait_serving(
+    target: str, api_key: str, timeout: float = 20.0, ca_file: str | None = None
+) -> None:
     deadline = time.monotonic() + timeout
-    with EntropyClient(target, api_key, timeout=1.0) as client:
+    with EntropyClient(target, api_key, timeout=1.0, ca_file=ca_file) as client:
         while True:
             try:
                 if client.status().serving:
@@ -56,11 +58,11 @@ def gateway_binary() -> str:
     return binary
 
 
-def spawn_gateway(target: str, api_key: str) -> subprocess.Popen[bytes]:
-    """A dev gateway on `target` with `api_key` (not yet waited for)."""
+def spawn_gateway(target: str, api_key: str, *extra: str) -> subprocess.Popen[bytes]:
+    """A dev gateway on `target` with `api_key` (not yet waited for); `extra` flags."""
     return subprocess.Popen(
         [gateway_binary(), "--dev", "--listen-addr", target,
-         "--pool-capacity-bytes", str(POOL_CAPACITY), "--metrics-listen-addr", ""],
+         "--pool-capacity-bytes", str(POOL_CAPACITY), "--metrics-listen-addr", "", *extra],
         env=dict(os.environ, ENTROPY_DEV_API_KEY=api_key),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
