@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import assert_no_repeated_block, free_port, spawn_gateway, wait_serving
-from entropy_diode import DeadlineExceededError, EntropyClient, StreamOptions
+from entropy_diode import AsyncEntropyClient, DeadlineExceededError, EntropyClient, StreamOptions
 
 MIB = 1 << 20
 TOTAL = 12 * MIB
@@ -140,3 +140,24 @@ def test_a_gateway_that_continues_within_the_budget_is_resumed(gw: Restartable) 
     assert_no_repeated_block(data)
     assert reconnects >= 1  # the stall was noticed and a new stream asked for the rest
     assert 3.0 <= elapsed < 10.0
+
+
+async def test_the_async_reader_gives_up_on_a_frozen_gateway_within_stall_plus_budget(
+    gw: Restartable,
+) -> None:
+    options = StreamOptions(stall_timeout=1.0, reconnect_budget=1.0)
+    async with AsyncEntropyClient(
+        gw.target, gw.api_key, stream_options=options, options=SMALL_WINDOW
+    ) as client:
+        async with client.reader(None, chunk_bytes=64 * 1024) as reader:
+            assert len(await reader.read(MIB)) == MIB
+            gw.signal(signal.SIGSTOP)
+            try:
+                start = time.monotonic()
+                with pytest.raises(DeadlineExceededError, match="gave up reconnecting after"):
+                    while True:
+                        await reader.read(MIB)
+                elapsed = time.monotonic() - start
+            finally:
+                gw.signal(signal.SIGCONT)
+    assert 1.9 <= elapsed < 1.0 + 1.0 + 1.5, elapsed

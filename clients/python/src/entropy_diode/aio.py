@@ -176,7 +176,9 @@ class AsyncStreamReader:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._open = open_stream
-        self._state = StreamState(total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic)
+        self._state = StreamState(
+            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic
+        )
         self._call: Any = None
         self._sleep = sleep
         self._closed = False
@@ -242,6 +244,9 @@ class AsyncStreamReader:
                 failure = state.timed_out(timeout)
             except grpc.RpcError as e:
                 failure = errors.from_rpc_error(e)
+            except asyncio.CancelledError:
+                self._drop()  # the caller's task was cancelled: end the stream with it
+                raise
             else:
                 # grpc.aio.EOF is missing from grpc-stubs, hence the ignore.
                 if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
