@@ -1,14 +1,12 @@
 """The asyncio client: three calls at once, and an async stream."""
 
 import asyncio
-import os
 
 from entropy_diode import AsyncEntropyClient
 
 
 async def main() -> None:
-    async with AsyncEntropyClient(os.environ.get("ENTROPY_ENDPOINT", "127.0.0.1:50051"),
-                                  os.environ["ENTROPY_API_KEY"], tls=False) as client:
+    async with AsyncEntropyClient.from_env() as client:
         key, coin, floats = await asyncio.gather(
             client.get_bytes(32), client.get_integers(0, 1), client.get_floats(3))
         print(key.hex(), "heads" if coin[0] else "tails", floats)

@@ -1,10 +1,7 @@
 """Roll ten six-sided dice (unbiased: the gateway uses rejection sampling)."""
 
-import os
-
 from entropy_diode import EntropyClient
 
-# A dev gateway is plaintext; leave out tls=False for a TLS gateway.
-with EntropyClient(os.environ.get("ENTROPY_ENDPOINT", "127.0.0.1:50051"),
-                   os.environ["ENTROPY_API_KEY"], tls=False) as client:
+# ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY, ENTROPY_CA_FILE.
+with EntropyClient.from_env() as client:
     print(*client.get_integers(1, 6, count=10))

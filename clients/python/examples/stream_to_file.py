@@ -8,8 +8,7 @@ import sys
 from entropy_diode import EntropyClient
 
 path = sys.argv[1] if len(sys.argv) > 1 else "random.bin"
-with EntropyClient(os.environ.get("ENTROPY_ENDPOINT", "127.0.0.1:50051"),
-                   os.environ["ENTROPY_API_KEY"], tls=False) as client:
+with EntropyClient.from_env() as client:
     with client.reader(8 << 20, chunk_bytes=64 << 10) as reader, open(path, "wb") as out:
         shutil.copyfileobj(reader, out, 1 << 20)
 print(f"wrote {os.path.getsize(path)} bytes to {path}")

@@ -35,9 +35,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_serving(target: str, api_key: str, timeout: float = 20.0) -> None:
+def wait_serving(
+    target: str, api_key: str, timeout: float = 20.0, ca_file: str | None = None
+) -> None:
     deadline = time.monotonic() + timeout
-    with EntropyClient(target, api_key, tls=False, timeout=1.0) as client:
+    with EntropyClient(target, api_key, timeout=1.0, ca_file=ca_file) as client:
         while True:
             try:
                 if client.status().serving:
@@ -49,6 +51,36 @@ def wait_serving(target: str, api_key: str, timeout: float = 20.0) -> None:
             time.sleep(0.1)
 
 
+def gateway_binary() -> str:
+    binary = os.environ.get("GATEWAY_BIN") or str(REPO / "target/release/entropy-gateway")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no gateway binary at {binary} (set GATEWAY_BIN)")
+    return binary
+
+
+def spawn_gateway(target: str, api_key: str, *extra: str) -> subprocess.Popen[bytes]:
+    """A dev gateway on `target` with `api_key` (not yet waited for); `extra` flags."""
+    return subprocess.Popen(
+        [gateway_binary(), "--dev", "--listen-addr", target,
+         "--pool-capacity-bytes", str(POOL_CAPACITY), "--metrics-listen-addr", "", *extra],
+        env=dict(os.environ, ENTROPY_DEV_API_KEY=api_key),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop_gateway(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGCONT)  # in case a test left it stopped
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="session")
 def gateway() -> Iterator[Gateway]:
     if os.environ.get("ENTROPY_TEST_ENDPOINT"):
@@ -56,32 +88,18 @@ def gateway() -> Iterator[Gateway]:
         wait_serving(gw.target, gw.api_key)
         yield gw
         return
-    binary = os.environ.get("GATEWAY_BIN") or str(REPO / "target/release/entropy-gateway")
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no gateway binary at {binary} (set GATEWAY_BIN)")
     gw = Gateway(f"127.0.0.1:{free_port()}", "py-test-" + secrets.token_hex(8), POOL_CAPACITY)
-    proc = subprocess.Popen(
-        [binary, "--dev", "--listen-addr", gw.target, "--pool-capacity-bytes", str(POOL_CAPACITY),
-         "--metrics-listen-addr", ""],
-        env=dict(os.environ, ENTROPY_DEV_API_KEY=gw.api_key),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = spawn_gateway(gw.target, gw.api_key)
     try:
         wait_serving(gw.target, gw.api_key)
         yield gw
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_gateway(proc)
 
 
 @pytest.fixture
 def client(gateway: Gateway) -> Iterator[EntropyClient]:
-    with EntropyClient(gateway.target, gateway.api_key, tls=False) as c:
+    with EntropyClient(gateway.target, gateway.api_key) as c:
         yield c
 
 

@@ -4,6 +4,7 @@ fail a stream after exactly k chunks, end it early, or answer with a given statu
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -17,10 +18,12 @@ from entropy_diode._gen.entropy.v1 import entropy_pb2_grpc as pb_grpc
 @dataclass
 class Step:
     """What one StreamRandom call does: send `chunks` messages (None: all that was asked for),
-    then end with `end` (None: OK)."""
+    then hang for `hang` seconds (sending nothing, until the client cancels), then end with
+    `end` (None: OK)."""
 
     chunks: int | None
     end: grpc.StatusCode | None = None
+    hang: float = 0.0
 
 
 @dataclass
@@ -48,6 +51,9 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
                 left -= len(data)
             self.sent += data
             yield pb.StreamRandomResponse(data=data)
+        until = time.monotonic() + step.hang
+        while time.monotonic() < until and context.is_active():
+            time.sleep(0.01)
         if step.end is not None:
             context.abort(step.end, "injected by the test")
 

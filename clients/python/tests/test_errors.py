@@ -23,16 +23,16 @@ from fakes import FakeEntropy, FakeServer
 from proxy import BlackHole
 
 
-@pytest.mark.parametrize("key", ["wrong-key", ""])
-def test_bad_key_is_authentication_error(gateway: Gateway, key: str) -> None:
-    with EntropyClient(gateway.target, key, tls=False) as client:
+def test_bad_key_is_authentication_error(gateway: Gateway) -> None:
+    # (A missing key is refused before any call: see test_config.py.)
+    with EntropyClient(gateway.target, "wrong-key") as client:
         with pytest.raises(AuthenticationError) as e:
             client.get_bytes(32)
     assert e.value.code == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_every_entropy_call_needs_the_key(gateway: Gateway) -> None:
-    with EntropyClient(gateway.target, "wrong-key", tls=False) as client:
+    with EntropyClient(gateway.target, "wrong-key") as client:
         for call in (
             lambda: client.get_integers(1, 6),
             lambda: client.get_floats(1),
@@ -49,7 +49,7 @@ def test_a_deadline_that_passes_first_is_deadline_exceeded() -> None:
     # timeout against a live gateway races it: 1 MiB over loopback can beat even timeout=0.)
     hole = BlackHole()
     try:
-        with EntropyClient(hole.target, "k", tls=False) as client:
+        with EntropyClient(hole.target, "k") as client:
             start = time.monotonic()
             with pytest.raises(DeadlineExceededError) as e:
                 client.get_bytes(32, timeout=0.3)
@@ -62,7 +62,7 @@ def test_a_deadline_that_passes_first_is_deadline_exceeded() -> None:
 def test_the_client_default_timeout_applies(gateway: Gateway) -> None:
     hole = BlackHole()
     try:
-        with EntropyClient(hole.target, "k", tls=False, timeout=0.3) as client:
+        with EntropyClient(hole.target, "k", timeout=0.3) as client:
             with pytest.raises(DeadlineExceededError):
                 client.status()
     finally:
@@ -70,7 +70,7 @@ def test_the_client_default_timeout_applies(gateway: Gateway) -> None:
 
 
 def test_nothing_listening_is_unavailable() -> None:
-    with EntropyClient(f"127.0.0.1:{free_port()}", "k", tls=False, timeout=5) as client:
+    with EntropyClient(f"127.0.0.1:{free_port()}", "k", timeout=5) as client:
         with pytest.raises(UnavailableError):
             client.get_bytes(1)
 
@@ -95,7 +95,7 @@ def test_status_from_the_wire_maps_to_its_class(code: grpc.StatusCode, cls: type
     # PERMISSION_DENIED and RESOURCE_EXHAUSTED (scopes, quotas) are in the contract but the dev
     # gateway has no way to produce them yet, so a scripted server sends each code for real.
     fake = FakeEntropy(unary_error=(code, "scripted", (("retry-after-ms", "1500"),)))
-    with FakeServer(fake) as target, EntropyClient(target, "k", tls=False) as client:
+    with FakeServer(fake) as target, EntropyClient(target, "k") as client:
         with pytest.raises(cls) as e:
             client.get_bytes(8)
     assert type(e.value) is cls

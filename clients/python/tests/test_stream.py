@@ -69,7 +69,7 @@ def test_reconnects_after_the_connection_is_cut(gateway: Gateway) -> None:
     # The first connection carries at most 2 MiB, so the stream cannot finish before the cut.
     proxy = CuttableProxy(gateway.target, first_limit=2 * MIB)
     try:
-        with EntropyClient(proxy.target, gateway.api_key, tls=False) as client:
+        with EntropyClient(proxy.target, gateway.api_key) as client:
             with client.reader(total, chunk_bytes=64 * 1024) as reader:
                 first = reader.read(MIB)
                 proxy.cut()

@@ -2,16 +2,18 @@
 one caller, once.
 
     from entropy_diode import EntropyClient
-    with EntropyClient("127.0.0.1:50051", api_key, tls=False) as client:
+    with EntropyClient.from_env() as client:  # ENTROPY_ENDPOINT, ENTROPY_API_KEY
         roll = client.get_integers(1, 6)[0]
 
 Layout: client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom reader
-that reconnects), rng.py (random.Random subclass), errors.py (one exception per gRPC status),
-types.py (status views), _gen/ (generated from proto/ by clients/generate.sh).
+that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
+rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status
+views), _gen/ (generated from proto/ by clients/generate.sh).
 """
 
 from .aio import AsyncEntropyClient, AsyncStreamReader
 from .client import EntropyClient
+from .config import Endpoint, StreamOptions, check_api_key, parse_endpoint
 from .errors import (
     AuthenticationError,
     DeadlineExceededError,
@@ -30,6 +32,7 @@ __all__ = [
     "AsyncStreamReader",
     "AuthenticationError",
     "DeadlineExceededError",
+    "Endpoint",
     "EntropyClient",
     "EntropyError",
     "EntropyRandom",
@@ -38,6 +41,9 @@ __all__ = [
     "QuotaExceededError",
     "SourceStatus",
     "Status",
+    "StreamOptions",
     "StreamReader",
     "UnavailableError",
+    "check_api_key",
+    "parse_endpoint",
 ]

@@ -3,7 +3,11 @@ bookkeeping that lets a stream reader reconnect without losing or repeating byte
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -11,32 +15,83 @@ from google.protobuf.message import Message
 
 from . import errors
 from ._gen.entropy.v1 import entropy_pb2 as pb
+from .config import Endpoint, StreamOptions, check_api_key, parse_endpoint
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a unary call may take by default. The gateway itself answers UNAVAILABLE after its
 `max_wait_ms` (2 s by default) when the pool runs dry, so this only bounds network trouble."""
 
-MAX_RECONNECTS = 5
-"""Consecutive failed attempts a stream reader makes before it gives up. Any delivered chunk
-resets the count, so a long stream survives any number of separate hiccups."""
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+"""Channel options every client adds (unless the caller sets the same key). grpcio has no way
+to reset a channel's reconnect backoff, which would otherwise grow to 120 s after a gateway
+restart; capping it at 1 s means a gateway that is back is used within about a second.
+(`grpc.min_reconnect_backoff_ms` is left alone: despite its name it is the shortest time a
+connection attempt is given, 20 s by default, and a slow TLS handshake needs it.)"""
 
-RECONNECT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
-"""Statuses a stream reader reconnects after: transport failures and server shutdown surface as
-UNAVAILABLE. Anything else (a bad key, a bad argument) would fail again the same way."""
-
-Credentials = bool | grpc.ChannelCredentials
-"""`True`: TLS with the system roots; `False`: plaintext (dev mode, tests); or your own."""
+RECONNECT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+"""Statuses a stream reader reconnects after: transport failures and the server's shutdown
+surface as UNAVAILABLE, and a stream that gives no message within the attempt or stall timeout
+as DEADLINE_EXCEEDED (the reader's own; streams carry no gRPC deadline). Anything else (a bad
+key, a quota, a bad argument) would fail again the same way."""
 
 M = TypeVar("M", bound=Message)
 
 
-def channel_credentials(tls: Credentials) -> grpc.ChannelCredentials | None:
-    """None means a plaintext channel."""
-    if tls is True:
-        return grpc.ssl_channel_credentials()
-    if tls is False:
-        return None
-    return tls
+@dataclass(frozen=True)
+class Connection:
+    """What a client needs to open its channel: the grpc target, credentials (None:
+    plaintext), channel options, and the call metadata carrying the key."""
+
+    endpoint: Endpoint
+    credentials: grpc.ChannelCredentials | None
+    options: tuple[tuple[str, Any], ...]
+    metadata: tuple[tuple[str, str], ...]
+
+
+def connection(
+    endpoint: str,
+    api_key: str | None,
+    ca_file: str | os.PathLike[str] | None,
+    credentials: grpc.ChannelCredentials | None,
+    options: Sequence[tuple[str, Any]],
+) -> Connection:
+    """Check everything a client is constructed with, so a bad endpoint, key or CA file fails
+    here and not at the first call."""
+    if ca_file is not None and credentials is not None:
+        raise errors.InvalidArgumentError(
+            grpc.StatusCode.INVALID_ARGUMENT, "give ca_file or credentials, not both"
+        )
+    parsed = parse_endpoint(endpoint, have_ca_file=ca_file is not None or credentials is not None)
+    metadata = auth_metadata(check_api_key(api_key))
+    creds: grpc.ChannelCredentials | None = None
+    if credentials is not None:
+        creds = credentials
+    elif ca_file is not None:
+        creds = grpc.ssl_channel_credentials(root_certificates=read_ca_file(ca_file))
+    elif parsed.tls:
+        creds = grpc.ssl_channel_credentials()
+    given = {key for key, _ in options}
+    merged = tuple(options) + tuple(kv for kv in CHANNEL_OPTIONS if kv[0] not in given)
+    return Connection(parsed, creds, merged, metadata)
+
+
+def read_ca_file(path: str | os.PathLike[str]) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as e:
+        raise errors.InvalidArgumentError(
+            grpc.StatusCode.INVALID_ARGUMENT, f"CA file {os.fspath(path)!r}: {e.strerror}"
+        ) from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise errors.InvalidArgumentError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"CA file {os.fspath(path)!r} holds no PEM certificate",
+        )
+    return pem
 
 
 def auth_metadata(api_key: str) -> tuple[tuple[str, str], ...]:
@@ -61,22 +116,37 @@ def uuids_from_pb(msg: pb.GetUuidsResponse) -> list[uuid.UUID]:
 
 
 class StreamState:
-    """Bytes received but not yet handed out, and how many the server has sent.
+    """Bytes received but not yet handed out, how many the server has sent, and the reconnect
+    rule's clock.
 
     `total_bytes` None means an endless stream. After a transport error the reader asks for
     exactly `total_bytes - received` more on a new stream: bytes already received (returned or
     still buffered) are never asked for again, and nothing buffered is dropped.
     """
 
-    def __init__(self, total_bytes: int | None, chunk_bytes: int) -> None:
+    def __init__(
+        self,
+        total_bytes: int | None,
+        chunk_bytes: int,
+        options: StreamOptions,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if total_bytes is not None and total_bytes < 0:
             raise ValueError("total_bytes must be >= 0 (or None for an endless stream)")
         self.total = total_bytes
         self.chunk_bytes = chunk_bytes
+        self.options = options
+        self.clock = clock
         self.received = 0
         self.buffer = bytearray()
-        self.failures = 0
         self.opens = 0
+        self.reconnects = 0
+        # The outage: since when no bytes flow (None: they do), and the attempts that failed.
+        self.broken_since: float | None = None
+        self.failures = 0
+        self.last_error: errors.EntropyError | None = None
+        # Whether the current stream has delivered a message (then the stall timeout applies).
+        self.flowing = False
 
     @property
     def exhausted(self) -> bool:
@@ -84,9 +154,34 @@ class StreamState:
         return self.total is not None and self.received >= self.total
 
     def request(self) -> pb.StreamRandomRequest:
+        """The request for a new stream: exactly the bytes still owed. Raises instead when the
+        reconnect budget ran out (during the backoff before this attempt)."""
+        self.check_budget()
         self.opens += 1
+        if self.broken_since is not None:
+            self.reconnects += 1
+        self.flowing = False
         remaining = 0 if self.total is None else self.total - self.received
         return build(pb.StreamRandomRequest, chunk_bytes=self.chunk_bytes, total_bytes=remaining)
+
+    def wait_timeout(self) -> float:
+        """How long to wait for the current stream's next message: the stall timeout once it
+        flows, else the attempt timeout (no longer than what is left of the budget)."""
+        if self.flowing:
+            return self.options.stall_timeout
+        timeout = self.options.attempt_timeout
+        budget = self.options.reconnect_budget
+        if self.broken_since is not None and budget > 0:
+            left = budget - (self.clock() - self.broken_since)
+            timeout = max(0.001, min(timeout, left))
+        return timeout
+
+    def timed_out(self, waited: float) -> errors.EntropyError:
+        """The error for a stream that gave no message within `waited` seconds."""
+        what = "no message (stalled)" if self.flowing else "no first message"
+        return errors.DeadlineExceededError(
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} within {waited:.3g} s"
+        )
 
     def accept(self, data: bytes) -> None:
         if self.total is not None and self.received + len(data) > self.total:
@@ -96,7 +191,10 @@ class StreamState:
             )
         self.received += len(data)
         self.buffer += data
-        self.failures = 0
+        self.flowing = True
+        if data:
+            self.broken_since = None
+            self.failures = 0
 
     def ended_early(self) -> errors.EntropyError:
         """The server closed the stream with OK before sending everything: a server bug, not a
@@ -106,13 +204,37 @@ class StreamState:
             f"stream ended with OK after {self.received} of {self.total or 'unlimited'} bytes",
         )
 
-    def retry_delay(self, err: grpc.RpcError) -> float | None:
-        """Seconds to wait before reopening after `err`, or None to give up."""
-        code = getattr(err, "code", lambda: None)()
-        if code not in RECONNECT_CODES or self.failures >= MAX_RECONNECTS:
-            return None
+    def retry_delay(self, err: errors.EntropyError) -> float:
+        """Seconds to wait before the next attempt after `err`; raises `err` when it is final
+        (not a transport failure), and `gave_up()` once the reconnect budget is spent."""
+        if err.code not in RECONNECT_CODES:
+            raise err
+        now = self.clock()
+        if self.broken_since is None:
+            self.broken_since = now
         self.failures += 1
-        return min(0.05 * (1 << self.failures), 1.0)
+        self.last_error = err
+        self.check_budget(now)
+        delay = self.options.backoff(self.failures - 1)
+        budget = self.options.reconnect_budget
+        if budget > 0:
+            delay = min(delay, budget - (now - self.broken_since))
+        return delay
+
+    def check_budget(self, now: float | None = None) -> None:
+        """Raise, if the reconnect budget of the current outage is spent, the last error
+        rewritten to say how long the reader tried and how much it had received."""
+        budget = self.options.reconnect_budget
+        if self.broken_since is None or self.last_error is None or budget <= 0:
+            return
+        spent = (self.clock() if now is None else now) - self.broken_since
+        if spent >= budget:
+            err = self.last_error
+            raise errors.from_status(
+                err.code,
+                f"gave up reconnecting after {spent:.1f} s ({self.failures} failed attempts;"
+                f" reconnect budget {budget:g} s), {self.received} bytes received: {err.details}",
+            ) from err
 
     def take(self, n: int) -> bytes:
         out = bytes(self.buffer[:n])

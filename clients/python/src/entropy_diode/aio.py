@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
@@ -13,17 +15,10 @@ import grpc
 import grpc.aio
 
 from . import errors
-from ._common import (
-    DEFAULT_TIMEOUT,
-    Credentials,
-    StreamState,
-    auth_metadata,
-    build,
-    channel_credentials,
-    uuids_from_pb,
-)
+from ._common import DEFAULT_TIMEOUT, StreamState, build, connection, uuids_from_pb
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
+from .config import StreamOptions, from_environment
 from .types import Status, status_from_pb
 
 __all__ = ["AsyncEntropyClient", "AsyncStreamReader"]
@@ -32,29 +27,62 @@ __all__ = ["AsyncEntropyClient", "AsyncStreamReader"]
 class AsyncEntropyClient:
     """A connection to an Entropy Diode gateway for asyncio code.
 
-    >>> async with AsyncEntropyClient("127.0.0.1:50051", api_key, tls=False) as client:
+    >>> async with AsyncEntropyClient("127.0.0.1:50051", api_key) as client:
     ...     await client.get_bytes(32)
 
-    Create it inside the running event loop (grpc.aio channels belong to one loop).
+    Create it inside the running event loop (grpc.aio channels belong to one loop). The
+    arguments are those of `EntropyClient`, checked the same way; `from_env()` reads
+    ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
     """
 
     def __init__(
         self,
-        target: str,
+        endpoint: str,
         api_key: str,
         *,
-        tls: Credentials = True,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
-        creds = channel_credentials(tls)
-        if creds is None:
-            self._channel = grpc.aio.insecure_channel(target, options=options)
+        conn = connection(endpoint, api_key, ca_file, credentials, options)
+        self.endpoint = conn.endpoint
+        if conn.credentials is None:
+            self._channel = grpc.aio.insecure_channel(conn.endpoint.target, options=conn.options)
         else:
-            self._channel = grpc.aio.secure_channel(target, creds, options=options)
+            self._channel = grpc.aio.secure_channel(
+                conn.endpoint.target, conn.credentials, options=conn.options
+            )
         self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._metadata = auth_metadata(api_key)
+        self._metadata = conn.metadata
         self._timeout = timeout
+        self._stream_options = stream_options or StreamOptions()
+
+    @classmethod
+    def from_env(
+        cls,
+        endpoint: str | None = None,
+        api_key: str | None = None,
+        *,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> AsyncEntropyClient:
+        """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
+        (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
+        endpoint, api_key, ca_file = from_environment(endpoint, api_key, ca_file, credentials)
+        return cls(
+            endpoint,
+            api_key,
+            ca_file=ca_file,
+            credentials=credentials,
+            timeout=timeout,
+            stream_options=stream_options,
+            options=options,
+        )
 
     async def get_bytes(self, num_bytes: int, *, timeout: float | None = None) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
@@ -90,10 +118,17 @@ class AsyncEntropyClient:
         return status_from_pb(resp)
 
     def reader(
-        self, total_bytes: int | None = None, *, chunk_bytes: int = 0
+        self,
+        total_bytes: int | None = None,
+        *,
+        chunk_bytes: int = 0,
+        options: StreamOptions | None = None,
     ) -> AsyncStreamReader:
-        """An async reader over StreamRandom; see `AsyncStreamReader`."""
-        return AsyncStreamReader(self._open_stream, total_bytes, chunk_bytes)
+        """An async reader over StreamRandom; see `AsyncStreamReader`. `options` is its
+        reconnect rule (default: the client's `stream_options`)."""
+        return AsyncStreamReader(
+            self._open_stream, total_bytes, chunk_bytes, options=options or self._stream_options
+        )
 
     async def close(self) -> None:
         await self._channel.close(grace=None)
@@ -110,7 +145,8 @@ class AsyncEntropyClient:
         await self.close()
 
     def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
-        return self._stub.StreamRandom(req, metadata=self._metadata)
+        # As in the sync client: no gRPC deadline (the reader bounds each wait), wait_for_ready.
+        return self._stub.StreamRandom(req, metadata=self._metadata, wait_for_ready=True)
 
     async def _call(self, method: Any, req: Any, timeout: float | None) -> Any:
         try:
@@ -126,7 +162,9 @@ class AsyncEntropyClient:
 class AsyncStreamReader:
     """Random bytes from StreamRandom for asyncio code: `await read(n)` returns exactly n bytes
     (fewer only at the end of a bounded stream), `async for chunk in reader` yields them as they
-    arrive. Reconnects after UNAVAILABLE for exactly the bytes still owed, like `StreamReader`."""
+    arrive. Reconnects after transport failures for exactly the bytes still owed, by the same
+    rule as `StreamReader`; each wait for a message is bounded (`asyncio.wait_for`) by the
+    attempt or stall timeout, and the whole outage by the reconnect budget."""
 
     def __init__(
         self,
@@ -134,10 +172,13 @@ class AsyncStreamReader:
         total_bytes: int | None,
         chunk_bytes: int = 0,
         *,
+        options: StreamOptions | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._open = open_stream
-        self._state = StreamState(total_bytes, chunk_bytes)
+        self._state = StreamState(
+            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic
+        )
         self._call: Any = None
         self._sleep = sleep
         self._closed = False
@@ -146,6 +187,16 @@ class AsyncStreamReader:
     def streams_opened(self) -> int:
         """How many StreamRandom calls this reader has made (1 + reconnects)."""
         return self._state.opens
+
+    @property
+    def reconnects(self) -> int:
+        """How many streams this reader opened after a failure."""
+        return self._state.reconnects
+
+    @property
+    def received(self) -> int:
+        """Bytes received from the gateway so far (returned or still buffered)."""
+        return self._state.received
 
     async def read(self, size: int) -> bytes:
         if self._closed:
@@ -166,9 +217,7 @@ class AsyncStreamReader:
             yield self._state.take(len(self._state.buffer))
 
     def close(self) -> None:
-        if self._call is not None:
-            self._call.cancel()
-            self._call = None
+        self._drop()
         self._closed = True
 
     async def __aenter__(self) -> AsyncStreamReader:
@@ -177,28 +226,36 @@ class AsyncStreamReader:
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
+    def _drop(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+
     async def _fill(self) -> bool:
         """Receive one more message into the buffer; False once a bounded stream is complete."""
         state = self._state
         while not state.exhausted:
             if self._call is None:
                 self._call = self._open(state.request())
+            timeout = state.wait_timeout()
             try:
-                msg = await self._call.read()
+                msg = await asyncio.wait_for(self._call.read(), timeout)
+            except asyncio.TimeoutError:
+                failure = state.timed_out(timeout)
             except grpc.RpcError as e:
-                self._call = None
-                delay = state.retry_delay(e)
-                if delay is None:
-                    raise errors.from_rpc_error(e) from None
-                await self._sleep(delay)
-                continue
-            # grpc.aio.EOF is missing from grpc-stubs, hence the ignore.
-            if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
-                self._call = None
-                raise state.ended_early()
-            state.accept(msg.data)
-            if state.exhausted:
-                self._call.cancel()
-                self._call = None
-            return True
+                failure = errors.from_rpc_error(e)
+            except asyncio.CancelledError:
+                self._drop()  # the caller's task was cancelled: end the stream with it
+                raise
+            else:
+                # grpc.aio.EOF is missing from grpc-stubs, hence the ignore.
+                if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
+                    self._drop()
+                    raise state.ended_early()
+                state.accept(msg.data)
+                if state.exhausted:
+                    self._drop()
+                return True
+            self._drop()
+            await self._sleep(state.retry_delay(failure))
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
@@ -10,16 +11,10 @@ from typing import Any
 import grpc
 
 from . import errors
-from ._common import (
-    DEFAULT_TIMEOUT,
-    Credentials,
-    auth_metadata,
-    build,
-    channel_credentials,
-    uuids_from_pb,
-)
+from ._common import DEFAULT_TIMEOUT, build, connection, uuids_from_pb
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
+from .config import StreamOptions, from_environment
 from .stream import StreamReader
 from .types import Status, status_from_pb
 
@@ -29,30 +24,69 @@ __all__ = ["EntropyClient"]
 class EntropyClient:
     """A connection to an Entropy Diode gateway.
 
-    >>> with EntropyClient("127.0.0.1:50051", api_key, tls=False) as client:
+    >>> with EntropyClient("127.0.0.1:50051", api_key) as client:
     ...     client.get_integers(1, 6, count=3)
 
+    `endpoint` is `host[:port]`, `http://host[:port]` or `https://host[:port]` (port 50051 by
+    default, IPv6 in brackets): a bare host is TLS unless it is loopback, so a local
+    `entropy-gateway --dev` needs no scheme. `ca_file` is a PEM file of CAs to trust instead
+    of the system roots; `credentials` replaces both (your own `grpc.ChannelCredentials`).
+    The endpoint, key and CA file are checked here: a bad one raises `InvalidArgumentError`
+    (a ValueError). `EntropyClient.from_env()` takes them from the environment.
+
     Every method raises a subclass of `errors.EntropyError` on failure. `timeout` (seconds) is
-    the default deadline of each unary call; None means no deadline. Thread-safe.
+    the default deadline of each unary call; None means no deadline. `stream_options` is the
+    reconnect rule of the stream readers (`reader()`). Thread-safe.
     """
 
     def __init__(
         self,
-        target: str,
+        endpoint: str,
         api_key: str,
         *,
-        tls: Credentials = True,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
-        creds = channel_credentials(tls)
-        if creds is None:
-            self._channel = grpc.insecure_channel(target, options=options)
+        conn = connection(endpoint, api_key, ca_file, credentials, options)
+        self.endpoint = conn.endpoint
+        if conn.credentials is None:
+            self._channel = grpc.insecure_channel(conn.endpoint.target, options=conn.options)
         else:
-            self._channel = grpc.secure_channel(target, creds, options=options)
+            self._channel = grpc.secure_channel(
+                conn.endpoint.target, conn.credentials, options=conn.options
+            )
         self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._metadata = auth_metadata(api_key)
+        self._metadata = conn.metadata
         self._timeout = timeout
+        self._stream_options = stream_options or StreamOptions()
+
+    @classmethod
+    def from_env(
+        cls,
+        endpoint: str | None = None,
+        api_key: str | None = None,
+        *,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> EntropyClient:
+        """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
+        (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
+        endpoint, api_key, ca_file = from_environment(endpoint, api_key, ca_file, credentials)
+        return cls(
+            endpoint,
+            api_key,
+            ca_file=ca_file,
+            credentials=credentials,
+            timeout=timeout,
+            stream_options=stream_options,
+            options=options,
+        )
 
     def get_bytes(self, num_bytes: int, *, timeout: float | None = None) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
@@ -87,11 +121,20 @@ class EntropyClient:
         )
         return status_from_pb(resp)
 
-    def reader(self, total_bytes: int | None = None, *, chunk_bytes: int = 0) -> StreamReader:
+    def reader(
+        self,
+        total_bytes: int | None = None,
+        *,
+        chunk_bytes: int = 0,
+        options: StreamOptions | None = None,
+    ) -> StreamReader:
         """A file-like reader over StreamRandom: `total_bytes` in all (None: endless),
         `chunk_bytes` per message (0: the server's 16 KiB). It reconnects after transport
-        errors without losing or repeating bytes. Close it (or use `with`) to stop the stream."""
-        return StreamReader(self._open_stream, total_bytes, chunk_bytes)
+        errors without losing or repeating bytes, by `options` (default: the client's
+        `stream_options`). Close it (or use `with`) to stop the stream."""
+        return StreamReader(
+            self._open_stream, total_bytes, chunk_bytes, options=options or self._stream_options
+        )
 
     def close(self) -> None:
         self._channel.close()
@@ -108,8 +151,10 @@ class EntropyClient:
         self.close()
 
     def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
-        # No deadline: a stream lives as long as its reader. The reader cancels it on close.
-        return self._stub.StreamRandom(req, metadata=self._metadata)
+        # No gRPC deadline: a stream lives as long as its reader, which bounds each wait itself
+        # (attempt and stall timeouts) and cancels the call on close. wait_for_ready: an
+        # attempt waits for the channel to (re)connect instead of failing fast.
+        return self._stub.StreamRandom(req, metadata=self._metadata, wait_for_ready=True)
 
     def _call(self, method: Any, req: Any, timeout: float | None) -> Any:
         try:
@@ -120,3 +165,4 @@ class EntropyClient:
             )
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
+

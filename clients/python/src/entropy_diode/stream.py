@@ -2,11 +2,17 @@
 
 The reader is an `io.BufferedIOBase`, so `read(n)` returns exactly n bytes (fewer only at the
 end of a bounded stream) and it works wherever a binary file does (`shutil.copyfileobj`, ...).
+
+grpcio's response iterator cannot be waited on with a timeout, so each stream is drained by a
+small background thread into a queue the reader waits on with one; the thread takes at most
+`PREFETCH` messages ahead of the reader, so gRPC flow control still holds the rest back.
 """
 
 from __future__ import annotations
 
 import io
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -16,8 +22,12 @@ import grpc
 from . import errors
 from ._common import StreamState
 from ._gen.entropy.v1 import entropy_pb2 as pb
+from .config import StreamOptions
 
 __all__ = ["StreamReader"]
+
+PREFETCH = 2
+"""Messages taken from the stream ahead of the reader."""
 
 
 class StreamCall(Protocol):
@@ -28,12 +38,60 @@ class StreamCall(Protocol):
     def cancel(self) -> bool: ...
 
 
+_END = object()
+"""What an attempt's queue holds when the server ended the stream with OK."""
+
+
+class _Attempt:
+    """One StreamRandom call, drained by a daemon thread into a queue of events: messages,
+    then `_END` or the RpcError that ended it."""
+
+    def __init__(self, call: StreamCall) -> None:
+        self.call = call
+        self.events: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._credits = threading.Semaphore(PREFETCH)
+        self._stopped = False
+        threading.Thread(target=self._pump, name="entropy-stream", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                self._credits.acquire()
+                if self._stopped:
+                    return
+                self.events.put(next(self.call))
+        except StopIteration:
+            self.events.put(_END)
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, which decides
+            self.events.put(e)
+
+    def next(self, timeout: float) -> object:
+        """The next event, or None if none came within `timeout` seconds."""
+        try:
+            event = self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(event, pb.StreamRandomResponse):
+            self._credits.release()
+        return event
+
+    def cancel(self) -> None:
+        self._stopped = True
+        self.call.cancel()
+        self._credits.release()
+
+
 class StreamReader(io.BufferedIOBase):
     """Random bytes from StreamRandom, read like a file. Made by `EntropyClient.reader()`.
 
-    On UNAVAILABLE (a dropped connection, a restarting gateway) it opens a new stream for
-    exactly the bytes still owed, after a short backoff, up to `MAX_RECONNECTS` times in a row.
-    Bytes already received are kept, so the caller never loses or sees twice a byte.
+    After a transport failure (UNAVAILABLE, the gateway shutting down or restarting, a stream
+    that gives no message within the attempt or stall timeout) it opens a new stream for exactly
+    the bytes still owed, following the reconnect rule of `StreamOptions`: jittered backoff,
+    each attempt waiting for the channel to be ready, for at most the reconnect budget.
+    Bytes already received are kept, so the caller never loses or sees twice a byte. Every
+    read is bounded: when the rule gives up it raises the last error (`UnavailableError` or
+    `DeadlineExceededError`, a `TimeoutError`) saying how long it tried; any other status
+    (a bad key, a quota) is raised at once. Not thread-safe: one reader at a time.
     """
 
     def __init__(
@@ -42,18 +100,29 @@ class StreamReader(io.BufferedIOBase):
         total_bytes: int | None,
         chunk_bytes: int = 0,
         *,
+        options: StreamOptions | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__()
         self._open = open_stream
-        self._state = StreamState(total_bytes, chunk_bytes)
-        self._call: StreamCall | None = None
+        self._state = StreamState(total_bytes, chunk_bytes, options or StreamOptions())
+        self._attempt: _Attempt | None = None
         self._sleep = sleep
 
     @property
     def streams_opened(self) -> int:
         """How many StreamRandom calls this reader has made (1 + reconnects)."""
         return self._state.opens
+
+    @property
+    def reconnects(self) -> int:
+        """How many streams this reader opened after a failure."""
+        return self._state.reconnects
+
+    @property
+    def received(self) -> int:
+        """Bytes received from the gateway so far (returned or still buffered)."""
+        return self._state.received
 
     def readable(self) -> bool:
         return True
@@ -90,37 +159,41 @@ class StreamReader(io.BufferedIOBase):
             yield chunk
 
     def close(self) -> None:
-        if self._call is not None:
-            self._call.cancel()
-            self._call = None
+        self._drop()
         super().close()
 
     def _check_open(self) -> None:
         if self.closed:
             raise ValueError("I/O operation on a closed StreamReader")
 
+    def _drop(self) -> None:
+        if self._attempt is not None:
+            self._attempt.cancel()
+            self._attempt = None
+
     def _fill(self) -> bool:
         """Receive one more message into the buffer; False once a bounded stream is complete."""
         state = self._state
         while not state.exhausted:
-            if self._call is None:
-                self._call = self._open(state.request())
-            try:
-                msg = next(self._call)
-            except StopIteration:
-                self._call = None
-                raise state.ended_early() from None
-            except grpc.RpcError as e:
-                self._call = None
-                delay = state.retry_delay(e)
-                if delay is None:
-                    raise errors.from_rpc_error(e) from None
-                self._sleep(delay)
-                continue
-            state.accept(msg.data)
-            if state.exhausted:
-                # Everything owed has arrived; the server is about to close with OK anyway.
-                self._call.cancel()
-                self._call = None
-            return True
+            if self._attempt is None:
+                self._attempt = _Attempt(self._open(state.request()))
+            timeout = state.wait_timeout()
+            event = self._attempt.next(timeout)
+            if isinstance(event, pb.StreamRandomResponse):
+                state.accept(event.data)
+                if state.exhausted:
+                    # Everything owed has arrived; the server is about to close with OK anyway.
+                    self._drop()
+                return True
+            self._drop()
+            if event is _END:
+                raise state.ended_early()
+            if event is None:
+                failure = state.timed_out(timeout)
+            elif isinstance(event, grpc.RpcError):
+                failure = errors.from_rpc_error(event)
+            else:
+                assert isinstance(event, BaseException)
+                raise event
+            self._sleep(state.retry_delay(failure))
         return False
