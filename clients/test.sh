@@ -58,7 +58,7 @@ fi
 
 step "python: install, mypy --strict, pytest"
 cd "$CLIENTS/python"
-# Editable, without build isolation: setuptools is pinned in requirements-dev.txt, so this needs
+# Editable, without build isolation: flit-core is pinned in requirements-dev.txt, so this needs
 # no index and tests run against the source tree.
 .venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
 .venv/bin/mypy
