@@ -16,7 +16,9 @@
 #   5. Java: mvn test (code generated from proto/ at build time)
 #   6. Browser: tsc --strict, esbuild, node --test (the client in Node, the page in headless
 #      Chromium), each against a dev gateway with gRPC-Web on
-#   7. conformance: every language against ONE gateway; its last line is the summary
+#   7. conformance: every language against ONE gateway, then the restart rows (restart.py);
+#      its last line is the summary
+#   8. a throughput smoke (throughput.py): every language's reader and raw stub run
 set -euo pipefail
 
 CLIENTS="$(cd "$(dirname "$0")" && pwd)"
@@ -95,5 +97,8 @@ export CHROMIUM_BIN
 cd "$CLIENTS/web"
 npm test --silent
 
-step "conformance: every language against one gateway"
+step "conformance: every language against one gateway, then the restart rows"
 python3 "$CLIENTS/conformance/run.py" --gateway "$GATEWAY_BIN"
+
+step "stream throughput smoke: every reader and raw stub against a pre-filled pool (the table in README.md comes from a full run)"
+python3 "$CLIENTS/conformance/throughput.py" --skip-build --total-mib 16 --reps 1

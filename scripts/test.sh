@@ -105,8 +105,11 @@ python3 scripts/compose_rehearsal.py target/release
 step "bench smoke: every benchmark scenario for a few seconds, and the report (speed is never asserted)"
 bench/run.sh smoke
 
-step "clients: generated code in sync, Python/Go/TypeScript suites, conformance of all languages"
+step "clients: generated code in sync, every language's suite, conformance with the restart rows, a throughput smoke"
 GATEWAY_BIN=target/release/entropy-gateway clients/test.sh
+
+step "client packages: cargo package, python -m build, npm pack, go get from a tag, mvn package; each install line tried from a scratch project"
+scripts/package_check.sh
 
 step "done"
 disk_report
