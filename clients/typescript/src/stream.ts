@@ -53,6 +53,8 @@ interface Attempt {
   call: StreamCall;
   messages: AsyncIterator<StreamRandomResponse>;
   timeoutMs: number;
+  /** Whether the reconnect budget left less than the attempt timeout. */
+  cutShort: boolean;
   gotMessage: boolean;
 }
 
@@ -95,8 +97,9 @@ export class RandomStream implements AsyncIterable<Buffer> {
   private reconnectCount = 0;
   /** performance.now() of the first failure of the current outage; undefined while flowing. */
   private brokenSince: number | undefined;
-  /** Failed attempts in the current outage. */
+  /** Failed attempts in the current outage, and the last one's error. */
   private failures = 0;
+  private lastError: EntropyError | undefined;
 
   /**
    * @param open starts one StreamRandom call (wait-for-ready)
@@ -218,6 +221,12 @@ export class RandomStream implements AsyncIterable<Buffer> {
       if (next === TIMED_OUT) {
         const channel = a.gotMessage ? undefined : this.notConnected();
         this.drop();
+        // An attempt cut short by the end of the budget says little: the error before it is the
+        // one worth reporting.
+        if (a.cutShort && this.lastError !== undefined) {
+          this.failures++;
+          this.giveUp(this.lastError);
+        }
         const what = a.gotMessage ? "no message" : "no first message";
         await this.retryOrThrow(
           channel === undefined
@@ -249,6 +258,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
       if (data.length > 0) {
         this.brokenSince = undefined; // bytes flow: the next outage gets a whole budget
         this.failures = 0;
+        this.lastError = undefined;
       }
       if (this.exhausted) this.drop(); // all owed has arrived; the server is closing with OK
       return data;
@@ -262,6 +272,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     if (!timedOut && error.code !== status.UNAVAILABLE) throw error;
     this.brokenSince ??= performance.now();
     this.failures++;
+    this.lastError = error;
     this.giveUpIfSpent(error);
     const ceiling = Math.min(this.maxBackoffMs, this.initialBackoffMs * 2 ** Math.min(this.failures - 1, 30));
     let delay = ceiling / 2 + Math.random() * (ceiling / 2);
@@ -277,12 +288,16 @@ export class RandomStream implements AsyncIterable<Buffer> {
   /** Throws `error`, saying how long the stream tried and what it received, once the reconnect
    * budget of this outage is spent. */
   private giveUpIfSpent(error: EntropyError): void {
-    if (this.budgetMs === 0 || this.brokenSince === undefined || this.budgetLeftMs() > 0) return;
-    const spentMs = performance.now() - this.brokenSince;
+    if (this.budgetMs > 0 && this.brokenSince !== undefined && this.budgetLeftMs() <= 0) this.giveUp(error);
+  }
+
+  private giveUp(error: EntropyError): never {
+    const spentMs = performance.now() - (this.brokenSince ?? performance.now());
     const failures = this.failures;
     // A later read starts a new outage with a whole budget; what arrived stays buffered.
     this.brokenSince = undefined;
     this.failures = 0;
+    this.lastError = undefined;
     const details =
       `gave up reconnecting after ${Math.round(spentMs)} ms (${failures} failed attempts; ` +
       `reconnect budget ${this.budgetMs} ms), ${this.receivedBytes} bytes received: ${error.details}`;
@@ -297,13 +312,14 @@ export class RandomStream implements AsyncIterable<Buffer> {
       this.reconnectCount++;
       if (this.budgetMs > 0) timeoutMs = Math.max(1, Math.min(timeoutMs, this.budgetLeftMs()));
     }
+    const cutShort = timeoutMs < this.attemptTimeoutMs;
     this.opens++;
     const remaining = this.total === undefined ? 0 : this.total - this.receivedBytes; // 0: endless
     const call = this.open({ chunkBytes: this.chunkBytes, totalBytes: BigInt(remaining) });
     // The iterator reports errors; this listener only keeps a late error (after cancel()) from
     // being an unhandled 'error' event.
     call.on("error", () => {});
-    return { call, messages: call[Symbol.asyncIterator](), timeoutMs, gotMessage: false };
+    return { call, messages: call[Symbol.asyncIterator](), timeoutMs, cutShort, gotMessage: false };
   }
 
   private drop(): void {
