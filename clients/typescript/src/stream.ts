@@ -130,9 +130,17 @@ export class RandomStream implements AsyncIterable<Buffer> {
       throw invalidArgument(`maxBackoffMs (${this.maxBackoffMs}) is below initialBackoffMs (${this.initialBackoffMs})`);
     }
     const signal = options.signal;
-    if (signal?.aborted) this.cancel(signal.reason);
-    else signal?.addEventListener("abort", () => this.cancel(signal.reason), { once: true });
+    if (signal?.aborted) {
+      this.cancel(signal.reason);
+    } else if (signal) {
+      const onAbort = () => this.cancel(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      // A long-lived signal shared by many streams must not collect their listeners.
+      this.unlisten = () => signal.removeEventListener("abort", onAbort);
+    }
   }
+
+  private unlisten: () => void = () => {};
 
   /** How many StreamRandom calls this stream has made (1 + reconnects, or 0 before the first
    * read). */
@@ -181,7 +189,21 @@ export class RandomStream implements AsyncIterable<Buffer> {
   /** A Node Readable of Buffers over this stream; destroying it cancels the stream, and an abort
    * destroys it with the signal's reason. */
   toReadable(): Readable {
-    return Readable.from(this, { objectMode: false });
+    const chunks = this[Symbol.asyncIterator]();
+    const readable = new Readable({
+      read: () => {
+        chunks.next().then(
+          (r) => void readable.push(r.done ? null : r.value),
+          (e: unknown) => readable.destroy(e as Error),
+        );
+      },
+      // At once, even while a read waits on the network (Readable.from would wait for it).
+      destroy: (err, callback) => {
+        this.cancel(err ?? undefined);
+        callback(err);
+      },
+    });
+    return readable;
   }
 
   /** Stops the stream and drops what is buffered. Pending and later reads reject with `reason`
@@ -193,6 +215,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     this.buffer = [];
     this.bufferedBytes = 0;
     this.drop();
+    this.unlisten();
   }
 
   private get exhausted(): boolean {
@@ -260,7 +283,10 @@ export class RandomStream implements AsyncIterable<Buffer> {
         this.failures = 0;
         this.lastError = undefined;
       }
-      if (this.exhausted) this.drop(); // all owed has arrived; the server is closing with OK
+      if (this.exhausted) {
+        this.drop(); // all owed has arrived; the server is closing with OK
+        this.unlisten();
+      }
       return data;
     }
     return undefined;

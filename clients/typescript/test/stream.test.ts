@@ -104,6 +104,23 @@ describe("live stream", () => {
     await assert.rejects(s.read(1), abortError());
   });
 
+  test("one signal for many streams keeps no listener from finished ones", async () => {
+    const ac = new AbortController();
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      for (let i = 0; i < 30; i++) {
+        const s = client.stream({ totalBytes: 1000, signal: ac.signal });
+        assert.equal((await s.read(1000)).length, 1000);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings.map(String), []);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   test("totalBytes 0 is empty without a call", async () => {
     const s = client.stream({ totalBytes: 0 });
     assert.equal((await s.read(10)).length, 0);
@@ -468,6 +485,24 @@ describe("cancellation is the platform's (scripted server)", () => {
       await assert.rejects(pipeline(s.toReadable(), sink), abortError("TimeoutError"));
     } finally {
       close();
+    }
+  });
+
+  test("Readable: destroying it while a read waits cancels the call at once", async () => {
+    const fake = new FakeEntropy([{ chunks: 1, hang: true }], 100);
+    const c = new EntropyClient(await fake.start(), "k");
+    try {
+      const s = c.stream({ totalBytes: 10_000, chunkBytes: 100 });
+      const r = s.toReadable();
+      await new Promise<void>((resolve) => r.once("data", () => resolve()));
+      await sleep(100); // the next read is waiting on the stalled call
+      r.destroy();
+      for (let i = 0; i < 50 && fake.cancelledCalls === 0; i++) await sleep(10);
+      assert.equal(fake.cancelledCalls, 1);
+      await assert.rejects(s.read(1), abortError());
+    } finally {
+      c.close();
+      fake.stop();
     }
   });
 

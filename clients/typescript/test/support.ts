@@ -142,6 +142,8 @@ export interface Step {
 export class FakeEntropy {
   readonly requests: Array<[number, number]> = [];
   sent = Buffer.alloc(0);
+  /** Stalled calls (`hang`) the client cancelled. */
+  cancelledCalls = 0;
   unaryError: { code: grpc.status; details: string; trailers: grpc.Metadata } | undefined;
   private server = new grpc.Server();
   private active = new Set<grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>>();
@@ -199,7 +201,10 @@ export class FakeEntropy {
     }
     if (step.hang) {
       this.active.add(call); // until the client cancels or the server is stopped
-      call.on("cancelled", () => this.active.delete(call));
+      call.on("cancelled", () => {
+        this.active.delete(call);
+        this.cancelledCalls++;
+      });
       return;
     }
     if (step.code === undefined) call.end();
