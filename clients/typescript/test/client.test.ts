@@ -3,6 +3,9 @@
 
 import { Metadata, status } from "@grpc/grpc-js";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -18,9 +21,11 @@ import {
 import {
   assertNoRepeatedBlock,
   blackHole,
+  devCerts,
   FakeEntropy,
   freePort,
   type Gateway,
+  startDevGateway,
   startGateway,
 } from "./support";
 
@@ -137,6 +142,38 @@ describe("unary calls", () => {
     const before = (await client.status()).servedBytesTotal;
     await client.getBytes(4096);
     assert.ok((await client.status()).servedBytesTotal >= before + 4096n);
+  });
+});
+
+describe("TLS", () => {
+  test("ENTROPY_CA_FILE: TLS to a gateway with its own CA, even on loopback", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "entropy-tls-"));
+    const tls = await devCerts(dir);
+    const tlsGw = await startDevGateway({ tls });
+    try {
+      const port = tlsGw.target.split(":")[1];
+      for (const endpoint of [`localhost:${port}`, `https://localhost:${port}/`, `127.0.0.1:${port}`]) {
+        const c = EntropyClient.fromEnv({}, { ENTROPY_ENDPOINT: endpoint, ENTROPY_API_KEY: tlsGw.apiKey, ENTROPY_CA_FILE: tls.ca });
+        try {
+          assert.match(c.endpoint, /^https:\/\//);
+          assert.equal((await c.getBytes(32)).length, 32);
+          assert.equal((await c.stream({ totalBytes: 100_000 }).read(100_000)).length, 100_000);
+        } finally {
+          c.close();
+        }
+      }
+      // Plaintext to a TLS gateway does not get through, nor TLS without its CA.
+      for (const c of [
+        new EntropyClient(tlsGw.target, tlsGw.apiKey, { timeoutMs: 2000 }),
+        new EntropyClient(`https://localhost:${port}`, tlsGw.apiKey, { timeoutMs: 2000 }),
+      ]) {
+        await assert.rejects(c.getBytes(8), UnavailableError);
+        c.close();
+      }
+    } finally {
+      await tlsGw.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -2,7 +2,7 @@
 // connections can be cut, and a server that never answers.
 
 import * as grpc from "@grpc/grpc-js";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -52,7 +52,9 @@ export async function startGateway(opts: { port?: number; apiKey?: string } = {}
 }
 
 /** Always a dev gateway of our own (for tests that kill it). */
-export async function startDevGateway(opts: { port?: number; apiKey?: string } = {}): Promise<DevGateway> {
+export async function startDevGateway(
+  opts: { port?: number; apiKey?: string; tls?: { cert: string; key: string; ca: string } } = {},
+): Promise<DevGateway> {
   const target = `127.0.0.1:${opts.port ?? (await freePort())}`;
   const apiKey = opts.apiKey ?? `ts-test-${randomBytes(8).toString("hex")}`;
   const poolCapacity = 16n * 1024n * 1024n;
@@ -66,6 +68,7 @@ export async function startDevGateway(opts: { port?: number; apiKey?: string } =
       String(poolCapacity),
       "--metrics-listen-addr",
       "",
+      ...(opts.tls ? ["--tls-cert-file", opts.tls.cert, "--tls-key-file", opts.tls.key] : []),
     ],
     { env: { ...process.env, ENTROPY_DEV_API_KEY: apiKey }, stdio: "ignore" },
   );
@@ -85,7 +88,7 @@ export async function startDevGateway(opts: { port?: number; apiKey?: string } =
   };
   const stop = () => kill("SIGTERM");
   try {
-    await Promise.race([waitServing(target, apiKey), spawnFailed]);
+    await Promise.race([waitServing(target, apiKey, opts.tls?.ca), spawnFailed]);
   } catch (e) {
     await stop();
     throw e;
@@ -93,8 +96,9 @@ export async function startDevGateway(opts: { port?: number; apiKey?: string } =
   return { target, apiKey, poolCapacity, stop, kill };
 }
 
-async function waitServing(target: string, apiKey: string): Promise<void> {
-  const client = new EntropyClient(target, apiKey, { insecure: true, timeoutMs: 1000 });
+async function waitServing(target: string, apiKey: string, caFile?: string): Promise<void> {
+  const options = caFile === undefined ? { insecure: true } : { caFile };
+  const client = new EntropyClient(target, apiKey, { ...options, timeoutMs: 1000 });
   try {
     for (let i = 0; i < 200; i++) {
       try {
@@ -108,6 +112,15 @@ async function waitServing(target: string, apiKey: string): Promise<void> {
   } finally {
     client.close();
   }
+}
+
+/** A throwaway CA and a gateway certificate for localhost and 127.0.0.1, written into `dir` by
+ * `entropy-gateway dev-certs`. */
+export async function devCerts(dir: string): Promise<{ cert: string; key: string; ca: string }> {
+  await new Promise<void>((resolve, reject) =>
+    execFile(gatewayBin(), ["dev-certs", "--out", dir], (err) => (err ? reject(err) : resolve())),
+  );
+  return { cert: path.join(dir, "gateway.pem"), key: path.join(dir, "gateway.key"), ca: path.join(dir, "ca.pem") };
 }
 
 export async function freePort(): Promise<number> {
