@@ -1,11 +1,19 @@
 // The TypeScript client's conformance program (see clients/conformance/README.md): runs every
 // case against the gateway at --endpoint (key in ENTROPY_API_KEY) and prints one JSON line per
 // case. It reports what it observed; the driver judges it, the same way for every language.
+//
+// Two more modes (clients/README.md, "Reader programs"), for conformance/restart.py and the
+// throughput table:
+//   main.js reader --endpoint E --total N --chunk-bytes C --out FILE [--pace-ms P] [--budget-ms B]
+//   main.js throughput --endpoint E --total N --chunk-bytes C --mode reader|stub
 
-import { status } from "@grpc/grpc-js";
+import { credentials, Metadata, status } from "@grpc/grpc-js";
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 
-import { EntropyClient, EntropyError } from "../src";
+import { EntropyClient, EntropyError, parseEndpoint } from "../src";
+import { EntropyServiceClient } from "../src/gen/entropy/v1/entropy";
 
 type Observation = Record<string, unknown>;
 const MIB = 1 << 20;
@@ -61,7 +69,130 @@ async function main(): Promise<void> {
   for (const client of [c, wrong, stalled]) client.close();
 }
 
-main().catch((e: unknown) => {
+/** A whole number >= `min` from a flag, or a usage error. */
+function count(name: string, value: string | undefined, min: number, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
+  const n = value === undefined || !/^[0-9]+$/.test(value) ? NaN : Number(value);
+  if (!(Number.isSafeInteger(n) && n >= min)) throw new Error(`--${name} must be a whole number >= ${min}`);
+  return n;
+}
+
+function apiKey(): string {
+  const key = process.env.ENTROPY_API_KEY;
+  if (!key) throw new Error("need ENTROPY_API_KEY");
+  return key;
+}
+
+/** `reader`: exactly --total bytes through the library's stream reader in reads of
+ * --chunk-bytes, each appended to --out as it arrives; one JSON line, exit 0. */
+async function reader(argv: string[]): Promise<void> {
+  const { values: args } = parseArgs({
+    args: argv,
+    options: {
+      endpoint: { type: "string" },
+      total: { type: "string" },
+      "chunk-bytes": { type: "string" },
+      out: { type: "string" },
+      "pace-ms": { type: "string" },
+      "budget-ms": { type: "string" },
+    },
+  });
+  if (!args.endpoint || !args.out) throw new Error("reader needs --endpoint, --total, --chunk-bytes and --out");
+  const total = count("total", args.total, 0);
+  const chunk = count("chunk-bytes", args["chunk-bytes"], 1);
+  const paceMs = count("pace-ms", args["pace-ms"], 0, 0);
+  const budgetMs = args["budget-ms"] === undefined ? undefined : count("budget-ms", args["budget-ms"], 0);
+  const fd = openSync(args.out, "a");
+  let bytes = 0;
+  let reconnects = 0;
+  let result: { code: string; error: string };
+  let client: EntropyClient | undefined;
+  try {
+    client = new EntropyClient(args.endpoint, apiKey());
+    const s = client.stream({ totalBytes: total, chunkBytes: chunk, reconnectBudgetMs: budgetMs });
+    try {
+      while (bytes < total) {
+        const part = await s.read(Math.min(chunk, total - bytes));
+        if (part.length === 0) break;
+        writeSync(fd, part);
+        bytes += part.length;
+        if (paceMs > 0) await sleep(paceMs);
+      }
+      result =
+        bytes === total
+          ? { code: "OK", error: "" }
+          : { code: "CLIENT_ERROR", error: `the stream ended after ${bytes} of ${total} bytes` };
+    } finally {
+      reconnects = s.reconnects;
+      s.cancel();
+    }
+  } catch (e) {
+    result =
+      e instanceof EntropyError
+        ? { code: status[e.code] ?? String(e.code), error: `${e.name}: ${e.details}` }
+        : { code: "CLIENT_ERROR", error: String(e) };
+  } finally {
+    closeSync(fd);
+    client?.close();
+  }
+  process.stdout.write(JSON.stringify({ code: result.code, bytes, reconnects, error: result.error }) + "\n");
+}
+
+/** `throughput`: --total bytes as fast as they come, through the library's reader or the raw
+ * generated stub with default channel options; prints {"bytes": n, "seconds": s}. */
+async function throughput(argv: string[]): Promise<void> {
+  const { values: args } = parseArgs({
+    args: argv,
+    options: {
+      endpoint: { type: "string" },
+      total: { type: "string" },
+      "chunk-bytes": { type: "string" },
+      mode: { type: "string" },
+    },
+  });
+  if (!args.endpoint || (args.mode !== "reader" && args.mode !== "stub")) {
+    throw new Error("throughput needs --endpoint, --total, --chunk-bytes and --mode reader|stub");
+  }
+  const total = count("total", args.total, 1);
+  const chunk = count("chunk-bytes", args["chunk-bytes"], 1);
+  const key = apiKey();
+  let bytes = 0;
+  let seconds: number;
+  if (args.mode === "reader") {
+    const client = new EntropyClient(args.endpoint, key);
+    try {
+      const started = performance.now();
+      for await (const part of client.stream({ totalBytes: total, chunkBytes: chunk })) bytes += part.length;
+      seconds = (performance.now() - started) / 1000;
+    } finally {
+      client.close();
+    }
+  } else {
+    const caFile = process.env.ENTROPY_CA_FILE || undefined;
+    const ep = parseEndpoint(args.endpoint, caFile !== undefined);
+    const creds = !ep.tls
+      ? credentials.createInsecure()
+      : credentials.createSsl(caFile === undefined ? undefined : readFileSync(caFile));
+    const host = ep.host.includes(":") ? `[${ep.host}]` : ep.host;
+    const stub = new EntropyServiceClient(`${host}:${ep.port}`, creds);
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${key}`);
+    try {
+      const started = performance.now();
+      for await (const m of stub.streamRandom({ chunkBytes: chunk, totalBytes: BigInt(total) }, md)) {
+        bytes += (m as { data: Uint8Array }).data.length;
+      }
+      seconds = (performance.now() - started) / 1000;
+    } finally {
+      stub.close();
+    }
+  }
+  process.stdout.write(JSON.stringify({ bytes, seconds }) + "\n");
+}
+
+const [mode, ...rest] = process.argv.slice(2);
+const run = mode === "reader" ? reader(rest) : mode === "throughput" ? throughput(rest) : main();
+run.catch((e: unknown) => {
   console.error(e);
   process.exit(2);
 });

@@ -1,9 +1,9 @@
 // Roll ten six-sided dice (unbiased: the gateway uses rejection sampling).
 import { EntropyClient } from "../src";
 
-const endpoint = process.env.ENTROPY_ENDPOINT ?? "127.0.0.1:50051";
-// A dev gateway is plaintext; leave out `insecure` for a TLS gateway.
-const client = new EntropyClient(endpoint, process.env.ENTROPY_API_KEY ?? "", { insecure: true });
+// ENTROPY_ENDPOINT (default 127.0.0.1:50051, plaintext on loopback), ENTROPY_API_KEY, and
+// ENTROPY_CA_FILE for a gateway with its own CA.
+const client = EntropyClient.fromEnv();
 client
   .getIntegers(1, 6, 10)
   .then((rolls) => console.log(rolls.join(" ")))

@@ -2,8 +2,7 @@
 import { EntropyClient } from "../src";
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&*+-=?@^_";
-const endpoint = process.env.ENTROPY_ENDPOINT ?? "127.0.0.1:50051";
-const client = new EntropyClient(endpoint, process.env.ENTROPY_API_KEY ?? "", { insecure: true });
+const client = EntropyClient.fromEnv();
 client
   .getIntegers(0, ALPHABET.length - 1, 20)
   .then((picks) => console.log(picks.map((i) => ALPHABET[i]).join("")))

@@ -13,8 +13,7 @@ function sfc32(a: number, b: number, c: number, d: number): () => number {
   };
 }
 
-const endpoint = process.env.ENTROPY_ENDPOINT ?? "127.0.0.1:50051";
-const client = new EntropyClient(endpoint, process.env.ENTROPY_API_KEY ?? "", { insecure: true });
+const client = EntropyClient.fromEnv();
 client
   .getBytes(16)
   .then((seed) => {

@@ -4,12 +4,16 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   type ClientUnaryCall,
+  connectivityState,
   credentials,
   Metadata,
   type ServiceError,
 } from "@grpc/grpc-js";
+import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 
+import { validateApiKey } from "./apikey";
+import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endpoint";
 import { fromServiceError, invalidArgument } from "./errors";
 import { EntropyServiceClient } from "./gen/entropy/v1/entropy";
 import { type Status, statusFromPb } from "./status";
@@ -19,25 +23,49 @@ import { RandomStream, type StreamOptions } from "./stream";
  * max_wait_ms (2 s by default) when the pool runs dry, so this only bounds network trouble. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** Where `EntropyClient.fromEnv` connects when neither an argument nor ENTROPY_ENDPOINT says. */
+export const DEFAULT_ENDPOINT = "127.0.0.1:50051";
+
+/** The channel's own reconnect backoff, capped so that a gateway that is back is used within
+ * about a second (grpc-js would otherwise wait up to 120 s between connection attempts). Your
+ * `channelOptions` win. */
+export const DEFAULT_CHANNEL_OPTIONS: Readonly<ChannelOptions> = Object.freeze({
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1000,
+});
+
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const UINT32_MAX = 2 ** 32 - 1;
 
 export interface ClientOptions {
-  /** Plaintext, as a --dev gateway speaks. Default: TLS with the system roots. */
+  /** PEM file of the CA(s) to trust for TLS instead of the system roots. Makes a scheme-less
+   * endpoint TLS even on loopback; refused with an http:// endpoint. */
+  caFile?: string;
+  /** Plaintext whatever the endpoint says (as `http://`). Prefer writing the scheme. */
   insecure?: boolean;
-  /** Your own channel credentials (custom roots, client certificates); overrides `insecure`. */
+  /** Your own channel credentials (client certificates, ...); override the endpoint's TLS rule,
+   * `insecure` and `caFile`. */
   credentials?: ChannelCredentials;
   /** Deadline of each unary call in ms, unless the call gives its own; 0: none. */
   timeoutMs?: number;
-  /** Passed to grpc-js (window sizes, keepalive, ...). */
+  /** Passed to grpc-js (window sizes, keepalive, ...), over DEFAULT_CHANNEL_OPTIONS. */
   channelOptions?: ChannelOptions;
 }
 
+/** `EntropyClient.fromEnv` options: each given value wins over its environment variable. */
+export interface EnvClientOptions extends ClientOptions {
+  /** Default: ENTROPY_ENDPOINT, else 127.0.0.1:50051. */
+  endpoint?: string;
+  /** Default: ENTROPY_API_KEY (required one way or the other). */
+  apiKey?: string;
+}
+
 export interface CallOptions {
-  /** Deadline of this call in ms (overrides the client's). */
+  /** Deadline of this call in ms (overrides the client's; 0: none). */
   timeoutMs?: number;
-  /** Aborting cancels the call; it then rejects with an EntropyError of code CANCELLED. */
+  /** Aborting cancels the call; it then rejects with `signal.reason` (a DOMException named
+   * "AbortError", or "TimeoutError" for `AbortSignal.timeout(ms)`). */
   signal?: AbortSignal;
 }
 
@@ -53,26 +81,66 @@ type UnaryMethod<Req, Res> = (
  * A connection to an Entropy Diode gateway.
  *
  * ```ts
- * const client = new EntropyClient("127.0.0.1:50051", apiKey, { insecure: true });
+ * const client = EntropyClient.fromEnv(); // ENTROPY_ENDPOINT, ENTROPY_API_KEY, ENTROPY_CA_FILE
  * const rolls = await client.getIntegers(1, 6, 10);
  * client.close();
  * ```
  *
- * Every method rejects with a subclass of EntropyError on failure.
+ * Every method rejects with a subclass of EntropyError on failure, or with the abort signal's
+ * reason when you abort it.
  */
 export class EntropyClient {
+  /** Where this client connects, as `http://host:port` or `https://host:port` (or as given,
+   * with your own `credentials`). */
+  readonly endpoint: string;
   private readonly rpc: EntropyServiceClient;
   private readonly metadata: Metadata;
+  private readonly streamMetadata: Metadata;
   private readonly timeoutMs: number;
 
-  constructor(target: string, apiKey: string, options: ClientOptions = {}) {
-    const creds =
-      options.credentials ?? (options.insecure ? credentials.createInsecure() : credentials.createSsl());
-    this.rpc = new EntropyServiceClient(target, creds, options.channelOptions);
+  /**
+   * `endpoint` in the syntax of clients/README.md (`host[:port]`, `http://...`, `https://...`,
+   * `[v6]:port`; port 50051 by default; plaintext only on loopback or with http://). The key is
+   * checked here (1 to 512 visible ASCII characters): a bad endpoint or key throws an
+   * InvalidArgumentError that never holds the key.
+   */
+  constructor(endpoint: string, apiKey: string, options: ClientOptions = {}) {
+    const key = validateApiKey(apiKey);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      throw invalidArgument(`timeoutMs is ${timeoutMs}, must be a number >= 0 (0: none)`);
+    }
+    if (options.insecure && options.caFile !== undefined) {
+      throw invalidArgument("insecure (plaintext) and caFile (TLS) contradict each other");
+    }
+    const parsed: Endpoint = parseEndpoint(endpoint, options.caFile !== undefined);
+    if (options.insecure) parsed.tls = false;
+    this.endpoint = formatEndpoint(parsed);
+    const creds = options.credentials ?? channelCredentials(parsed.tls, options.caFile);
+    this.rpc = new EntropyServiceClient(grpcTarget(parsed), creds, {
+      ...DEFAULT_CHANNEL_OPTIONS,
+      ...options.channelOptions,
+    });
     // Sent as call metadata on every call: the gateway never takes keys from fields or URLs.
     this.metadata = new Metadata();
-    this.metadata.set("authorization", `Bearer ${apiKey}`);
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.metadata.set("authorization", `Bearer ${key}`);
+    // Stream attempts wait for the channel to be ready rather than failing fast on "connection
+    // refused"; the stream's attempt timeout bounds the wait.
+    this.streamMetadata = new Metadata({ waitForReady: true });
+    this.streamMetadata.set("authorization", `Bearer ${key}`);
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** A client from the environment: ENTROPY_ENDPOINT (default 127.0.0.1:50051),
+   * ENTROPY_API_KEY (required), ENTROPY_CA_FILE (optional). Values in `options` win. */
+  static fromEnv(options: EnvClientOptions = {}, env: NodeJS.ProcessEnv = process.env): EntropyClient {
+    const { endpoint, apiKey, ...rest } = options;
+    const caFile = rest.caFile ?? (env.ENTROPY_CA_FILE || undefined);
+    return new EntropyClient(
+      endpoint ?? (env.ENTROPY_ENDPOINT || DEFAULT_ENDPOINT),
+      apiKey ?? env.ENTROPY_API_KEY ?? "",
+      rest.insecure || rest.credentials ? rest : { ...rest, caFile },
+    );
   }
 
   /** Exactly `numBytes` random bytes (1..=1048576). */
@@ -116,10 +184,18 @@ export class EntropyClient {
   }
 
   /** StreamRandom as an async iterable of chunks with `read(n)`; reconnects after transport
-   * errors without losing or repeating bytes. See RandomStream. */
+   * errors by the time-based rule without losing or repeating bytes. See RandomStream. */
   stream(options: StreamOptions = {}): RandomStream {
-    // No deadline: a stream lives as long as its consumer, which cancels it when done.
-    return new RandomStream((req) => this.rpc.streamRandom(req, this.metadata.clone()), options);
+    // No call deadline: a stream lives as long as its consumer. Each read is bounded by the
+    // stream's attempt and stall timeouts and its reconnect budget instead.
+    return new RandomStream(
+      (req) => this.rpc.streamRandom(req, this.streamMetadata.clone()),
+      options,
+      () => {
+        const state = this.rpc.getChannel().getConnectivityState(false);
+        return state === connectivityState.READY ? undefined : connectivityState[state];
+      },
+    );
   }
 
   /** The same stream as a Node Readable of Buffers (pipe it to a file, a hash, ...). */
@@ -135,17 +211,42 @@ export class EntropyClient {
   private unary<Req, Res>(method: UnaryMethod<Req, Res>, req: Req, options: CallOptions = {}): Promise<Res> {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const callOptions = timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<Res>((resolve, reject) => {
-      let call: ClientUnaryCall | undefined = undefined;
-      const cancel = () => call?.cancel();
-      call = method.call(this.rpc, req, this.metadata.clone(), callOptions, (err, res) => {
-        options.signal?.removeEventListener("abort", cancel);
+      let settled = false;
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        call.cancel();
+        reject(signal?.reason);
+      };
+      const call = method.call(this.rpc, req, this.metadata.clone(), callOptions, (err, res) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (settled) return; // aborted: already rejected with the signal's reason
+        settled = true;
         if (err) reject(fromServiceError(err));
         else resolve(res);
       });
-      if (options.signal?.aborted) cancel();
-      else options.signal?.addEventListener("abort", cancel, { once: true });
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+}
+
+function channelCredentials(tls: boolean, caFile: string | undefined): ChannelCredentials {
+  if (!tls) return credentials.createInsecure();
+  if (caFile === undefined) return credentials.createSsl();
+  let pem: Buffer;
+  try {
+    pem = readFileSync(caFile);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? String(e);
+    throw invalidArgument(`CA file ${JSON.stringify(caFile)}: cannot read it (${code})`);
+  }
+  try {
+    return credentials.createSsl(pem);
+  } catch (e) {
+    throw invalidArgument(`CA file ${JSON.stringify(caFile)}: not PEM certificates (${(e as Error).message})`);
   }
 }
 

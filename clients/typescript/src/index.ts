@@ -2,10 +2,21 @@
 // caller, once.
 //
 // Layout: client.ts (promise API), stream.ts (StreamRandom as async iterable / Readable, with
-// reconnect), errors.ts (one class per gRPC status), status.ts (GetStatus as plain objects),
-// gen/ (generated from proto/ by clients/generate.sh).
+// the reconnect rule), endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one
+// class per gRPC status), status.ts (GetStatus as plain objects), gen/ (generated from proto/ by
+// clients/generate.sh).
 
-export { type CallOptions, type ClientOptions, DEFAULT_TIMEOUT_MS, EntropyClient } from "./client";
+export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
+export {
+  type CallOptions,
+  type ClientOptions,
+  DEFAULT_CHANNEL_OPTIONS,
+  DEFAULT_ENDPOINT,
+  DEFAULT_TIMEOUT_MS,
+  EntropyClient,
+  type EnvClientOptions,
+} from "./client";
+export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint } from "./endpoint";
 export {
   DeadlineExceededError,
   EntropyError,
@@ -16,4 +27,12 @@ export {
   UnavailableError,
 } from "./errors";
 export type { Source, Status } from "./status";
-export { MAX_RECONNECTS, RandomStream, type StreamOptions } from "./stream";
+export {
+  DEFAULT_ATTEMPT_TIMEOUT_MS,
+  DEFAULT_INITIAL_BACKOFF_MS,
+  DEFAULT_MAX_BACKOFF_MS,
+  DEFAULT_RECONNECT_BUDGET_MS,
+  DEFAULT_STALL_TIMEOUT_MS,
+  RandomStream,
+  type StreamOptions,
+} from "./stream";

@@ -3,6 +3,9 @@
 
 import { Metadata, status } from "@grpc/grpc-js";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -18,9 +21,11 @@ import {
 import {
   assertNoRepeatedBlock,
   blackHole,
+  devCerts,
   FakeEntropy,
   freePort,
   type Gateway,
+  startDevGateway,
   startGateway,
 } from "./support";
 
@@ -140,25 +145,64 @@ describe("unary calls", () => {
   });
 });
 
-describe("errors", () => {
-  test("a wrong or empty key is UnauthenticatedError on every call", async () => {
-    for (const key of ["wrong-key", ""]) {
-      const bad = new EntropyClient(gw.target, key, { insecure: true });
-      const calls = [
-        () => bad.getBytes(32),
-        () => bad.getIntegers(1, 6),
-        () => bad.getFloats(),
-        () => bad.getUuids(),
-        () => bad.status(),
-        () => bad.stream({ totalBytes: 100 }).read(100),
-      ];
-      for (const call of calls) {
-        await assert.rejects(
-          call(),
-          (e: unknown) => e instanceof UnauthenticatedError && e.code === status.UNAUTHENTICATED,
-        );
+describe("TLS", () => {
+  test("ENTROPY_CA_FILE: TLS to a gateway with its own CA, even on loopback", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "entropy-tls-"));
+    const tls = await devCerts(dir);
+    const tlsGw = await startDevGateway({ tls });
+    try {
+      const port = tlsGw.target.split(":")[1];
+      for (const endpoint of [`localhost:${port}`, `https://localhost:${port}/`, `127.0.0.1:${port}`]) {
+        const c = EntropyClient.fromEnv({}, { ENTROPY_ENDPOINT: endpoint, ENTROPY_API_KEY: tlsGw.apiKey, ENTROPY_CA_FILE: tls.ca });
+        try {
+          assert.match(c.endpoint, /^https:\/\//);
+          assert.equal((await c.getBytes(32)).length, 32);
+          assert.equal((await c.stream({ totalBytes: 100_000 }).read(100_000)).length, 100_000);
+        } finally {
+          c.close();
+        }
       }
-      bad.close();
+      // Plaintext to a TLS gateway does not get through, nor TLS without its CA.
+      for (const c of [
+        new EntropyClient(tlsGw.target, tlsGw.apiKey, { timeoutMs: 2000 }),
+        new EntropyClient(`https://localhost:${port}`, tlsGw.apiKey, { timeoutMs: 2000 }),
+      ]) {
+        await assert.rejects(c.getBytes(8), UnavailableError);
+        c.close();
+      }
+    } finally {
+      await tlsGw.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("errors", () => {
+  test("a wrong key is UnauthenticatedError on every call", async () => {
+    const bad = new EntropyClient(gw.target, "wrong-key", { insecure: true });
+    const calls = [
+      () => bad.getBytes(32),
+      () => bad.getIntegers(1, 6),
+      () => bad.getFloats(),
+      () => bad.getUuids(),
+      () => bad.status(),
+      () => bad.stream({ totalBytes: 100 }).read(100),
+    ];
+    for (const call of calls) {
+      await assert.rejects(
+        call(),
+        (e: unknown) => e instanceof UnauthenticatedError && e.code === status.UNAUTHENTICATED,
+      );
+    }
+    bad.close();
+  });
+
+  test("an empty or malformed key never reaches the gateway: InvalidArgumentError at construction", () => {
+    for (const key of ["", `${gw.apiKey}\n`, ` ${gw.apiKey}`]) {
+      assert.throws(
+        () => new EntropyClient(gw.target, key),
+        (e: unknown) => e instanceof InvalidArgumentError && !e.message.includes(gw.apiKey),
+      );
     }
   });
 
@@ -176,18 +220,40 @@ describe("errors", () => {
     }
   });
 
-  test("an aborted call rejects with CANCELLED", async () => {
+  test("an aborted call rejects with the signal's reason (AbortError, TimeoutError, your own)", async () => {
     const hole = await blackHole();
-    const c = new EntropyClient(hole.target, "k", { insecure: true });
+    const c = new EntropyClient(hole.target, "k");
+    const native = (name: string) => (e: unknown) => {
+      assert.ok(!(e instanceof EntropyError), `an EntropyError: ${String(e)}`);
+      assert.ok(e instanceof DOMException, String(e));
+      assert.equal(e.name, name);
+      return true;
+    };
     try {
       const ac = new AbortController();
       const pending = c.getBytes(32, { signal: ac.signal });
-      ac.abort();
-      await assert.rejects(pending, (e: unknown) => e instanceof EntropyError && e.code === status.CANCELLED);
+      setTimeout(() => ac.abort(), 50);
+      await assert.rejects(pending, native("AbortError"));
+      await assert.rejects(c.getUuids(1, { signal: AbortSignal.abort() }), native("AbortError"));
+      const started = performance.now();
+      await assert.rejects(c.status({ signal: AbortSignal.timeout(200) }), native("TimeoutError"));
+      assert.ok(performance.now() - started < 5000);
+      const mine = new Error("mine");
+      const other = new AbortController();
+      const p = c.getFloats(1, { signal: other.signal });
+      other.abort(mine);
+      await assert.rejects(p, (e: unknown) => e === mine);
     } finally {
       c.close();
       hole.close();
     }
+  });
+
+  test("an abort after the answer changes nothing", async () => {
+    const ac = new AbortController();
+    const data = await client.getBytes(16, { signal: ac.signal });
+    ac.abort();
+    assert.equal(data.length, 16);
   });
 
   test("nothing listening is UnavailableError", async () => {

@@ -2,7 +2,7 @@
 // connections can be cut, and a server that never answers.
 
 import * as grpc from "@grpc/grpc-js";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -26,23 +26,40 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** A live dev gateway from $GATEWAY_BIN (default the repo's target/release/entropy-gateway), or
- * the one in ENTROPY_TEST_ENDPOINT / ENTROPY_TEST_API_KEY. Resolves once it is serving. */
-export async function startGateway(): Promise<Gateway> {
+/** The gateway binary: $GATEWAY_BIN, default the repo's target/release/entropy-gateway. */
+export function gatewayBin(): string {
+  // Compiled to dist/test/, so the repo root is four levels up.
+  return process.env.GATEWAY_BIN || path.resolve(__dirname, "../../../../target/release/entropy-gateway");
+}
+
+/** A dev gateway process we started and can kill. */
+export interface DevGateway extends Gateway {
+  /** Sends `signal` and resolves once the process has exited. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** A live dev gateway from $GATEWAY_BIN on `port` (default a free one) with `apiKey` (default a
+ * random one), or the one in ENTROPY_TEST_ENDPOINT / ENTROPY_TEST_API_KEY. Resolves once it is
+ * serving. */
+export async function startGateway(opts: { port?: number; apiKey?: string } = {}): Promise<Gateway> {
   const external = process.env.ENTROPY_TEST_ENDPOINT;
-  if (external) {
+  if (external && opts.port === undefined) {
     const gw = { target: external, apiKey: process.env.ENTROPY_TEST_API_KEY ?? "", poolCapacity: undefined };
     await waitServing(gw.target, gw.apiKey);
     return { ...gw, stop: async () => {} };
   }
-  // Compiled to dist/test/, so the repo root is four levels up.
-  const bin =
-    process.env.GATEWAY_BIN || path.resolve(__dirname, "../../../../target/release/entropy-gateway");
-  const target = `127.0.0.1:${await freePort()}`;
-  const apiKey = `ts-test-${randomBytes(8).toString("hex")}`;
+  return startDevGateway(opts);
+}
+
+/** Always a dev gateway of our own (for tests that kill it). */
+export async function startDevGateway(
+  opts: { port?: number; apiKey?: string; tls?: { cert: string; key: string; ca: string } } = {},
+): Promise<DevGateway> {
+  const target = `127.0.0.1:${opts.port ?? (await freePort())}`;
+  const apiKey = opts.apiKey ?? `ts-test-${randomBytes(8).toString("hex")}`;
   const poolCapacity = 16n * 1024n * 1024n;
   const proc: ChildProcess = spawn(
-    bin,
+    gatewayBin(),
     [
       "--dev",
       "--listen-addr",
@@ -51,27 +68,37 @@ export async function startGateway(): Promise<Gateway> {
       String(poolCapacity),
       "--metrics-listen-addr",
       "",
+      ...(opts.tls ? ["--tls-cert-file", opts.tls.cert, "--tls-key-file", opts.tls.key] : []),
     ],
     { env: { ...process.env, ENTROPY_DEV_API_KEY: apiKey }, stdio: "ignore" },
   );
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  const stop = async () => {
-    proc.kill("SIGTERM");
+  const spawnFailed = new Promise<never>((_, reject) =>
+    proc.once("error", (e) => reject(new Error(`cannot start the gateway ${gatewayBin()} (set GATEWAY_BIN): ${e.message}`))),
+  );
+  spawnFailed.catch(() => {});
+  const exited = new Promise<void>((resolve) => {
+    proc.once("exit", () => resolve());
+    proc.once("error", () => resolve());
+  });
+  const kill = async (signal: NodeJS.Signals) => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
     const timer = setTimeout(() => proc.kill("SIGKILL"), 15_000);
     await exited;
     clearTimeout(timer);
   };
+  const stop = () => kill("SIGTERM");
   try {
-    await waitServing(target, apiKey);
+    await Promise.race([waitServing(target, apiKey, opts.tls?.ca), spawnFailed]);
   } catch (e) {
     await stop();
     throw e;
   }
-  return { target, apiKey, poolCapacity, stop };
+  return { target, apiKey, poolCapacity, stop, kill };
 }
 
-async function waitServing(target: string, apiKey: string): Promise<void> {
-  const client = new EntropyClient(target, apiKey, { insecure: true, timeoutMs: 1000 });
+async function waitServing(target: string, apiKey: string, caFile?: string): Promise<void> {
+  const options = caFile === undefined ? { insecure: true } : { caFile };
+  const client = new EntropyClient(target, apiKey, { ...options, timeoutMs: 1000 });
   try {
     for (let i = 0; i < 200; i++) {
       try {
@@ -85,6 +112,15 @@ async function waitServing(target: string, apiKey: string): Promise<void> {
   } finally {
     client.close();
   }
+}
+
+/** A throwaway CA and a gateway certificate for localhost and 127.0.0.1, written into `dir` by
+ * `entropy-gateway dev-certs`. */
+export async function devCerts(dir: string): Promise<{ cert: string; key: string; ca: string }> {
+  await new Promise<void>((resolve, reject) =>
+    execFile(gatewayBin(), ["dev-certs", "--out", dir], (err) => (err ? reject(err) : resolve())),
+  );
+  return { cert: path.join(dir, "gateway.pem"), key: path.join(dir, "gateway.key"), ca: path.join(dir, "ca.pem") };
 }
 
 export async function freePort(): Promise<number> {
@@ -111,21 +147,28 @@ export function assertNoRepeatedBlock(data: Buffer): void {
 export interface Step {
   chunks?: number;
   code?: grpc.status;
+  /** After the chunks, send nothing more and never end (a stalled stream). */
+  hang?: boolean;
 }
 
 /** A scripted EntropyService, for what a live gateway cannot be made to do on cue. */
 export class FakeEntropy {
   readonly requests: Array<[number, number]> = [];
   sent = Buffer.alloc(0);
+  /** Stalled calls (`hang`) the client cancelled. */
+  cancelledCalls = 0;
   unaryError: { code: grpc.status; details: string; trailers: grpc.Metadata } | undefined;
   private server = new grpc.Server();
+  private active = new Set<grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>>();
 
   constructor(
-    private script: Step[] = [],
+    /** What the next StreamRandom calls do, in order; once empty, each sends all it was asked. */
+    public script: Step[] = [],
     private chunkSize = 1000,
   ) {}
 
-  async start(): Promise<string> {
+  /** Serves on 127.0.0.1:`port` (default a free one) and resolves to its address. */
+  async start(onPort = 0): Promise<string> {
     const impl: Partial<EntropyServiceServer> = {
       streamRandom: (call) => void this.stream(call),
       getRandom: (call, callback) => {
@@ -139,15 +182,21 @@ export class FakeEntropy {
     };
     this.server.addService(EntropyServiceService, impl as EntropyServiceServer);
     const port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      this.server.bindAsync(`127.0.0.1:${onPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
         err ? reject(err) : resolve(p),
       ),
     );
     return `127.0.0.1:${port}`;
   }
 
+  /** Ends the streams in flight with UNAVAILABLE, as a gateway shutting down does, and stops:
+   * no new call is accepted from now on. */
   stop(): void {
-    this.server.forceShutdown();
+    if (this.active.size === 0) return this.server.forceShutdown();
+    for (const call of this.active) call.emit("error", { code: grpc.status.UNAVAILABLE, details: "server is shutting down" });
+    this.active.clear();
+    const force = setTimeout(() => this.server.forceShutdown(), 1000);
+    this.server.tryShutdown(() => clearTimeout(force));
   }
 
   private async stream(call: grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>) {
@@ -162,6 +211,14 @@ export class FakeEntropy {
       this.sent = Buffer.concat([this.sent, data]);
       // Wait for each write to be flushed so every chunk goes out before the status.
       await new Promise<void>((resolve) => call.write({ data }, () => resolve()));
+    }
+    if (step.hang) {
+      this.active.add(call); // until the client cancels or the server is stopped
+      call.on("cancelled", () => {
+        this.active.delete(call);
+        this.cancelledCalls++;
+      });
+      return;
     }
     if (step.code === undefined) call.end();
     else call.emit("error", { code: step.code, details: "injected by the test" });
