@@ -32,15 +32,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as conformance  # noqa: E402  (the languages, the gateway and the table live there)
 
-# Readers buffer what HTTP/2 flow control lets the gateway send ahead (up to 4 MiB for the Rust
-# client's stream window), so the total must be well past what is received at the fault plus
-# that, or a reader finishes from its buffer and never sees the outage.
-# They also start at different speeds (a JVM takes a second or two), so the pace leaves the
-# fastest reader far from its total when the slowest has begun.
-TOTAL = 8 << 20  # bytes per reader per row
-CHUNK = 16 << 10  # bytes per read and per message
-PACE_MS = 20  # sleep after each read: about 800 KB/s, so the total takes about ten seconds
-STARTED_BYTES = 256 << 10  # every reader has this much before the fault
+# Readers buffer what HTTP/2 flow control lets the gateway send ahead: up to 4 MiB for the Rust
+# client's stream window, and Python's grpcio (whose windows grow with its BDP probe) was seen
+# holding 7 MiB ahead of its reader. The total must be well past what is received at the fault
+# plus that, or a reader finishes from its buffer and never sees the outage. Readers also start
+# at different speeds (a JVM takes a second or two).
+TOTAL = 32 << 20  # bytes per reader per row
+CHUNK = 64 << 10  # bytes per read and per message
+PACE_MS = 20  # sleep after each read: about 3 MB/s, so the total takes about ten seconds
+STARTED_BYTES = 1 << 20  # every reader has this much before the fault
 READERS_TIMEOUT = 90.0  # seconds for the readers to finish after the restart
 
 
