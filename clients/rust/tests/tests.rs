@@ -144,9 +144,8 @@ async fn a_stream_resumes_on_a_gateway_restarted_on_the_same_port() {
     drop(restart.await.unwrap());
 }
 
-#[tokio::test]
-async fn a_reader_gives_up_on_a_silent_gateway_when_its_budget_is_spent() {
-    // Accepts TCP connections and never says a word: every attempt times out.
+/// A server that accepts TCP connections and never says a word.
+async fn silent_server() -> SocketAddr {
     let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = silent.local_addr().unwrap();
     tokio::spawn(async move {
@@ -155,6 +154,12 @@ async fn a_reader_gives_up_on_a_silent_gateway_when_its_budget_is_spent() {
             held.push(socket);
         }
     });
+    addr
+}
+
+#[tokio::test]
+async fn a_reader_gives_up_on_a_silent_gateway_when_its_budget_is_spent() {
+    let addr = silent_server().await; // every attempt times out
     let client = Client::connect(&addr.to_string(), KEY).await.unwrap();
     let options = StreamOptions {
         attempt_timeout: Duration::from_millis(200),
@@ -234,15 +239,7 @@ async fn tls_with_a_ca_file() {
 
 #[tokio::test]
 async fn a_deadline_bounds_a_gateway_that_never_answers() {
-    // Accepts TCP connections and never says a word.
-    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = silent.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            held.push(socket);
-        }
-    });
+    let addr = silent_server().await;
     let client = ClientBuilder::new(format!("http://{addr}"), KEY)
         .timeout(Duration::from_millis(300))
         .connect()
