@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import io
 import shutil
+import threading
 
 import pytest
 
 from conftest import Gateway, assert_no_repeated_block
 from entropy_diode import EntropyClient
+from entropy_diode.stream import _cancel_live
 from proxy import CuttableProxy
 
 MIB = 1 << 20
@@ -83,3 +85,31 @@ def test_reconnects_after_the_connection_is_cut(gateway: Gateway) -> None:
     data = first + rest
     assert len(data) == total
     assert_no_repeated_block(data)
+
+
+def stream_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "entropy-stream"}
+
+
+def test_closing_a_reader_leaves_no_thread_inside_grpc(client: EntropyClient) -> None:
+    # A daemon thread still inside grpcio when the interpreter exits can die holding the call's
+    # lock, and the process then hangs in the call's finalizer (seen 1 run in ~300).
+    before = stream_threads()
+    with client.reader(MIB, chunk_bytes=64 * 1024) as reader:
+        assert len(reader.read()) == MIB  # ends by cancelling the finished stream
+        assert not stream_threads() - before
+    endless = client.reader(chunk_bytes=8192)
+    endless.read(50_000)
+    assert stream_threads() - before  # the pump of the open stream
+    endless.close()
+    assert not stream_threads() - before
+
+
+def test_a_reader_left_open_is_cancelled_at_exit(gateway: Gateway) -> None:
+    with EntropyClient(gateway.target, gateway.api_key) as client:
+        before = stream_threads()
+        reader = client.reader(chunk_bytes=8192)
+        reader.read(20_000)
+        _cancel_live()  # what atexit runs before the interpreter stops its threads
+        assert not stream_threads() - before
+        reader.close()

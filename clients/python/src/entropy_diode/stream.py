@@ -10,10 +10,12 @@ small background thread into a queue the reader waits on with one; the thread ta
 
 from __future__ import annotations
 
+import atexit
 import io
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -38,6 +40,10 @@ class StreamCall(Protocol):
     def cancel(self) -> bool: ...
 
 
+JOIN_TIMEOUT = 5.0
+"""How long closing a stream waits for its thread to leave grpcio (a cancelled call wakes it
+at once; the bound only keeps a broken grpcio from hanging close)."""
+
 _END = object()
 """What an attempt's queue holds when the server ended the stream with OK."""
 
@@ -51,7 +57,9 @@ class _Attempt:
         self.events: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._credits = threading.Semaphore(PREFETCH)
         self._stopped = False
-        threading.Thread(target=self._pump, name="entropy-stream", daemon=True).start()
+        self._thread = threading.Thread(target=self._pump, name="entropy-stream", daemon=True)
+        self._thread.start()
+        _live.add(self)
 
     def _pump(self) -> None:
         try:
@@ -76,9 +84,26 @@ class _Attempt:
         return event
 
     def cancel(self) -> None:
+        """Cancel the call and wait for the thread to leave it. A daemon thread still inside
+        grpcio when the interpreter exits can die holding the call's lock, and the call's
+        finalizer then waits for that lock forever: the process never exits."""
+        _live.discard(self)
         self._stopped = True
         self.call.cancel()
         self._credits.release()
+        if self._thread is not threading.current_thread():
+            self._thread.join(JOIN_TIMEOUT)
+
+
+_live: weakref.WeakSet[_Attempt] = weakref.WeakSet()
+"""Attempts whose call may still be open: a reader left open at exit is cancelled by
+`_cancel_live` before the interpreter stops its threads."""
+
+
+@atexit.register
+def _cancel_live() -> None:
+    for attempt in list(_live):
+        attempt.cancel()
 
 
 class StreamReader(io.BufferedIOBase):
