@@ -27,7 +27,7 @@ GATEWAY_BIN="${GATEWAY_BIN:-$ROOT/target/release/entropy-gateway}"
 case "$GATEWAY_BIN" in /*) ;; *) GATEWAY_BIN="$PWD/$GATEWAY_BIN" ;; esac # the suites chdir
 export GATEWAY_BIN
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [clients %d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 for tool in go node npm python3 java mvn; do
   command -v "$tool" >/dev/null || { echo "clients/test.sh needs $tool on PATH" >&2; exit 1; }

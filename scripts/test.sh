@@ -14,7 +14,8 @@ BUF_VERSION=v1.61.0
 GHZ_VERSION=v0.120.0 # the README's ghz recipes (smoke test); the same as bench/run.sh
 export PATH="$(go env GOPATH)/bin:$PATH"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it started (minutes:seconds since the start), so a slow run shows where.
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 # Disk: a full run from a clean clone writes a few GiB (debug, release and fuzz builds). A linker
 # killed by SIGBUS is what a full disk looks like, so say up front how much room there is.
