@@ -1,0 +1,151 @@
+//! Passwords and passphrases: the alphabets, the word list, and their entropy.
+//!
+//! Each character (or word) is an independent uniform pick, so a secret of `n` picks among `m`
+//! options has exactly `n · log2(m)` bits of entropy. A custom alphabet must not repeat a
+//! character: a repeat would make that character likelier and the reported entropy false.
+
+/// Shortest password.
+pub const MIN_LENGTH: u64 = 4;
+/// Longest password.
+pub const MAX_LENGTH: u64 = 256;
+/// Default password length.
+pub const DEFAULT_LENGTH: u64 = 20;
+/// Most characters in a custom alphabet.
+pub const MAX_CUSTOM_CHARACTERS: usize = 256;
+/// Fewest and most words in a passphrase.
+pub const MIN_WORDS: u64 = 1;
+/// Most words in a passphrase.
+pub const MAX_WORDS: u64 = 32;
+/// Default passphrase length in words.
+pub const DEFAULT_WORDS: u64 = 6;
+/// Longest separator between words.
+pub const MAX_SEPARATOR_CHARS: usize = 8;
+
+/// The passphrase word list: 2048 common English words of 3 to 6 lowercase letters, written
+/// for this project (11 bits per word).
+pub const WORDS_TEXT: &str = include_str!("words.txt");
+
+/// The words of [`WORDS_TEXT`].
+pub fn words() -> Vec<&'static str> {
+    WORDS_TEXT.lines().filter(|l| !l.is_empty()).collect()
+}
+
+/// A named alphabet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    /// Its name in the tool's `alphabet` argument.
+    pub name: &'static str,
+    /// Its characters.
+    pub characters: &'static str,
+}
+
+/// The named alphabets, the first being the default.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "alphanumeric",
+        characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    },
+    Preset {
+        name: "printable",
+        characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789\
+                     !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+    },
+    Preset {
+        name: "unambiguous",
+        characters: "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789",
+    },
+    Preset { name: "letters", characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" },
+    Preset { name: "lowercase", characters: "abcdefghijklmnopqrstuvwxyz" },
+    Preset { name: "digits", characters: "0123456789" },
+    Preset { name: "hex", characters: "0123456789abcdef" },
+];
+
+/// The preset names, for messages and the schema.
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// The characters to pick from: a preset by name, or `custom` (2..=256 distinct, printable
+/// characters). Errors name the argument and what it must be.
+pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>, String> {
+    match (preset, custom) {
+        (Some(_), Some(_)) => {
+            Err("give either alphabet (a preset name) or characters (your own), not both".into())
+        }
+        (_, Some(custom)) => {
+            let chars: Vec<char> = custom.chars().collect();
+            if !(2..=MAX_CUSTOM_CHARACTERS).contains(&chars.len()) {
+                return Err(format!(
+                    "characters has {} characters, must have 2..={MAX_CUSTOM_CHARACTERS}",
+                    chars.len()
+                ));
+            }
+            if let Some(c) = chars.iter().find(|c| c.is_control()) {
+                return Err(format!("characters contains the control character {c:?}"));
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(c) = chars.iter().find(|c| !seen.insert(**c)) {
+                return Err(format!(
+                    "characters repeats {c:?}: each character must appear once, or it would be \
+                     likelier than the others"
+                ));
+            }
+            Ok(chars)
+        }
+        (name, None) => {
+            let name = name.unwrap_or(PRESETS[0].name);
+            PRESETS.iter().find(|p| p.name == name).map(|p| p.characters.chars().collect()).ok_or_else(
+                || format!("alphabet is {name:?}, must be one of {}", preset_names().join(", ")),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_word_list_has_2048_distinct_short_lowercase_words() {
+        let words = words();
+        assert_eq!(words.len(), 2048);
+        let distinct: std::collections::HashSet<_> = words.iter().collect();
+        assert_eq!(distinct.len(), 2048);
+        for w in &words {
+            assert!((3..=6).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_lowercase()), "{w}");
+        }
+    }
+
+    #[test]
+    fn presets_have_distinct_characters_and_the_expected_sizes() {
+        let sizes: Vec<_> = PRESETS.iter().map(|p| (p.name, p.characters.chars().count())).collect();
+        assert_eq!(
+            sizes,
+            [
+                ("alphanumeric", 62),
+                ("printable", 94),
+                ("unambiguous", 57),
+                ("letters", 52),
+                ("lowercase", 26),
+                ("digits", 10),
+                ("hex", 16)
+            ]
+        );
+        for p in PRESETS {
+            let set: std::collections::HashSet<_> = p.characters.chars().collect();
+            assert_eq!(set.len(), p.characters.chars().count(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn alphabet_choice_and_errors() {
+        assert_eq!(alphabet(None, None).map(|a| a.len()), Ok(62));
+        assert_eq!(alphabet(Some("hex"), None).map(|a| a.len()), Ok(16));
+        assert_eq!(alphabet(None, Some("aéz")).map(|a| a.len()), Ok(3));
+        assert!(alphabet(Some("emoji"), None).unwrap_err().contains("must be one of alphanumeric"));
+        assert!(alphabet(None, Some("a")).unwrap_err().contains("must have 2..=256"));
+        assert!(alphabet(None, Some("abca")).unwrap_err().contains("repeats 'a'"));
+        assert!(alphabet(None, Some("ab\n")).unwrap_err().contains("control character"));
+        assert!(alphabet(Some("hex"), Some("ab")).unwrap_err().contains("not both"));
+    }
+}

@@ -1,0 +1,141 @@
+//! Running the server on either transport until shutdown.
+//!
+//! stdio: one session over stdin/stdout, ending when the agent closes stdin or on shutdown.
+//! HTTP: an accept loop (TLS handshakes in each connection's task, with a timeout, so a silent
+//! client never holds up others) serving [`crate::http::router`]; on shutdown it stops
+//! accepting, ends the sessions, and gives connections `grace` to finish.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use rmcp::ServiceExt as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::http::{HttpLimits, router};
+use crate::tools::EntropyServer;
+
+/// Longest a TLS handshake may take before the connection is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves one MCP session on stdin/stdout until the agent closes it or `shutdown`.
+pub async fn stdio(server: EntropyServer, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let running = server.serve_with_ct(rmcp::transport::stdio(), shutdown).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// A rustls server config (ring provider, TLS 1.3 and 1.2, ALPN h2 and http/1.1) from PEM
+/// files; the error names the file.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+    let named = |path: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| named(cert, &e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| named(cert, &e))?;
+    if certs.is_empty() {
+        return Err(named(cert, &"no certificate in the file"));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, &e))?;
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| named(cert, &e))?
+            .with_no_client_auth()
+            .with_single_cert(certs, private)
+            .map_err(|e| named(cert, &e))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serves MCP over HTTP (TLS when `tls` is given) on `listener` until `shutdown`, then waits
+/// up to `grace` for connections to finish.
+pub async fn http(
+    server: EntropyServer,
+    listener: TcpListener,
+    limits: &HttpLimits,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> io::Result<()> {
+    let app = router(server, limits, shutdown.child_token());
+    let acceptor = tls.map(TlsAcceptor::from);
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: keep serving the connections we have.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let acceptor = acceptor.clone();
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let service = TowerToHyperService::new(app);
+            match acceptor {
+                Some(acceptor) => {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => connection(TokioIo::new(tls), service, shutdown).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                }
+                None => connection(TokioIo::new(stream), service, shutdown).await,
+            }
+        });
+    }
+    connections.close();
+    if tokio::time::timeout(grace, connections.wait()).await.is_err() {
+        tracing::warn!(?grace, "grace period over; closing connections still open");
+    }
+    Ok(())
+}
+
+async fn connection<I>(
+    io: TokioIo<I>,
+    service: TowerToHyperService<axum::Router>,
+    shutdown: CancellationToken,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!("connection ended: {e}");
+            }
+        }
+        () = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Binds the HTTP address; the error names the config key.
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot bind http_listen_addr {addr}: {e}"))
+}
