@@ -98,16 +98,13 @@ impl Gateway {
         let mut indices = Indices::new(bounds);
         let mut drawn = 0;
         for _ in 0..MAX_INDEX_FETCHES {
-            if indices.is_done() {
+            // Nothing wanted: only bounds of 1 remain, which need no bytes.
+            let n = indices.bytes_wanted().min(MAX_GET_RANDOM_BYTES);
+            let mut buf = EntropyBuf::new(if n == 0 { Vec::new() } else { self.bytes(n).await? });
+            drawn += n;
+            if indices.fill(&mut buf) {
                 return Ok((indices.into_values(), drawn));
             }
-            let n = indices.bytes_wanted().min(MAX_GET_RANDOM_BYTES);
-            let mut buf = EntropyBuf::new(self.bytes(n).await?);
-            drawn += n;
-            indices.fill(&mut buf);
-        }
-        if indices.is_done() {
-            return Ok((indices.into_values(), drawn));
         }
         Err(Failure::new(
             "gateway_error",

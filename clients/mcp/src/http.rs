@@ -107,11 +107,18 @@ async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Respon
         return response;
     };
     tracing::debug!(token = name, method = %request.method(), "authenticated request");
+    let is_delete = request.method() == http::Method::DELETE;
     let request = match new_session_check(&gate, request).await {
         Ok(request) => request,
         Err(response) => return response,
     };
-    next.run(request).await
+    let mut response = next.run(request).await;
+    // rmcp answers a session DELETE with 202; the MCP Python SDK expects 200 or 204 and logs a
+    // warning otherwise. The session is closed either way: say so with 204.
+    if is_delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// For a POST that would open a session (an `initialize` without a session id), refuses with

@@ -8,6 +8,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use entropy_mcp::config::{self, API_KEY_ENV, ConfigFlags, LogFormat, McpConfig, Transport};
@@ -19,6 +20,9 @@ use entropy_mcp::tools::EntropyServer;
 use tokio_util::sync::CancellationToken;
 
 const EX_USAGE: u8 = 64;
+
+/// The HTTP transport's limits and, when configured, its TLS settings.
+type HttpSetup = (HttpLimits, Option<Arc<rustls::ServerConfig>>);
 
 /// MCP server for Entropy Diode: fair dice, shuffles, samples, passwords, numbers, UUIDs and
 /// bytes for AI agents, drawn from the gateway. The gateway key comes from ENTROPY_API_KEY or
@@ -138,7 +142,7 @@ fn usage(e: impl std::fmt::Display) -> ExitCode {
 /// The HTTP transport's tokens, limits and TLS, loaded before anything binds.
 fn http_setup(
     config: &McpConfig,
-) -> Result<Option<(HttpLimits, Option<std::sync::Arc<rustls::ServerConfig>>)>, String> {
+) -> Result<Option<HttpSetup>, String> {
     if config.transport != Transport::Http {
         return Ok(None);
     }
@@ -182,7 +186,7 @@ fn init_logging(config: &McpConfig) {
 async fn run(
     config: McpConfig,
     server: EntropyServer,
-    http: Option<(HttpLimits, Option<std::sync::Arc<rustls::ServerConfig>>)>,
+    http: Option<HttpSetup>,
 ) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     tokio::spawn(wait_for_signal(shutdown.clone()));

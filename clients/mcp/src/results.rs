@@ -121,6 +121,8 @@ pub struct StatusReport {
     pub pool_bytes: u64,
     /// The most the pool holds.
     pub pool_capacity_bytes: u64,
+    /// Callers waiting for entropy now.
+    pub waiters: u64,
     /// Bytes served to all callers since the gateway started.
     pub served_bytes_total: u64,
     /// Milliseconds since the gateway started.
@@ -213,6 +215,7 @@ impl From<entropy_client::Status> for StatusReport {
             bytes_are: bytes_are.into(),
             pool_bytes: s.pool_bytes,
             pool_capacity_bytes: s.pool_capacity_bytes,
+            waiters: s.waiters,
             served_bytes_total: s.served_bytes_total,
             uptime_ms: s.uptime_ms,
             last_chunk_age_ms: s.last_chunk_age_ms,
