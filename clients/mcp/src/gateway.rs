@@ -1,4 +1,4 @@
-//! The gateway as the tools see it: calls through `entropy-client` (so every byte is drawn
+//! The gateway as the tools see it: calls through `entropy-diode-client` (so every byte is drawn
 //! once, with this server's key, quota and metrics), and refusals turned into messages an agent
 //! can act on.
 //!
@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use entropy_client::{Client, ClientBuilder, Error};
+use entropy_diode_client::{Client, ClientBuilder, Error};
 
 use crate::draw::{EntropyBuf, Indices};
 
@@ -88,7 +88,7 @@ impl Gateway {
     }
 
     /// The gateway's status.
-    pub async fn status(&self) -> Result<entropy_client::Status, Failure> {
+    pub async fn status(&self) -> Result<entropy_diode_client::Status, Failure> {
         self.client.status().await.map_err(|e| self.failure(e))
     }
 
@@ -175,7 +175,7 @@ impl Gateway {
 }
 
 /// The wait in a quota message: the gateway says "retry in N ms" (its `retry-after-ms` trailer
-/// carries the same number, but `entropy-client` passes on only the message).
+/// carries the same number, but `entropy-diode-client` passes on only the message).
 fn retry_after_ms(message: &str) -> Option<u64> {
     let rest = &message[message.find("retry in ")? + "retry in ".len()..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

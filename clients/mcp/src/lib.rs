@@ -1,7 +1,7 @@
 //! entropy-mcp: an MCP server that gives AI agents fair randomness (dice, shuffles, samples,
 //! passwords, numbers, UUIDs, bytes) drawn from an Entropy Diode gateway.
 //!
-//! It is a gRPC client of the gateway through `entropy-client`, never a reader of the pool, so
+//! It is a gRPC client of the gateway through `entropy-diode-client`, never a reader of the pool, so
 //! every byte is served once, under this server's key, quota and metrics.
 //!
 //! Layout: [`config`] (layered config, the gateway key), [`gateway`] (calls and the messages

@@ -160,8 +160,8 @@ fn short(name: &str, prefix: &str) -> String {
     name.strip_prefix(prefix).unwrap_or(name).to_ascii_lowercase()
 }
 
-impl From<entropy_client::Status> for StatusReport {
-    fn from(s: entropy_client::Status) -> Self {
+impl From<entropy_diode_client::Status> for StatusReport {
+    fn from(s: entropy_diode_client::Status) -> Self {
         let sources: Vec<SourceReport> = s
             .sources
             .iter()
@@ -242,7 +242,7 @@ mod tests {
     }
 
     fn report(sources: Vec<SourceStatus>) -> StatusReport {
-        StatusReport::from(entropy_client::Status {
+        StatusReport::from(entropy_diode_client::Status {
             serving: true,
             pool_bytes: 100,
             pool_capacity_bytes: 1000,

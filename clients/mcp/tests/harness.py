@@ -148,6 +148,7 @@ class Gateway:
         args = [
             "--api-keys-file", str(keys_file),
             "--ingest-keys-dir", str(mac_dir),
+            "--gateway-id", name,
             "--ingest-listen-addr", f"127.0.0.1:{free_port()}",
             "--pool-capacity-bytes", str(1 << 20),
             "--max-wait-ms", str(max_wait_ms),

@@ -13,7 +13,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
 cd "$ROOT"
 
-cargo build --release --locked -q -p entropy-gateway -p entropy-mcp -p entropy-client
+cargo build --release --locked -q -p entropy-gateway -p entropy-mcp -p entropy-diode-cli
 
 VENV="$HERE/.venv"
 if [ ! -x "$VENV/bin/python" ]; then
