@@ -200,8 +200,13 @@ mod tests {
     fn type_errors_name_the_argument() {
         let err = parse::<BytesArgs>(args(json!({"count": "many"}))).expect_err("type");
         assert!(err.message.starts_with("argument `count`"), "{}", err.message);
-        let err = parse::<BytesArgs>(args(json!({"count": 1, "encoding": "b64"}))).expect_err("enum");
-        assert!(err.message.contains("`encoding`") && err.message.contains("base64"), "{}", err.message);
+        let err =
+            parse::<BytesArgs>(args(json!({"count": 1, "encoding": "b64"}))).expect_err("enum");
+        assert!(
+            err.message.contains("`encoding`") && err.message.contains("base64"),
+            "{}",
+            err.message
+        );
         let err = parse::<BytesArgs>(args(json!({}))).expect_err("missing");
         assert!(err.message.contains("missing field `count`"), "{}", err.message);
         let err = parse::<NoArgs>(args(json!({"verbose": true}))).expect_err("unknown");

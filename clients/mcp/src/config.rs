@@ -225,7 +225,10 @@ impl McpConfig {
             return bad("log_filter", format!("{:?} is not a valid filter", self.log_filter));
         }
         if self.http_tls_cert_file.is_some() != self.http_tls_key_file.is_some() {
-            return bad("http_tls_key_file", "http_tls_cert_file and http_tls_key_file go together");
+            return bad(
+                "http_tls_key_file",
+                "http_tls_cert_file and http_tls_key_file go together",
+            );
         }
         if self.http_allowed_hosts.is_empty() {
             return bad("http_allowed_hosts", "must list at least one host name");
@@ -302,8 +305,15 @@ pub fn gateway_key(config: &McpConfig, env_key: Option<String>) -> Result<String
         && key.len() <= MAX_API_KEY_BYTES
         && key.bytes().all(|b| b.is_ascii_graphic());
     if !ok {
-        let key = if config.gateway_api_key_file.is_some() { "gateway_api_key_file" } else { API_KEY_ENV };
-        return bad(key, format!("the key must be 1..={MAX_API_KEY_BYTES} printable ASCII characters"));
+        let key = if config.gateway_api_key_file.is_some() {
+            "gateway_api_key_file"
+        } else {
+            API_KEY_ENV
+        };
+        return bad(
+            key,
+            format!("the key must be 1..={MAX_API_KEY_BYTES} printable ASCII characters"),
+        );
     }
     Ok(key)
 }

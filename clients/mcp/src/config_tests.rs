@@ -113,7 +113,10 @@ fn environment_overrides_the_file_and_bad_values_name_the_variable() {
 fn validation_names_the_key_and_bound() {
     let check = |flags: ConfigFlags| load_with_env(None, &flags, no_env()).expect_err("invalid");
     let err = check(ConfigFlags { gateway_timeout_ms: Some(0), ..ConfigFlags::default() });
-    assert_eq!((err.key.as_str(), err.problem.contains("1..=600000")), ("gateway_timeout_ms", true));
+    assert_eq!(
+        (err.key.as_str(), err.problem.contains("1..=600000")),
+        ("gateway_timeout_ms", true)
+    );
     let err = check(ConfigFlags { http_max_body_bytes: Some(10), ..ConfigFlags::default() });
     assert_eq!(err.key, "http_max_body_bytes");
     assert!(err.problem.contains("1024..=16777216"), "{err}");
@@ -125,13 +128,12 @@ fn validation_names_the_key_and_bound() {
     });
     assert_eq!(err.key, "gateway_endpoint");
     for leaky in ["http://user:pw@gw:50051", "https://gw:50051/?key=x"] {
-        let err = check(ConfigFlags {
-            gateway_endpoint: Some(leaky.into()),
-            ..ConfigFlags::default()
-        });
+        let err =
+            check(ConfigFlags { gateway_endpoint: Some(leaky.into()), ..ConfigFlags::default() });
         assert!(err.problem.contains("must not carry credentials"), "{err}");
     }
-    let err = check(ConfigFlags { gateway_ca_file: Some("ca.pem".into()), ..ConfigFlags::default() });
+    let err =
+        check(ConfigFlags { gateway_ca_file: Some("ca.pem".into()), ..ConfigFlags::default() });
     assert_eq!(err.key, "gateway_ca_file");
     let err = check(ConfigFlags {
         http_allowed_origins: Some(vec!["example.com".into()]),
@@ -170,12 +172,8 @@ fn http_needs_tokens_and_stays_on_loopback_unless_secured() {
     assert_eq!(err.key, "http_allowed_hosts");
     let named = ConfigFlags { http_allowed_hosts: Some(vec!["mcp.example".into()]), ..tls };
     load_with_env(None, &named, no_env()).expect("TLS and a host name");
-    let err = load_with_env(
-        None,
-        &ConfigFlags { http_tls_key_file: None, ..named },
-        no_env(),
-    )
-    .expect_err("cert without key");
+    let err = load_with_env(None, &ConfigFlags { http_tls_key_file: None, ..named }, no_env())
+        .expect_err("cert without key");
     assert_eq!(err.key, "http_tls_key_file");
 }
 
@@ -200,7 +198,8 @@ fn the_gateway_key_comes_from_one_place() {
 
 #[test]
 fn printing_shows_no_secret() {
-    let c = McpConfig { gateway_api_key_file: Some("/run/secrets/gw".into()), ..McpConfig::default() };
+    let c =
+        McpConfig { gateway_api_key_file: Some("/run/secrets/gw".into()), ..McpConfig::default() };
     let printed = toml::to_string(&c).expect("prints");
     assert!(printed.contains("/run/secrets/gw") && !printed.to_lowercase().contains("api_key ="));
 }

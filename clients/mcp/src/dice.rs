@@ -118,7 +118,8 @@ mod tests {
         assert!(err("2d1").contains("faces per die is 1, must be 2..=1000000"));
         assert!(err("2d1000001").contains("2..=1000000"));
         assert!(err("2d6+1000001").contains("modifier is +1000001"));
-        for shape in ["", "6", "d", "2d", "xd6", "2d6+", "2d6+-1", "2d6*2", "-2d6", "2d6d6", "1.5d6"]
+        for shape in
+            ["", "6", "d", "2d", "xd6", "2d6+", "2d6+-1", "2d6*2", "-2d6", "2d6d6", "1.5d6"]
         {
             assert!(err(shape).contains("not dice notation"), "{shape}: {}", err(shape));
         }

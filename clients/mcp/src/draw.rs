@@ -255,7 +255,10 @@ mod tests {
         let mut next = counter_bytes();
         let mut counts = [0u32; 10];
         for _ in 0..3_000 {
-            let picked = sample_with((0..10).collect::<Vec<usize>>(), &draw(sample_bounds(10, 3), &mut next));
+            let picked = sample_with(
+                (0..10).collect::<Vec<usize>>(),
+                &draw(sample_bounds(10, 3), &mut next),
+            );
             assert_eq!(picked.len(), 3);
             assert!(picked[0] != picked[1] && picked[1] != picked[2] && picked[0] != picked[2]);
             for p in picked {

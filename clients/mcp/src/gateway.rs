@@ -67,7 +67,8 @@ impl Gateway {
 
     /// Exactly `n` bytes.
     pub async fn bytes(&self, n: usize) -> Result<Vec<u8>, Failure> {
-        let n = u32::try_from(n).map_err(|_| Failure::argument(format!("{n} bytes is too many")))?;
+        let n =
+            u32::try_from(n).map_err(|_| Failure::argument(format!("{n} bytes is too many")))?;
         self.client.get_bytes(n).await.map_err(|e| self.failure(e))
     }
 
@@ -139,8 +140,8 @@ impl Gateway {
             ),
             Error::QuotaExhausted(m) => {
                 let retry_after_ms = retry_after_ms(&m);
-                let when = retry_after_ms
-                    .map_or_else(|| "later".to_owned(), |ms| format!("in {ms} ms"));
+                let when =
+                    retry_after_ms.map_or_else(|| "later".to_owned(), |ms| format!("in {ms} ms"));
                 Failure {
                     kind: "quota_exhausted",
                     message: format!(
@@ -191,11 +192,11 @@ mod tests {
 
     #[test]
     fn retry_delay_is_read_from_the_quota_message() {
+        assert_eq!(retry_after_ms("request rate limit of 1/s reached; retry in 734 ms"), Some(734));
         assert_eq!(
-            retry_after_ms("request rate limit of 1/s reached; retry in 734 ms"),
-            Some(734)
+            retry_after_ms("byte rate limit of 10 B/s reached; retry in 1000 ms"),
+            Some(1000)
         );
-        assert_eq!(retry_after_ms("byte rate limit of 10 B/s reached; retry in 1000 ms"), Some(1000));
         assert_eq!(retry_after_ms("quota used up"), None);
         assert_eq!(retry_after_ms("retry in soon ms"), None);
         assert_eq!(retry_after_ms("retry in 5 s"), None);

@@ -54,9 +54,12 @@ struct Gate {
 }
 
 /// The router serving MCP at [`MCP_PATH`]; `shutdown` ends every session.
-pub fn router(server: EntropyServer, limits: &HttpLimits, shutdown: CancellationToken) -> axum::Router {
-    let sessions =
-        Arc::new(CappedSessions::new(limits.max_sessions, limits.session_idle_timeout));
+pub fn router(
+    server: EntropyServer,
+    limits: &HttpLimits,
+    shutdown: CancellationToken,
+) -> axum::Router {
+    let sessions = Arc::new(CappedSessions::new(limits.max_sessions, limits.session_idle_timeout));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(limits.allowed_hosts.clone())
         .with_max_request_body_bytes(limits.max_body_bytes)
@@ -101,9 +104,10 @@ async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Respon
         .and_then(|token| gate.tokens.authenticate(token));
     let Some(name) = presented else {
         let mut response = refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"entropy-mcp\""));
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"entropy-mcp\""),
+        );
         return response;
     };
     tracing::debug!(token = name, method = %request.method(), "authenticated request");
@@ -138,8 +142,8 @@ async fn new_session_check(gate: &Gate, request: Request) -> Result<Request, Res
     struct Method<'a> {
         method: Option<&'a str>,
     }
-    let initialize = serde_json::from_slice::<Method<'_>>(&bytes)
-        .is_ok_and(|m| m.method == Some("initialize"));
+    let initialize =
+        serde_json::from_slice::<Method<'_>>(&bytes).is_ok_and(|m| m.method == Some("initialize"));
     if initialize && gate.sessions.is_full().await {
         return Err(refuse(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -181,9 +185,10 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
         return allowed.iter().any(|a| a == "null");
     }
     let Some((scheme, host, Some(port))) = origin_parts(origin) else { return false };
-    allowed.iter().filter_map(|a| origin_parts(a)).any(|(s, h, p)| {
-        s == scheme && h == host && p.is_none_or(|p| p == port)
-    })
+    allowed
+        .iter()
+        .filter_map(|a| origin_parts(a))
+        .any(|(s, h, p)| s == scheme && h == host && p.is_none_or(|p| p == port))
 }
 
 #[cfg(test)]

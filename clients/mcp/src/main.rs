@@ -121,7 +121,9 @@ fn main() -> ExitCode {
         config.gateway_timeout(),
     )) {
         Ok(gateway) => gateway,
-        Err(e) => return usage(format!("invalid config key gateway_endpoint/gateway_ca_file: {e}")),
+        Err(e) => {
+            return usage(format!("invalid config key gateway_endpoint/gateway_ca_file: {e}"));
+        }
     };
     drop(key);
     match runtime.block_on(run(config, EntropyServer::new(gateway), http)) {
@@ -140,9 +142,7 @@ fn usage(e: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The HTTP transport's tokens, limits and TLS, loaded before anything binds.
-fn http_setup(
-    config: &McpConfig,
-) -> Result<Option<HttpSetup>, String> {
+fn http_setup(config: &McpConfig) -> Result<Option<HttpSetup>, String> {
     if config.transport != Transport::Http {
         return Ok(None);
     }
@@ -151,12 +151,12 @@ fn http_setup(
         .http_tokens_file
         .as_deref()
         .ok_or("invalid config key http_tokens_file: required for transport \"http\"")?;
-    let tokens = Tokens::load_file(path).map_err(|e| format!("invalid config key http_tokens_file: {e}"))?;
+    let tokens =
+        Tokens::load_file(path).map_err(|e| format!("invalid config key http_tokens_file: {e}"))?;
     let tls = match (&config.http_tls_cert_file, &config.http_tls_key_file) {
-        (Some(cert), Some(key)) => Some(
-            serve::tls_config(cert, key)
-                .map_err(|e| format!("invalid config key http_tls_cert_file/http_tls_key_file: {e}"))?,
-        ),
+        (Some(cert), Some(key)) => Some(serve::tls_config(cert, key).map_err(|e| {
+            format!("invalid config key http_tls_cert_file/http_tls_key_file: {e}")
+        })?),
         _ => None,
     };
     let limits = HttpLimits {

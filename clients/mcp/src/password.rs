@@ -94,9 +94,13 @@ pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>,
         }
         (name, None) => {
             let name = name.unwrap_or(PRESETS[0].name);
-            PRESETS.iter().find(|p| p.name == name).map(|p| p.characters.chars().collect()).ok_or_else(
-                || format!("alphabet is {name:?}, must be one of {}", preset_names().join(", ")),
-            )
+            PRESETS
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.characters.chars().collect())
+                .ok_or_else(|| {
+                    format!("alphabet is {name:?}, must be one of {}", preset_names().join(", "))
+                })
         }
     }
 }
@@ -118,7 +122,8 @@ mod tests {
 
     #[test]
     fn presets_have_distinct_characters_and_the_expected_sizes() {
-        let sizes: Vec<_> = PRESETS.iter().map(|p| (p.name, p.characters.chars().count())).collect();
+        let sizes: Vec<_> =
+            PRESETS.iter().map(|p| (p.name, p.characters.chars().count())).collect();
         assert_eq!(
             sizes,
             [

@@ -258,7 +258,10 @@ mod tests {
         let q = report(vec![source("quantis", Quantum, Healthy), source("os", Os, Quarantined)]);
         assert_eq!(q.bytes_are, "quantum");
         assert_eq!((q.sources[0].kind.as_str(), q.sources[0].quantum), ("quantum", true));
-        assert_eq!((q.sources[1].health.as_str(), q.sources[1].mixing.as_str()), ("quarantined", "xor"));
+        assert_eq!(
+            (q.sources[1].health.as_str(), q.sources[1].mixing.as_str()),
+            ("quarantined", "xor")
+        );
         assert!(q.summary.starts_with("Serving;") && q.summary.contains("quantum: from quantis"));
         let mixed = report(vec![source("quantis", Quantum, Healthy), source("os", Os, Healthy)]);
         assert_eq!(mixed.bytes_are, "mixed");

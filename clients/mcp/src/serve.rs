@@ -47,13 +47,14 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
         return Err(named(cert, &"no certificate in the file"));
     }
     let private = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, &e))?;
-    let mut config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| named(cert, &e))?
-            .with_no_client_auth()
-            .with_single_cert(certs, private)
-            .map_err(|e| named(cert, &e))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| named(cert, &e))?
+    .with_no_client_auth()
+    .with_single_cert(certs, private)
+    .map_err(|e| named(cert, &e))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

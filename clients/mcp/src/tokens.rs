@@ -54,7 +54,8 @@ impl Tokens {
     /// Loads a tokens file; the error names the file and the entry at fault.
     pub fn load_file(path: &Path) -> Result<Self, String> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
         let file: TokensFile = toml::from_str(&text).map_err(|e| format!("{shown}: {e}"))?;
         let mut entries: Vec<(String, [u8; 32])> = Vec::new();
         for entry in file.token {
@@ -141,7 +142,10 @@ mod tests {
     }
 
     fn entry(name: &str, token: &str) -> String {
-        format!("[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\n", hex::encode(Sha256::digest(token)))
+        format!(
+            "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\n",
+            hex::encode(Sha256::digest(token))
+        )
     }
 
     #[test]
@@ -158,7 +162,9 @@ mod tests {
     #[test]
     fn bad_files_are_refused_with_the_entry_named() {
         assert!(load("").unwrap_err().contains("no [[token]] entries"));
-        assert!(load("[[token]]\nname = \"x\"\nsha256 = \"abc\"\n").unwrap_err().contains("64 hex"));
+        assert!(
+            load("[[token]]\nname = \"x\"\nsha256 = \"abc\"\n").unwrap_err().contains("64 hex")
+        );
         assert!(load(&(entry("x", "1") + &entry("x", "2"))).unwrap_err().contains("used twice"));
         assert!(load(&entry("bad name", "1")).unwrap_err().contains("[A-Za-z0-9._-]"));
         assert!(load("[[token]]\nname = \"x\"\nsecret = \"y\"\n").is_err());

@@ -142,21 +142,20 @@ impl EntropyServer {
         }
         let k = within("k", a.k, 1, n as i64)? as usize;
         let (indices, drawn) = self.gateway.indices(draw::sample_bounds(n, k)).await?;
-        json(SampleResult { picked: draw::sample_with(a.items, &indices), entropy_bytes_drawn: drawn })
+        json(SampleResult {
+            picked: draw::sample_with(a.items, &indices),
+            entropy_bytes_drawn: drawn,
+        })
     }
 
     async fn generate_password(&self, args: JsonObject) -> Result<Value, Failure> {
         let a: args::PasswordArgs = args::parse(args)?;
-        let length = within(
-            "length",
-            a.length,
-            password::MIN_LENGTH as i64,
-            password::MAX_LENGTH as i64,
-        )? as usize;
+        let length =
+            within("length", a.length, password::MIN_LENGTH as i64, password::MAX_LENGTH as i64)?
+                as usize;
         let alphabet = password::alphabet(a.alphabet.as_deref(), a.characters.as_deref())
             .map_err(Failure::argument)?;
-        let (indices, drawn) =
-            self.gateway.indices(vec![alphabet.len() as u64; length]).await?;
+        let (indices, drawn) = self.gateway.indices(vec![alphabet.len() as u64; length]).await?;
         let password: String = indices.iter().map(|&i| alphabet[i as usize]).collect();
         json(PasswordResult {
             password,
@@ -169,14 +168,12 @@ impl EntropyServer {
 
     async fn generate_passphrase(&self, args: JsonObject) -> Result<Value, Failure> {
         let a: args::PassphraseArgs = args::parse(args)?;
-        let count = within(
-            "words",
-            a.words,
-            password::MIN_WORDS as i64,
-            password::MAX_WORDS as i64,
-        )? as usize;
+        let count =
+            within("words", a.words, password::MIN_WORDS as i64, password::MAX_WORDS as i64)?
+                as usize;
         let separator_chars = a.separator.chars().count();
-        if separator_chars > password::MAX_SEPARATOR_CHARS || a.separator.chars().any(char::is_control)
+        if separator_chars > password::MAX_SEPARATOR_CHARS
+            || a.separator.chars().any(char::is_control)
         {
             return Err(Failure::argument(format!(
                 "argument `separator` has {separator_chars} characters, must have 0..={} and no \
@@ -375,11 +372,8 @@ impl ServerHandler for EntropyServer {
                 None,
             ));
         }
-        let status = self
-            .gateway
-            .status()
-            .await
-            .map_err(|f| ErrorData::internal_error(f.message, None))?;
+        let status =
+            self.gateway.status().await.map_err(|f| ErrorData::internal_error(f.message, None))?;
         let text = serde_json::to_string_pretty(&StatusReport::from(status))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut contents = ResourceContents::text(text, STATUS_URI);
