@@ -61,7 +61,7 @@ scenarios=("$@")
 
 tools
 step "build (release)"
-cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench
+cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
 if [ ${#scenarios[@]} = 0 ] || printf '%s\n' "${scenarios[@]}" | grep -qx micro; then
   cargo bench --locked -q --no-run -p entropy-bench 2>/dev/null ||
     cargo bench --locked --no-run -p entropy-bench

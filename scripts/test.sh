@@ -83,7 +83,7 @@ scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
 # With entropy-bench in the same invocation, so the bench smoke below reuses this build (one set
 # of features for the release tree; see bench/tools/Cargo.toml).
-cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench
+cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
 python3 scripts/smoke_dev.py target/release/entropy-gateway
@@ -108,6 +108,9 @@ bench/run.sh smoke
 
 step "clients: generated code in sync, every language's suite, conformance with the restart rows, a throughput smoke"
 GATEWAY_BIN=target/release/entropy-gateway clients/test.sh
+
+step "MCP: entropy-mcp with the official Python MCP SDK (stdio, Streamable HTTP) and the Inspector CLI"
+clients/mcp/tests/run.sh
 
 step "client packages: cargo package, python -m build, npm pack, go get from a tag, mvn package; each install line tried from a scratch project"
 scripts/package_check.sh

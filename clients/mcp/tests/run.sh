@@ -13,7 +13,10 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
 cd "$ROOT"
 
-cargo build --release --locked -q -p entropy-gateway -p entropy-mcp -p entropy-diode-cli
+# The same packages as the test command's release build, so this is a no-op after it (one
+# feature set for the release tree).
+cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp \
+  -p entropy-diode-cli
 
 VENV="$HERE/.venv"
 if [ ! -x "$VENV/bin/python" ]; then
