@@ -5,13 +5,12 @@
 //! stdin), 1 runtime failure (a port in use, a broken transport). Logs go to stderr: on stdio,
 //! stdout is the protocol channel.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use entropy_mcp::config::{self, API_KEY_ENV, ConfigFlags, LogFormat, McpConfig, Transport};
+use entropy_mcp::config::{self, API_KEY_ENV, ConfigFlags, McpConfig, Transport};
 use entropy_mcp::gateway::Gateway;
 use entropy_mcp::http::{HttpLimits, MCP_PATH};
 use entropy_mcp::serve;
@@ -106,7 +105,9 @@ fn main() -> ExitCode {
         Ok(http) => http,
         Err(e) => return usage(e),
     };
-    init_logging(&config);
+    if let Err(e) = entropy_ops::logging::init(&config.log_filter, config.log_format) {
+        return usage(e);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -171,25 +172,13 @@ fn http_setup(config: &McpConfig) -> Result<Option<HttpSetup>, String> {
     Ok(Some((limits, tls)))
 }
 
-fn init_logging(config: &McpConfig) {
-    let filter = tracing_subscriber::EnvFilter::new(&config.log_filter);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    match config.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
-}
-
 async fn run(
     config: McpConfig,
     server: EntropyServer,
     http: Option<HttpSetup>,
 ) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
-    tokio::spawn(wait_for_signal(shutdown.clone()));
+    entropy_ops::signals::cancel_on_terminate(shutdown.clone(), "shutting down");
     let gateway = config.gateway_endpoint.as_str();
     match http {
         None => {
@@ -208,19 +197,4 @@ async fn run(
             Ok(())
         }
     }
-}
-
-async fn wait_for_signal(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) =
-        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    shutdown.cancel();
 }

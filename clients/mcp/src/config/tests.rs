@@ -1,6 +1,7 @@
 //! Tests of the config layers, validation and the gateway key sources.
 
 use super::*;
+use entropy_ops::config_keys::CommaList;
 
 fn keys_of<T: Serialize>(value: &T) -> Vec<String> {
     let toml = toml::Value::try_from(value).expect("serializes");
@@ -47,8 +48,8 @@ fn keys_flags_and_struct_agree() {
         gateway_timeout_ms: Some(1),
         http_listen_addr: Some(full.http_listen_addr),
         http_tokens_file: Some("t".into()),
-        http_allowed_hosts: Some(vec![]),
-        http_allowed_origins: Some(vec![]),
+        http_allowed_hosts: Some(CommaList(vec![])),
+        http_allowed_origins: Some(CommaList(vec![])),
         http_tls_cert_file: Some("c".into()),
         http_tls_key_file: Some("k".into()),
         http_allow_plaintext_non_loopback: Some(true),
@@ -132,11 +133,18 @@ fn validation_names_the_key_and_bound() {
             check(ConfigFlags { gateway_endpoint: Some(leaky.into()), ..ConfigFlags::default() });
         assert!(err.problem.contains("must not carry credentials"), "{err}");
     }
-    let err =
-        check(ConfigFlags { gateway_ca_file: Some("ca.pem".into()), ..ConfigFlags::default() });
-    assert_eq!(err.key, "gateway_ca_file");
+    // The endpoint syntax every client shares: a CA file makes a bare endpoint TLS, and
+    // contradicts an explicit http://.
     let err = check(ConfigFlags {
-        http_allowed_origins: Some(vec!["example.com".into()]),
+        gateway_ca_file: Some("ca.pem".into()),
+        gateway_endpoint: Some("http://127.0.0.1:50051".into()),
+        ..ConfigFlags::default()
+    });
+    assert_eq!((err.key.as_str(), err.problem.contains("CA file")), ("gateway_endpoint", true));
+    let err = check(ConfigFlags { gateway_endpoint: Some("gw:port".into()), ..Default::default() });
+    assert_eq!((err.key.as_str(), err.problem.contains("1..=65535")), ("gateway_endpoint", true));
+    let err = check(ConfigFlags {
+        http_allowed_origins: Some(CommaList(vec!["example.com".into()])),
         ..ConfigFlags::default()
     });
     assert_eq!(err.key, "http_allowed_origins");
@@ -170,7 +178,8 @@ fn http_needs_tokens_and_stays_on_loopback_unless_secured() {
     };
     let err = load_with_env(None, &tls, no_env()).expect_err("hosts");
     assert_eq!(err.key, "http_allowed_hosts");
-    let named = ConfigFlags { http_allowed_hosts: Some(vec!["mcp.example".into()]), ..tls };
+    let named =
+        ConfigFlags { http_allowed_hosts: Some(CommaList(vec!["mcp.example".into()])), ..tls };
     load_with_env(None, &named, no_env()).expect("TLS and a host name");
     let err = load_with_env(None, &ConfigFlags { http_tls_key_file: None, ..named }, no_env())
         .expect_err("cert without key");
