@@ -27,7 +27,7 @@ entropy_ops::config_keys! {
         /// `https://`; a bare remote host is TLS).
         gateway_endpoint: String = "127.0.0.1:50051".into(),
             flag(String, "ENDPOINT"), unit("endpoint"),
-            help("Gateway gRPC endpoint");
+            help("Gateway gRPC endpoint (host:port, http:// or https://; a bare remote host is TLS)");
         /// File holding the gateway API key (one line). Unset: the key comes from
         /// ENTROPY_API_KEY.
         gateway_api_key_file: Option<PathBuf> = None,
@@ -40,7 +40,7 @@ entropy_ops::config_keys! {
         /// Deadline of each gateway call, connecting included.
         gateway_timeout_ms: u64 = 10_000,
             flag(u64, "MS"), unit("milliseconds"),
-            help("Deadline of each gateway call, ms");
+            help("Deadline of each gateway call, connecting included, ms (1..=600000)");
         /// Address of the HTTP transport. Loopback by default; any other address needs TLS (or
         /// `http_allow_plaintext_non_loopback`) and its host names in `http_allowed_hosts`.
         http_listen_addr: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8787)),
@@ -54,13 +54,13 @@ entropy_ops::config_keys! {
         http_allowed_hosts: Vec<String> =
             vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             flag(CommaList, "HOSTS"), unit("list of host names"),
-            help("Accepted Host names, comma-separated");
+            help("Accepted Host names (DNS-rebinding protection), comma-separated; others get 403");
         /// Browser origins (`https://app.example:443`, `http://localhost:*`) allowed to call; a
         /// request with any other `Origin` header is refused. Requests without one (non-browser
         /// clients) are not affected.
         http_allowed_origins: Vec<String> = Vec::new(),
             flag(CommaList, "ORIGINS"), unit("list of origins"),
-            help("Allowed browser origins, comma-separated");
+            help("Allowed browser origins, comma-separated (https://app.example, http://localhost:*, null); any other Origin gets 403");
         /// PEM certificate chain for TLS on the HTTP transport (with `http_tls_key_file`).
         http_tls_cert_file: Option<PathBuf> = None,
             flag(PathBuf, "FILE"), unit("path"),
@@ -76,23 +76,23 @@ entropy_ops::config_keys! {
         /// Most MCP sessions open at once; further `initialize` requests get 503.
         http_max_sessions: usize = 64,
             flag(usize, "N"), unit("count"),
-            help("Most open MCP sessions");
+            help("Most open MCP sessions; a further initialize gets 503 (1..=100000)");
         /// Most HTTP requests in progress at once; further requests get 503.
         http_max_concurrent_requests: usize = 64,
             flag(usize, "N"), unit("count"),
-            help("Most HTTP requests in progress");
+            help("Most HTTP requests in progress; further ones get 503 (1..=100000)");
         /// Largest request body; larger ones get 413.
         http_max_body_bytes: usize = 1 << 20,
             flag(usize, "BYTES"), unit("bytes"),
-            help("Largest request body, bytes");
+            help("Largest request body; larger gets 413, bytes (1024..=16777216)");
         /// A session without any request for this long is closed.
         http_session_idle_timeout_ms: u64 = 300_000,
             flag(u64, "MS"), unit("milliseconds"),
-            help("Close sessions idle this long, ms");
+            help("Close sessions idle this long, ms (1000..=86400000)");
         /// On SIGTERM/SIGINT, how long requests in progress get to finish.
         shutdown_grace_ms: u64 = 5_000,
             flag(u64, "MS"), unit("milliseconds"),
-            help("Shutdown grace period, ms");
+            help("Time requests in progress get on SIGTERM, ms (at most 600000)");
         /// Log line format: "text" or "json" (always on stderr: stdout is the stdio transport).
         log_format: LogFormat = LogFormat::Text,
             flag(LogFormat, "FORMAT"), unit("`text` or `json`"),
