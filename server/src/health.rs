@@ -37,12 +37,15 @@ pub struct Readiness {
     /// The ingest path and how long it may go without a chunk; `None`: no such check.
     ingest: Option<(Arc<Ingest>, Duration)>,
     serving: AtomicBool,
+    draining: AtomicBool,
     stopping: AtomicBool,
 }
 
 /// Why the gateway is not ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotReady {
+    /// It is draining before shutdown: still serving, but asking to be taken out of rotation.
+    Draining,
     /// It is shutting down.
     Stopping,
     /// The pool is below its low watermark.
@@ -64,6 +67,9 @@ pub enum NotReady {
 impl std::fmt::Display for NotReady {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Draining => {
+                f.write_str("not ready: draining before shutdown (shutdown_drain_ms)")
+            }
             Self::Stopping => f.write_str("not ready: shutting down"),
             Self::PoolLow { level, low_watermark } => write!(
                 f,
@@ -87,6 +93,7 @@ impl Readiness {
             low_watermark,
             ingest: None,
             serving: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
         }
     }
@@ -102,6 +109,9 @@ impl Readiness {
     pub fn check(&self) -> Result<(), NotReady> {
         if self.stopping.load(Ordering::Relaxed) {
             return Err(NotReady::Stopping);
+        }
+        if self.draining.load(Ordering::Relaxed) {
+            return Err(NotReady::Draining);
         }
         let level = self.pool.level();
         if level < self.low_watermark {
@@ -124,6 +134,13 @@ impl Readiness {
     /// True when the last evaluation found the gateway ready.
     pub fn is_serving(&self) -> bool {
         self.serving.load(Ordering::Relaxed)
+    }
+
+    /// Marks the gateway as draining: NOT_SERVING from the next evaluation on (within
+    /// [`POLL_INTERVAL`] for the health service), while calls are still served.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+        self.serving.store(false, Ordering::Relaxed);
     }
 
     /// Marks the gateway as stopping: NOT_SERVING from now on.
@@ -177,5 +194,87 @@ impl Readiness {
             r.set_service_status("", ServingStatus::NotServing).await;
             r.set_service_status(PUBLIC_SERVICE, ServingStatus::NotServing).await;
         }
+    }
+}
+
+/// The shutdown sequence after a termination signal: when `terminate` fires, report
+/// NOT_SERVING at once but keep serving for `drain` (so a load balancer checking health or
+/// `/readyz` takes this gateway out of rotation before anything is refused), then cancel
+/// `shutdown`, which starts the grace period. A zero `drain` stops at once. Returns when
+/// `shutdown` is cancelled, by this or by anyone else.
+pub async fn drain_then_stop(
+    readiness: Arc<Readiness>,
+    terminate: CancellationToken,
+    drain: Duration,
+    shutdown: CancellationToken,
+) {
+    tokio::select! {
+        () = shutdown.cancelled() => return,
+        () = terminate.cancelled() => {}
+    }
+    if !drain.is_zero() {
+        readiness.drain();
+        tracing::info!(
+            drain_ms = drain.as_millis(),
+            "draining: NOT_SERVING, still serving calls until the drain period ends"
+        );
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(drain) => {}
+        }
+    }
+    shutdown.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready_gateway() -> Arc<Readiness> {
+        let pool = Arc::new(Pool::new(1024));
+        pool.put(&[7u8; 512]).expect("room in the pool");
+        Arc::new(Readiness::new(pool, 256))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_reports_not_serving_at_once_and_stops_only_after_its_period() {
+        let readiness = ready_gateway();
+        assert_eq!(readiness.check(), Ok(()));
+        let (terminate, shutdown) = (CancellationToken::new(), CancellationToken::new());
+        let sequence = tokio::spawn(drain_then_stop(
+            readiness.clone(),
+            terminate.clone(),
+            Duration::from_secs(5),
+            shutdown.clone(),
+        ));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(readiness.check(), Ok(()), "nothing happens before the signal");
+        terminate.cancel();
+        tokio::time::sleep(Duration::from_millis(4_900)).await;
+        assert_eq!(readiness.check(), Err(NotReady::Draining));
+        assert!(!readiness.is_serving());
+        assert!(!shutdown.is_cancelled(), "still serving during the drain");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(shutdown.is_cancelled(), "the grace period starts when the drain ends");
+        sequence.await.expect("sequence");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_drain_stops_at_once_and_leaves_readiness_to_the_shutdown() {
+        let readiness = ready_gateway();
+        let (terminate, shutdown) = (CancellationToken::new(), CancellationToken::new());
+        terminate.cancel();
+        drain_then_stop(readiness.clone(), terminate, Duration::ZERO, shutdown.clone()).await;
+        assert!(shutdown.is_cancelled());
+        assert_eq!(readiness.check(), Ok(()), "not draining: the shutdown itself stops it");
+    }
+
+    #[test]
+    fn stopping_outranks_draining() {
+        let readiness = ready_gateway();
+        readiness.drain();
+        assert_eq!(readiness.check(), Err(NotReady::Draining));
+        readiness.stop();
+        assert_eq!(readiness.check(), Err(NotReady::Stopping));
     }
 }

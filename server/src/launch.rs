@@ -104,7 +104,8 @@ impl Launch {
         Ok(Self { config, keys, tls })
     }
 
-    /// Binds the listeners and serves until SIGTERM or SIGINT, then drains for at most
+    /// Binds the listeners and serves until SIGTERM or SIGINT; then serves on for
+    /// `shutdown_drain_ms` while reporting NOT_SERVING, and drains calls for at most
     /// `shutdown_grace_ms`. In dev mode, starts the in-process collector and prints the banner.
     pub async fn run(self) -> Result<(), RunError> {
         let Self { config, keys, tls } = self;
@@ -121,7 +122,10 @@ impl Launch {
         let ingest_addr = local(&ingest, "ingest_listen_addr", config.ingest_listen_addr)?;
         let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
         let shutdown = CancellationToken::new();
-        entropy_ops::signals::cancel_on_terminate(shutdown.clone(), "shutting down");
+        let terminate = CancellationToken::new();
+        let doing = if config.shutdown_drain_ms > 0 { "draining" } else { "shutting down" };
+        entropy_ops::signals::cancel_on_terminate(terminate.clone(), doing);
+        let drain = config.shutdown_drain();
 
         let grace = config.shutdown_grace();
         let keys_file = config.api_keys_file.clone();
@@ -154,6 +158,12 @@ impl Launch {
             tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
         }
 
+        tokio::spawn(crate::health::drain_then_stop(
+            gateway.readiness(),
+            terminate,
+            drain,
+            shutdown.clone(),
+        ));
         let serve = gateway.serve(public, ingest, shutdown.clone());
         tokio::pin!(serve);
         tokio::select! {

@@ -138,6 +138,11 @@ impl Gateway {
         self.api_keys.clone()
     }
 
+    /// Whether this gateway should receive traffic (what health and `/readyz` report).
+    pub fn readiness(&self) -> Arc<Readiness> {
+        self.readiness.clone()
+    }
+
     /// The pool (for benchmarks and in-process checks).
     pub fn pool(&self) -> &Arc<Pool> {
         &self.pool

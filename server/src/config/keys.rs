@@ -117,6 +117,12 @@ entropy_ops::config_keys! {
         shutdown_grace_ms: u64 = 10_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Shutdown grace period, ms");
+        /// On SIGTERM/SIGINT, how long to keep serving every call while health and `/readyz`
+        /// already say NOT_SERVING, so a load balancer stops routing here before anything is
+        /// refused; the grace period follows. Zero: stop at once.
+        shutdown_drain_ms: u64 = 0,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("On SIGTERM, serve this long while NOT_SERVING before draining, ms (at most 600000)");
         /// Most open connections per listener; past it new connections are closed at once. Both
         /// listeners at this many must fit the file-descriptor limit (checked at start, after
         /// raising the soft limit to the hard one); 0 picks the most that fit, at most 10000.

@@ -73,6 +73,11 @@ impl GatewayConfig {
         Duration::from_millis(self.shutdown_grace_ms)
     }
 
+    /// How long to keep serving after SIGTERM while reporting NOT_SERVING.
+    pub fn shutdown_drain(&self) -> Duration {
+        Duration::from_millis(self.shutdown_drain_ms)
+    }
+
     /// How long a connection may sit without a call before it is closed (`None`: forever).
     pub fn idle_timeout(&self) -> Option<Duration> {
         (self.idle_timeout_ms > 0).then(|| Duration::from_millis(self.idle_timeout_ms))

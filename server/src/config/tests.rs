@@ -55,6 +55,7 @@ fn keys_flags_and_struct_agree() {
         ingest_max_buffered_bytes: Some(1),
         ingest_max_connections: Some(1),
         shutdown_grace_ms: Some(1),
+        shutdown_drain_ms: Some(1),
         max_connections: Some(1),
         max_streams_per_connection: Some(1),
         idle_timeout_ms: Some(1),

@@ -114,6 +114,12 @@ impl GatewayConfig {
         if self.shutdown_grace_ms > 600_000 {
             return bad("shutdown_grace_ms", "must be at most 600000".into());
         }
+        if self.shutdown_drain_ms > 600_000 {
+            return bad(
+                "shutdown_drain_ms",
+                format!("{} must be at most 600000", self.shutdown_drain_ms),
+            );
+        }
         if self.listen_addr == self.ingest_listen_addr && self.listen_addr.port() != 0 {
             return bad("ingest_listen_addr", "must differ from listen_addr".into());
         }
