@@ -96,8 +96,8 @@ func (c *streamConfig) fail(format string, args ...any) {
 
 // Reader is an io.ReadCloser over StreamRandom, made by Client.NewReader.
 //
-// After a transport failure (Unavailable: a dropped connection, a restarting gateway; or an
-// attempt or stall timing out) it opens a new stream for exactly the bytes still owed. Bytes
+// After a transport failure (Unavailable: a dropped connection, a restarting gateway; a stream
+// cut short without a status by a proxy in between; or an attempt or stall timing out) it opens a new stream for exactly the bytes still owed. Bytes
 // already received are kept, so the caller never loses a byte or sees one twice. Each attempt
 // waits for the connection to be ready, within the attempt timeout; attempts are spaced by a
 // jittered backoff and go on for at most the reconnect budget from the failure (the budget
@@ -363,6 +363,8 @@ func (r *Reader) retryOrFail(ctx context.Context, err error) error {
 		e = &Error{Code: codes.DeadlineExceeded, Message: what}
 	case status.Code(err) == codes.Unavailable:
 		e = fromRPC(err, nil).(*Error)
+	case cutShort(err):
+		e = &Error{Code: codes.Unavailable, Message: "stream cut short on the way: " + status.Convert(err).Message()}
 	default:
 		return fromRPC(err, nil)
 	}

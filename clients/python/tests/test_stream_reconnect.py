@@ -201,3 +201,26 @@ def test_a_stream_that_ends_early_with_ok_is_an_error() -> None:
     fake = FakeEntropy([Step(2)], chunk_size=100)
     with pytest.raises(EntropyError, match="ended with OK after 200 of 1000"):
         read_all(fake, 1000, 1000)
+
+
+@pytest.mark.parametrize(
+    ("code", "details"),
+    [
+        # What grpcio says when a load balancer that lost its upstream ends the stream with an
+        # empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+        (grpc.StatusCode.UNKNOWN, "Stream removed (Data frame with END_STREAM flag received)"),
+        (grpc.StatusCode.INTERNAL, "Received RST_STREAM with error code 2"),
+    ],
+)
+def test_a_stream_cut_short_on_the_way_is_resumed(code: grpc.StatusCode, details: str) -> None:
+    state = StreamState(1000, 0, StreamOptions(), FakeClock())
+    state.request()
+    assert 0 < state.retry_delay(EntropyError(code, details)) <= 0.05
+
+
+def test_a_real_internal_or_unknown_error_is_not_resumed() -> None:
+    state = StreamState(1000, 0, StreamOptions(), FakeClock())
+    state.request()
+    for code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+        with pytest.raises(EntropyError):
+            state.retry_delay(EntropyError(code, "something broke inside"))

@@ -108,7 +108,7 @@ async function reader(argv: string[]): Promise<void> {
   let result: { code: string; error: string };
   let client: EntropyClient | undefined;
   try {
-    client = new EntropyClient(args.endpoint, apiKey());
+    client = new EntropyClient(args.endpoint, apiKey(), { caFile: process.env.ENTROPY_CA_FILE || undefined });
     const s = client.stream({ totalBytes: total, chunkBytes: chunk, reconnectBudgetMs: budgetMs });
     try {
       while (bytes < total) {

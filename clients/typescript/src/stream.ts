@@ -295,7 +295,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
   /** Waits the backoff if the rule allows another attempt; throws `error` (or the stop reason)
    * otherwise. */
   private async retryOrThrow(error: EntropyError, timedOut: boolean): Promise<void> {
-    if (!timedOut && error.code !== status.UNAVAILABLE) throw error;
+    if (!timedOut && error.code !== status.UNAVAILABLE && !cutShort(error)) throw error;
     this.brokenSince ??= performance.now();
     this.failures++;
     this.lastError = error;
@@ -394,4 +394,18 @@ function millis(name: string, value: number | undefined, fallback: number, min: 
   const v = value ?? fallback;
   if (!(Number.isFinite(v) && v >= min)) throw invalidArgument(`${name} is ${value}, must be a number >= ${min}`);
   return v;
+}
+
+/** How grpc-js words a stream that ended without a gRPC status: something between the client
+ * and the gateway (a load balancer that lost its upstream) ended it with an empty DATA frame, or
+ * reset it. Nothing ended the call on purpose, so a reader resumes. */
+const CUT_SHORT_MARKERS = ["Call ended without gRPC status", "Received RST_STREAM"];
+
+/** True when `error` is a stream cut short on the way (no status from the gateway): a transport
+ * failure like UNAVAILABLE. The gateway itself never ends a stream that way. */
+export function cutShort(error: EntropyError): boolean {
+  return (
+    (error.code === status.INTERNAL || error.code === status.UNKNOWN) &&
+    CUT_SHORT_MARKERS.some((m) => error.details.includes(m))
+  );
 }

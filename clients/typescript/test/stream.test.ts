@@ -28,6 +28,7 @@ import {
   startGateway,
   type Step,
 } from "./support";
+import { cutShort } from "../src/stream";
 
 /** A rejection with the platform's abort error, not an EntropyError. */
 function abortError(name = "AbortError") {
@@ -548,5 +549,18 @@ describe("cancellation is the platform's (scripted server)", () => {
     } finally {
       close();
     }
+  });
+});
+
+describe("streams cut short on the way", () => {
+  test("are resumed: grpc-js's words for a stream ended without a status", () => {
+    // What grpc-js says when a load balancer that lost its upstream ends the stream with an
+    // empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+    assert.ok(cutShort(new EntropyError(status.INTERNAL, "Received RST_STREAM with code 0 (Call ended without gRPC status)")));
+    assert.ok(cutShort(new EntropyError(status.INTERNAL, "Received RST_STREAM with code 2 triggered by internal client error")));
+  });
+  test("real INTERNAL and UNKNOWN errors are not", () => {
+    assert.ok(!cutShort(new EntropyError(status.INTERNAL, "something broke inside")));
+    assert.ok(!cutShort(new EntropyError(status.PERMISSION_DENIED, "Call ended without gRPC status")));
   });
 });

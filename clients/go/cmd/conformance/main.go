@@ -188,7 +188,11 @@ func readerMode(args []string) {
 		line, _ := json.Marshal(obs)
 		fmt.Println(string(line))
 	}
-	c, err := entropy.New(*endpoint, os.Getenv("ENTROPY_API_KEY"))
+	var clientOpts []entropy.Option
+	if ca := os.Getenv("ENTROPY_CA_FILE"); ca != "" {
+		clientOpts = append(clientOpts, entropy.WithCAFile(ca))
+	}
+	c, err := entropy.New(*endpoint, os.Getenv("ENTROPY_API_KEY"), clientOpts...)
 	if err != nil {
 		report(err)
 		return

@@ -37,6 +37,19 @@ surface as UNAVAILABLE, and a stream that gives no message within the attempt or
 as DEADLINE_EXCEEDED (the reader's own; streams carry no gRPC deadline). Anything else (a bad
 key, a quota, a bad argument) would fail again the same way."""
 
+CUT_SHORT_MARKERS = ("Stream removed", "Received RST_STREAM")
+"""How grpcio (C-core) words a stream that ended without a gRPC status: something between the
+client and the gateway (a load balancer that lost its upstream) ended it with an empty DATA
+frame or reset it. Nothing ended the call on purpose, so the reader resumes."""
+
+
+def cut_short(err: errors.EntropyError) -> bool:
+    """True when `err` is a stream cut short on the way (no status from the gateway), a transport
+    failure like UNAVAILABLE. The gateway itself never ends a stream that way."""
+    return err.code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL) and any(
+        m in err.details for m in CUT_SHORT_MARKERS
+    )
+
 M = TypeVar("M", bound=Message)
 
 
@@ -207,7 +220,7 @@ class StreamState:
     def retry_delay(self, err: errors.EntropyError) -> float:
         """Seconds to wait before the next attempt after `err`; raises `err` when it is final
         (not a transport failure), and `gave_up()` once the reconnect budget is spent."""
-        if err.code not in RECONNECT_CODES:
+        if err.code not in RECONNECT_CODES and not cut_short(err):
             raise err
         now = self.clock()
         if self.broken_since is None:

@@ -175,9 +175,35 @@ public final class RandomStream extends InputStream {
     return true;
   }
 
+  /**
+   * How grpc-java words a stream that ended without a gRPC status: something between the client
+   * and the gateway (a load balancer that lost its upstream) ended it with an empty DATA frame, or
+   * reset it. Nothing ended the call on purpose, so the reader resumes.
+   */
+  private static final String[] CUT_SHORT_MARKERS = {"unexpected EOS", "RST_STREAM"};
+
+  /**
+   * True when {@code error} is a stream cut short on the way (no status from the gateway): a
+   * transport failure like UNAVAILABLE. The gateway itself never ends a stream that way.
+   */
+  static boolean cutShort(EntropyException error) {
+    if (error.code() != Status.Code.INTERNAL && error.code() != Status.Code.UNKNOWN) {
+      return false;
+    }
+    String details = error.details() == null ? "" : error.details();
+    for (String marker : CUT_SHORT_MARKERS) {
+      if (details.contains(marker)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Sleeps the backoff and returns if the rule allows another attempt; throws otherwise. */
   private void retryOrThrow(EntropyException error) throws IOException {
-    if (error.code() != Status.Code.UNAVAILABLE && error.code() != Status.Code.DEADLINE_EXCEEDED) {
+    if (error.code() != Status.Code.UNAVAILABLE
+        && error.code() != Status.Code.DEADLINE_EXCEEDED
+        && !cutShort(error)) {
       throw new IOException(error.getMessage(), error);
     }
     if (channel.isShutdown()) {

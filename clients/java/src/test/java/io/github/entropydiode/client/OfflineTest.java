@@ -95,4 +95,18 @@ class OfflineTest {
         IllegalArgumentException.class,
         () -> EntropyClient.builder().apiKey("k").endpoint("https://x").caFile(Path.of("/nonexistent/ca.pem")).build());
   }
+
+  @Test
+  void streamsCutShortOnTheWayAreResumedRealInternalErrorsAreNot() {
+    // What grpc-java says when a load balancer that lost its upstream ends the stream with an
+    // empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+    assertTrue(RandomStream.cutShort(new EntropyException(
+        io.grpc.Status.Code.INTERNAL, "Received unexpected EOS on empty DATA frame from server", null)));
+    assertTrue(RandomStream.cutShort(new EntropyException(
+        io.grpc.Status.Code.INTERNAL, "RST_STREAM closed stream. HTTP/2 error code: INTERNAL_ERROR", null)));
+    assertFalse(RandomStream.cutShort(new EntropyException(
+        io.grpc.Status.Code.INTERNAL, "something broke inside", null)));
+    assertFalse(RandomStream.cutShort(new EntropyException(
+        io.grpc.Status.Code.PERMISSION_DENIED, "unexpected EOS", null)));
+  }
 }
