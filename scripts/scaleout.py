@@ -4,7 +4,7 @@
     col1, col2   entropy-simulator (a stand-in Quantis on the host's loopback) -> entropy-collector,
                  each publishing to all three gateways (each chunk to exactly one)
     gw1..gw3     entropy-gateway: public gRPC over TLS, ingest, /readyz on 9464,
-                 shutdown_drain_ms 3000; each capped to --gateway-cpu cores (a cgroup)
+                 shutdown_drain_ms 3000; capped to --gateway-cpu cores for the throughput section
     lb           HAProxy with deploy/haproxy/haproxy.cfg as shipped: TLS ends there and starts
                  again to each gateway, each call balanced on its own, /readyz health checks
     client       ghz, grpcurl, every language's stream reader, a Python drawer keeping bytes
@@ -22,7 +22,7 @@ Sections, each with its checks:
               any run of 31+ bytes served twice (repeat-scan)
 
     scripts/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
-                                [--no-build] [--gateway-cpu 0.25]
+                                [--markdown FILE.md] [--no-build] [--gateway-cpu 0.1]
 
 quick (the test command): short throughput points. full (bench/run.sh scaleout): 10 s points.
 Needs root, ip netns, haproxy (Debian), ghz and grpcurl (Go); BIN_DIR holds entropy-gateway,
@@ -63,7 +63,7 @@ SIM_RATE = 8_000_000  # bytes/s per simulator
 POOL = 128 << 20
 # Each reader asks for well over what it holds when the fault lands (it has 1 MiB or more, and
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after it.
-READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 20
+READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
 DRAIN_MS, GRACE_MS = 3000, 5000
 FETCH = ("import sys, urllib.request\ntry:\n r = urllib.request.urlopen(sys.argv[1], timeout=3)\n"
          " sys.stdout.write(r.read().decode())\nexcept Exception as e:\n"
@@ -255,7 +255,7 @@ class Scaleout:
         self.results["balance"] = {"calls": r["count"], "share": {g: v / total for g, v in share.items()} if total else {}}
 
     def throughput(self) -> None:
-        calls = 6000 if self.args.mode == "quick" else 60000
+        calls = 3000 if self.args.mode == "quick" else 60000
         self.section(f"throughput: ghz GetRandom 32 B, {calls} calls a point, gateways capped at "
                      f"{self.args.gateway_cpu} core each (a cgroup, where the machine has one)")
         lb = f"{self.lab.hosts['lb']}:{PUBLIC}"
@@ -426,6 +426,8 @@ class Scaleout:
         streams = self.metric(victim, "entropy_gateway_streams_active")
         sizes = {n: out.stat().st_size >> 20 for n, (_, out) in started.items()}
         print(f"  {victim} carries {streams:.0f} stream(s); readers have {sizes} MiB", flush=True)
+        self.check(f"{victim} is in rotation when it gets SIGTERM", self.lb_states().get(victim) == "UP",
+                   self.lb_states())
         self.stopped.add(victim)
         signalled = time.monotonic()
         self.lab.procs[victim].send_signal(signal.SIGTERM)
@@ -471,6 +473,37 @@ class Scaleout:
         self.scan()
 
 
+def markdown(results: dict, command: str) -> str:
+    """The numbers of a run as the Markdown kept in bench/results/."""
+    t = results.get("throughput", {})
+    lines = [f"# Scaled out: HAProxy before 1 to 3 gateways ({time.strftime('%Y-%m-%d')})", "",
+             f"Command: `{command}`", "",
+             f"Each gateway capped at {results.get('gateway_cpu')} core by a cgroup "
+             f"({'applied' if t.get('capped') else 'NOT applied: no cgroup here'}); HAProxy, ghz, "
+             "the collectors and the simulators share the rest of the machine's 2 cores. "
+             f"ghz: GetRandom 32 B over TLS, {t.get('calls')} calls a point, 50 in flight on 10 "
+             "connections. One run; the machine is shared, so read ratios, not absolutes.", "",
+             "| gateways in rotation | req/s | p99 ms | HAProxy cores | gateway cores | req/s per gateway core |",
+             "|---|---|---|---|---|---|"]
+    for p in t.get("points", []):
+        per_core = p["rps"] / p["gateway_cores"] if p.get("gateway_cores") else 0
+        lines.append(f"| {p['gateways']} | {p['rps']:,.0f} | {p['p99_ms']:.2f} | {p['lb_cores']:.2f} | "
+                     f"{p['gateway_cores']:.2f} | {per_core:,.0f} |")
+    lines.append(f"| 1, direct (no balancer) | {t.get('direct_one_gateway_rps', 0):,.0f} | "
+                 f"{t.get('direct_p99_ms', 0):.2f} | - | - | - |")
+    k, d = results.get("kill", {}), results.get("drain", {})
+    lines += ["", "Faults in the same run:", "",
+              f"- kill -9 of {k.get('victim')} carrying {k.get('streams', 0):.0f} streams: every reader "
+              f"resumed ({k.get('reconnects')} reconnects in all); the unary drawer: {k.get('drawer_ok')} OK, "
+              f"{k.get('drawer_failed')} failed.",
+              f"- SIGTERM to {d.get('victim')}: out of rotation after {d.get('out_of_rotation_s')} s, exited "
+              f"after {d.get('exited_s', 0):.1f} s; ghz {d.get('ghz_ok')} of {d.get('ghz_calls')} OK; "
+              f"drawer {d.get('drawer_ok')} OK, {d.get('drawer_failed')} failed.",
+              f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 31+ "
+              "bytes served twice.", ""]
+    return "\n".join(lines)
+
+
 def latency(report: dict, pct: str) -> float:
     for d in report.get("latencyDistribution") or []:
         if str(d.get("percentage")) == pct:
@@ -491,10 +524,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bin_dir", type=Path)
     parser.add_argument("--mode", choices=("quick", "full"), default="quick")
-    parser.add_argument("--report", type=Path)
+    parser.add_argument("--report", type=Path, help="write the numbers as JSON here")
+    parser.add_argument("--markdown", type=Path, help="write the numbers as Markdown here")
     parser.add_argument("--only", help="reader languages, comma-separated (default: all)")
     parser.add_argument("--no-build", action="store_true", help="the reader programs are built already")
-    parser.add_argument("--gateway-cpu", type=float, default=0.25, help="cores per gateway (cgroup cap)")
+    parser.add_argument("--gateway-cpu", type=float, default=0.1,
+                        help="cores per gateway in the throughput section (a cgroup cap)")
     args = parser.parse_args()
     try:
         netns.require_root_and_tools(("haproxy", "haproxy"))
@@ -522,6 +557,8 @@ def main() -> int:
         so.check("namespaces and processes removed", not left, left)
     if args.report:
         args.report.write_text(json.dumps(so.results, indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(so.results, " ".join(["scripts/scaleout.py", *sys.argv[1:]])))
     return so.check.summary("scaleout")
 
 
