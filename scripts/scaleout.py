@@ -483,6 +483,8 @@ def markdown(results: dict, command: str) -> str:
              "the collectors and the simulators share the rest of the machine's 2 cores. "
              f"ghz: GetRandom 32 B over TLS, {t.get('calls')} calls a point, 50 in flight on 10 "
              "connections. One run; the machine is shared, so read ratios, not absolutes.", "",
+             "Gateway cores: the CPU of all three gateways (those out of rotation still take chunks "
+             "from the collectors).", "",
              "| gateways in rotation | req/s | p99 ms | HAProxy cores | gateway cores | req/s per gateway core |",
              "|---|---|---|---|---|---|"]
     for p in t.get("points", []):
@@ -496,7 +498,7 @@ def markdown(results: dict, command: str) -> str:
               f"- kill -9 of {k.get('victim')} carrying {k.get('streams', 0):.0f} streams: every reader "
               f"resumed ({k.get('reconnects')} reconnects in all); the unary drawer: {k.get('drawer_ok')} OK, "
               f"{k.get('drawer_failed')} failed.",
-              f"- SIGTERM to {d.get('victim')}: out of rotation after {d.get('out_of_rotation_s')} s, exited "
+              f"- SIGTERM to {d.get('victim')}: out of rotation after {d.get('out_of_rotation_s') or 0:.1f} s, exited "
               f"after {d.get('exited_s', 0):.1f} s; ghz {d.get('ghz_ok')} of {d.get('ghz_calls')} OK; "
               f"drawer {d.get('drawer_ok')} OK, {d.get('drawer_failed')} failed.",
               f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 31+ "
