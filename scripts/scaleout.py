@@ -36,10 +36,8 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -49,6 +47,7 @@ from pathlib import Path
 import harness
 import netns
 from netns import Skip
+from scaleout_io import DRAWER, FETCH, cpu_seconds, ghz_summary, haproxy_command, haproxy_stat, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "clients/conformance"))
@@ -65,24 +64,6 @@ POOL = 128 << 20
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after it.
 READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
 DRAIN_MS, GRACE_MS = 3000, 5000
-FETCH = ("import sys, urllib.request\ntry:\n r = urllib.request.urlopen(sys.argv[1], timeout=3)\n"
-         " sys.stdout.write(r.read().decode())\nexcept Exception as e:\n"
-         " sys.stdout.write(getattr(e, 'code', 0) and e.read().decode() or ''); sys.exit(3)\n")
-DRAWER = """
-import sys, time
-from entropy_diode import EntropyClient, EntropyError
-endpoint, key, ca, out, seconds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
-ok, failed = 0, {}
-with EntropyClient(endpoint, key, ca_file=ca, timeout=5) as c, open(out, "ab") as f:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            f.write(c.get_bytes(4096)); ok += 1
-        except EntropyError as e:
-            failed[e.code.name] = failed.get(e.code.name, 0) + 1
-        time.sleep(0.01)
-print(ok, sum(failed.values()), sorted(failed.items()))
-"""
 
 
 class Scaleout:
@@ -177,25 +158,10 @@ class Scaleout:
         return len(states) == len(GATEWAYS) and all(s == "UP" for s in states.values())
 
     def lb_stat(self) -> list[dict[str, str]]:
-        text = self.lb_command("show stat")
-        lines = [l for l in text.splitlines() if l.strip()]
-        if not lines:
-            return []
-        header = lines[0].lstrip("# ").split(",")
-        return [dict(zip(header, l.split(","))) for l in lines[1:]]
+        return haproxy_stat(self.lb_command("show stat"))
 
     def lb_command(self, command: str) -> str:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            try:
-                s.connect(str(self.work / "haproxy.sock"))
-            except OSError:
-                return ""
-            s.sendall(command.encode() + b"\n")
-            chunks = []
-            while chunk := s.recv(65536):
-                chunks.append(chunk)
-        return b"".join(chunks).decode()
+        return haproxy_command(self.work / "haproxy.sock", command)
 
     def metric(self, g: str, name: str, labels: str = "") -> float:
         r = self.lab.exec("client", sys.executable, "-c", FETCH, f"http://{self.lab.hosts[g]}:{METRICS}/metrics")
@@ -225,16 +191,7 @@ class Scaleout:
         if rps:
             cmd += ["--rps", rps]
         r = self.lab.exec("client", *cmd, target, timeout=300)
-        try:
-            out = json.loads(r.stdout)
-        except ValueError:
-            raise RuntimeError(f"ghz gave no report: {r.stderr[-800:]}") from None
-        codes = dict(out.get("statusCodeDistribution") or {})
-        for error, n in list((out.get("errorDistribution") or {}).items())[:3]:
-            codes[error[:160]] = n
-        return {"rps": out.get("rps", 0.0), "count": out.get("count", 0), "codes": codes,
-                "ok": codes.get("OK", 0), "p99_ms": latency(out, "99") / 1e6,
-                "errors": out.get("errorDistribution") or {}}
+        return ghz_summary(r.stdout, r.stderr)
 
     def served(self) -> dict[str, float]:
         return {g: self.metric(g, "entropy_gateway_served_bytes_total") for g in GATEWAYS}
@@ -471,55 +428,6 @@ class Scaleout:
         self.kill()
         self.drain()
         self.scan()
-
-
-def markdown(results: dict, command: str) -> str:
-    """The numbers of a run as the Markdown kept in bench/results/."""
-    t = results.get("throughput", {})
-    lines = [f"# Scaled out: HAProxy before 1 to 3 gateways ({time.strftime('%Y-%m-%d')})", "",
-             f"Command: `{command}`", "",
-             f"Each gateway capped at {results.get('gateway_cpu')} core by a cgroup "
-             f"({'applied' if t.get('capped') else 'NOT applied: no cgroup here'}); HAProxy, ghz, "
-             "the collectors and the simulators share the rest of the machine's 2 cores. "
-             f"ghz: GetRandom 32 B over TLS, {t.get('calls')} calls a point, 50 in flight on 10 "
-             "connections. One run; the machine is shared, so read ratios, not absolutes.", "",
-             "Gateway cores: the CPU of all three gateways (those out of rotation still take chunks "
-             "from the collectors).", "",
-             "| gateways in rotation | req/s | p99 ms | HAProxy cores | gateway cores | req/s per gateway core |",
-             "|---|---|---|---|---|---|"]
-    for p in t.get("points", []):
-        per_core = p["rps"] / p["gateway_cores"] if p.get("gateway_cores") else 0
-        lines.append(f"| {p['gateways']} | {p['rps']:,.0f} | {p['p99_ms']:.2f} | {p['lb_cores']:.2f} | "
-                     f"{p['gateway_cores']:.2f} | {per_core:,.0f} |")
-    lines.append(f"| 1, direct (no balancer) | {t.get('direct_one_gateway_rps', 0):,.0f} | "
-                 f"{t.get('direct_p99_ms', 0):.2f} | - | - | - |")
-    k, d = results.get("kill", {}), results.get("drain", {})
-    lines += ["", "Faults in the same run:", "",
-              f"- kill -9 of {k.get('victim')} carrying {k.get('streams', 0):.0f} streams: every reader "
-              f"resumed ({k.get('reconnects')} reconnects in all); the unary drawer: {k.get('drawer_ok')} OK, "
-              f"{k.get('drawer_failed')} failed.",
-              f"- SIGTERM to {d.get('victim')}: out of rotation after {d.get('out_of_rotation_s') or 0:.1f} s, exited "
-              f"after {d.get('exited_s', 0):.1f} s; ghz {d.get('ghz_ok')} of {d.get('ghz_calls')} OK; "
-              f"drawer {d.get('drawer_ok')} OK, {d.get('drawer_failed')} failed.",
-              f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 31+ "
-              "bytes served twice.", ""]
-    return "\n".join(lines)
-
-
-def latency(report: dict, pct: str) -> float:
-    for d in report.get("latencyDistribution") or []:
-        if str(d.get("percentage")) == pct:
-            return float(d.get("latency", 0))
-    return 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of `pid` and its threads, from /proc (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
