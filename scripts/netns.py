@@ -90,15 +90,15 @@ class Lab:
         """Starts `cmd` in `host`, logging to WORK/name.log; with `cgroup`, in a CPU cgroup of its
         own (v1 `cpu` or v2, where the machine allows) that `set_cpu` can cap."""
         log = open(self.work / f"{name}.log", "w")
-        preexec = None
-        if cgroup:
-            procs_file = self._cgroup(name)
+        procs_file = self._cgroup(name) if cgroup else None
+
+        def join_cgroup() -> None:  # runs in the child, before exec
             if procs_file is not None:
-                def preexec(path=procs_file):
-                    path.write_text(str(os.getpid()))
+                procs_file.write_text(str(os.getpid()))
+
         self.procs[name] = subprocess.Popen(
             nsexec(self.ns(host), *cmd), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-            start_new_session=True, preexec_fn=preexec)
+            start_new_session=True, preexec_fn=join_cgroup if procs_file is not None else None)
         log.close()
         return self.procs[name]
 
@@ -131,9 +131,6 @@ class Lab:
                 (d / "cpu.max").write_text(f"{'max' if quota < 0 else quota} {period}")
             return True
         return False
-
-    def capped(self) -> bool:
-        return bool(self.cgroups)
 
     def log_tail(self, name: str, lines: int = 15) -> str:
         path = self.work / f"{name}.log"

@@ -64,6 +64,8 @@ POOL = 128 << 20
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after it.
 READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
 DRAIN_MS, GRACE_MS = 3000, 5000
+# The order readers start in: slowest to get going first (see Scaleout.readers).
+START_ORDER = {"java": 0, "typescript": 1, "python": 2, "go": 3, "rust": 4}
 
 
 class Scaleout:
@@ -280,13 +282,16 @@ class Scaleout:
 
     def readers(self, tag: str, on: str) -> dict[str, tuple[subprocess.Popen, Path]]:
         """Every language's reader through the balancer, all streams on gateway `on` (the others
-        are out of rotation while they open, and back once every reader is under way)."""
+        are out of rotation while they open, and back once every reader is under way). Readers
+        start one after another, the slowest to start (the JVM) first, each once the one before
+        has its first bytes: started together, a reader that is slow to start can find the others
+        already finished (CI saw it), and the fault then lands on fewer streams than it should."""
         for g in GATEWAYS:
             if g != on:
-                self.lb_command(f"disable server gateways/{g}")
+                self.lab_command_ok(f"disable server gateways/{g}")
         env = dict(os.environ, ENTROPY_API_KEY=self.key, ENTROPY_CA_FILE=str(self.work / "ca.pem"))
         started = {}
-        for lang in self.langs:
+        for lang in sorted(self.langs, key=lambda lang: START_ORDER.get(lang.name, len(START_ORDER))):
             out = self.work / f"{tag}.{lang.name}.bin"
             out.touch()
             cmd = netns.nsexec(self.lab.ns("client"), *lang.run, "reader", "--endpoint",
@@ -296,17 +301,40 @@ class Scaleout:
                                     stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
             started[lang.name] = (proc, out)
             self.outputs.append(out)
-        deadline = time.monotonic() + 60
-        while any(out.stat().st_size < (1 << 20) for _, out in started.values()):
-            if time.monotonic() > deadline:
-                slow = {n: (out.stat().st_size, (self.work / f"{tag}.{n}.err").read_text(errors="replace")[-300:])
-                        for n, (_, out) in started.items() if out.stat().st_size < (1 << 20)}
-                raise RuntimeError(f"readers did not start within 60 s: {slow}; balancer {self.lb_states()}")
-            time.sleep(0.05)
+            self.await_bytes(tag, {lang.name: (proc, out)}, READ_CHUNK)
+        self.await_bytes(tag, started, 1 << 20)
         for g in GATEWAYS:
-            self.lb_command(f"enable server gateways/{g}")
+            self.lab_command_ok(f"enable server gateways/{g}")
         self.wait(self.all_up, 10, "every gateway back in rotation")
         return started
+
+    def await_bytes(self, tag: str, readers: dict[str, tuple[subprocess.Popen, Path]], least: int) -> None:
+        """Waits (60 s at most) until every reader in `readers` has written `least` bytes."""
+        deadline = time.monotonic() + 60
+        while any(out.stat().st_size < least for _, out in readers.values()):
+            if time.monotonic() > deadline:
+                slow = {n: (out.stat().st_size, (self.work / f"{tag}.{n}.err").read_text(errors="replace")[-300:])
+                        for n, (_, out) in readers.items() if out.stat().st_size < least}
+                raise RuntimeError(f"readers did not reach {least} bytes within 60 s: {slow}; "
+                                   f"balancer {self.lb_states()}")
+            time.sleep(0.05)
+
+    def lab_command_ok(self, command: str) -> None:
+        """A HAProxy runtime command that must succeed (it answers with an empty line)."""
+        answer = self.lb_command(command).strip()
+        if answer:
+            raise RuntimeError(f"HAProxy refused {command!r}: {answer}")
+
+    def check_carries(self, tag: str, victim: str, started) -> float:
+        """Checks, just before the fault, that `victim` carries every reader's stream and that
+        none has finished; returns the victim's open streams."""
+        streams = self.metric(victim, "entropy_gateway_streams_active")
+        sizes = {n: round(out.stat().st_size / (1 << 20), 1) for n, (_, out) in started.items()}
+        print(f"  {victim} carries {streams:.0f} stream(s); readers have {sizes} MiB", flush=True)
+        self.check(f"{tag}: {victim} carries every reader's stream, none finished",
+                   streams >= len(started) and all(s < READ_TOTAL >> 20 for s in sizes.values()),
+                   f"{streams:.0f} streams for {len(started)} readers, {sizes} MiB")
+        return streams
 
     def drawer(self, tag: str, seconds: float) -> subprocess.Popen:
         out = self.work / f"{tag}.drawer.bin"
@@ -354,10 +382,10 @@ class Scaleout:
         self.section(f"kill: {victim}, carrying every reader's stream, killed (-9) mid-stream")
         started = self.readers("kill", on=victim)
         drawer = self.drawer("kill", 8)
-        streams = self.metric(victim, "entropy_gateway_streams_active")
+        streams = self.check_carries("kill", victim, started)
         self.stopped.add(victim)
         self.lab.stop(victim, signal.SIGKILL)
-        print(f"  killed {victim} carrying {streams:.0f} stream(s)", flush=True)
+        print(f"  killed {victim}", flush=True)
         reconnects = self.judge_readers("kill", started, resumed=True)
         ok, failed, codes = self.drawn(drawer)
         print(f"  drawer: {ok} GetRandom(4096) OK, {failed} failed {codes}", flush=True)
@@ -380,9 +408,7 @@ class Scaleout:
             f"{self.lab.hosts['lb']}:{PUBLIC}", calls=4800, concurrency=10, connections=2, rps=400)))
         ghz.start()
         time.sleep(2)
-        streams = self.metric(victim, "entropy_gateway_streams_active")
-        sizes = {n: out.stat().st_size >> 20 for n, (_, out) in started.items()}
-        print(f"  {victim} carries {streams:.0f} stream(s); readers have {sizes} MiB", flush=True)
+        self.check_carries("drain", victim, started)
         self.check(f"{victim} is in rotation when it gets SIGTERM", self.lb_states().get(victim) == "UP",
                    self.lb_states())
         self.stopped.add(victim)
