@@ -18,8 +18,6 @@ Needs: prometheus (Debian package `prometheus`: scripts/check_deploy.sh installs
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile

@@ -9,9 +9,7 @@ import base64
 import json
 import os
 import re
-import shlex
 import signal
-import socket
 import shutil
 import subprocess
 import sys
