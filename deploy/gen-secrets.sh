@@ -7,7 +7,9 @@
 #   api-keys.toml        the gateway's keys file: one client key named "demo" (SHA-256 only)
 #   client-api-key       the "demo" client's secret, for grpcurl and the clients
 #   ca.pem               a throwaway CA (its private key is not kept)
-#   gateway.pem/.key     gateway certificate for "gateway", "localhost", "127.0.0.1" (both listeners)
+#   gateway.pem/.key     gateway certificate for "gateway", "gateway-2", "gateway-3" (the
+#                        `scale` profile's gateways, dialled by name), "localhost", "127.0.0.1"
+#   lb.pem               gateway.pem and gateway.key in one file: HAProxy's LB_CERT (`scale`)
 #   collector.pem/.key   collector client certificate (mTLS on the ingest listener)
 #   grafana-admin-password
 #
@@ -16,7 +18,7 @@
 #
 # Permissions: DIR is 0700, so other users of this host cannot reach the files; the files
 # themselves are 0444 because compose bind-mounts file secrets with the host's owner and mode,
-# and the containers run as other unprivileged users (10001, nobody, grafana) that must read
+# and the containers run as other unprivileged users (10001, nobody, grafana, haproxy) that must read
 # them. For production use real secret storage and a real CA.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -49,7 +51,10 @@ sed -n '/^\[\[key\]\]/,$p' "$DIR/keygen.err" > "$DIR/api-keys.toml"
 rm "$DIR/keygen.err"
 grep -q '^sha256 = ' "$DIR/api-keys.toml" || { echo "gen-secrets: keygen gave no entry" >&2; exit 1; }
 
-"$BIN" dev-certs --out "$DIR" --host gateway --host localhost --host 127.0.0.1 > /dev/null
+"$BIN" dev-certs --out "$DIR" --host gateway --host gateway-2 --host gateway-3 \
+  --host localhost --host 127.0.0.1 > /dev/null
+# HAProxy reads its certificate chain and private key from one PEM.
+cat "$DIR/gateway.pem" "$DIR/gateway.key" > "$DIR/lb.pem"
 
 chmod 0444 "$DIR"/*
 echo "secrets written to $DIR"

@@ -7,12 +7,14 @@
 //
 // Then what the schema cannot say: every service runs as a non-root user, read-only, without
 // capabilities or new privileges, with resource limits and a health check; published ports
-// bind loopback; the collector and the simulator sit on internal networks only; the gateway's
-// ingest listener binds its address on the internal network; every file compose mounts exists
-// (secrets: as written by gen-secrets.sh into DIR); every path the gateway and collector
-// configs name is mounted into that container; Prometheus scrapes services it shares a
-// network with, on their metrics port; the collector's gateway and source hosts are reachable
-// from it.
+// bind loopback; collectors and the simulator sit on internal networks only; each gateway's
+// ingest listener binds its own address on the internal network; every file compose mounts
+// exists (secrets: as written by gen-secrets.sh into DIR); every path a gateway or collector
+// config names is mounted into that container; Prometheus scrapes every gateway and collector,
+// over a network it shares with them, on their metrics port; each collector's gateways and
+// sources are reachable from it, on the gateway's ingest port and for its gateway_id; the
+// balancer's upstreams are the gateways' public listeners. Every profile is checked (the
+// services of `scale` as well as the default ones); -emit writes the default profile's.
 //
 // Last, metric names: every entropy_* series the Grafana dashboard and the alert rules use is
 // in the metric contract (contract.txt) and in docs/metrics.md, the reference of what the
@@ -61,14 +63,22 @@ func main() {
 		os.Exit(2)
 	}
 
-	project := loadCompose(abs)
-	if project != nil {
+	// Every profile's services are held to the policy; the rehearsal runs the default profile.
+	if project := loadCompose(abs, []string{"*"}); project != nil {
 		checkServices(project)
 		checkFiles(project, abs, *secrets)
-		checkGatewayConfig(project, abs)
-		checkCollectorConfig(project, abs)
+		for _, g := range ofImage(project, gatewayImage) {
+			checkGatewayConfig(project, abs, g)
+		}
+		checkGatewayIDs(project, abs)
+		for _, c := range ofImage(project, collectorImage) {
+			checkCollectorConfig(project, abs, c)
+		}
 		checkPrometheus(project, abs)
-		if *emit != "" {
+		checkBalancer(project, abs)
+	}
+	if *emit != "" {
+		if project := loadCompose(abs, nil); project != nil {
 			emitServices(project, abs, *secrets, *emit)
 		}
 	}
@@ -84,12 +94,14 @@ func main() {
 	fmt.Println("deploy check: compose.yaml valid (schema, consistency, policy), configs consistent, metric names in the contract")
 }
 
-func loadCompose(root string) *types.Project {
+// loadCompose loads compose.yaml with the given profiles enabled ("*": all of them).
+func loadCompose(root string, profiles []string) *types.Project {
 	opts, err := cli.NewProjectOptions(
 		[]string{filepath.Join(root, "compose.yaml")},
 		cli.WithWorkingDirectory(root),
 		cli.WithEnv([]string{}), // no host environment: the file must stand on its own
 		cli.WithResolvedPaths(false),
+		cli.WithProfiles(profiles),
 	)
 	if err != nil {
 		fail("compose options: %v", err)
@@ -100,12 +112,28 @@ func loadCompose(root string) *types.Project {
 		fail("compose.yaml: %v", err)
 		return nil
 	}
-	fmt.Printf("compose.yaml: schema and consistency ok (project %q, %d services)\n", project.Name, len(project.Services))
+	fmt.Printf("compose.yaml: schema and consistency ok (project %q, profiles %v: %d services)\n",
+		project.Name, profiles, len(project.Services))
 	return project
 }
 
-// The data path must never touch a network that reaches outside.
-var internalOnly = []string{"collector", "simulator"}
+const (
+	gatewayImage   = "entropy-diode/gateway:dev"
+	collectorImage = "entropy-diode/collector:dev"
+)
+
+// ofImage lists, sorted, the services that run the given image's own program (the simulator
+// runs another program of the collector image: its entrypoint says so).
+func ofImage(p *types.Project, image string) []string {
+	var out []string
+	for name, s := range p.Services {
+		if s.Image == image && len(s.Entrypoint) == 0 {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 func checkServices(p *types.Project) {
 	for _, name := range []string{"simulator", "collector", "gateway", "prometheus"} {
@@ -158,7 +186,8 @@ func checkServices(p *types.Project) {
 			fail("%s: on the default network (name its networks)", name)
 		}
 	}
-	for _, name := range internalOnly {
+	// The data path must never touch a network that reaches outside.
+	for _, name := range append([]string{"simulator"}, ofImage(p, collectorImage)...) {
 		s, ok := p.Services[name]
 		if !ok {
 			continue
@@ -172,17 +201,18 @@ func checkServices(p *types.Project) {
 			fail("%s: publishes ports", name)
 		}
 	}
-	if c, ok := p.Services["collector"]; ok {
-		if _, onPublic := c.Networks["public"]; onPublic {
-			fail("collector: on the public network")
+	for _, name := range ofImage(p, collectorImage) {
+		if _, onPublic := p.Services[name].Networks["public"]; onPublic {
+			fail("%s: on the public network", name)
 		}
 	}
-	if g, ok := p.Services["gateway"]; ok {
+	for _, name := range ofImage(p, gatewayImage) {
+		g := p.Services[name]
 		if _, on := g.Networks["public"]; !on {
-			fail("gateway: not on the public network")
+			fail("%s: not on the public network", name)
 		}
 		if n := g.Networks["internal"]; n == nil || n.Ipv4Address == "" {
-			fail("gateway: needs a fixed ipv4_address on the internal network (its ingest listener binds it)")
+			fail("%s: needs a fixed ipv4_address on the internal network (its ingest listener binds it)", name)
 		}
 	}
 }
@@ -353,83 +383,117 @@ func healthPort(s types.ServiceConfig) string {
 	return ""
 }
 
-func checkGatewayConfig(p *types.Project, root string) {
-	doc, s, ok := configFile(p, root, "gateway")
+func checkGatewayConfig(p *types.Project, root, name string) {
+	doc, s, ok := configFile(p, root, name)
 	if !ok {
 		return
 	}
-	checkPathsMounted("gateway", doc, mounts(s))
+	checkPathsMounted(name, doc, mounts(s))
 	ingest, _ := doc["ingest_listen_addr"].(string)
 	host, _, err := net.SplitHostPort(ingest)
 	if err != nil {
-		fail("gateway: ingest_listen_addr %q: %v", ingest, err)
+		fail("%s: ingest_listen_addr %q: %v", name, ingest, err)
 	} else if n := s.Networks["internal"]; n != nil && host != n.Ipv4Address {
-		fail("gateway: ingest_listen_addr binds %s, but the gateway's internal address is %s", host, n.Ipv4Address)
+		fail("%s: ingest_listen_addr binds %s, but its internal address is %s", name, host, n.Ipv4Address)
 	}
 	metrics, _ := doc["metrics_listen_addr"].(string)
 	if metrics == "" {
-		fail("gateway: metrics_listen_addr is not set (health checks and Prometheus need it)")
+		fail("%s: metrics_listen_addr is not set (health checks and Prometheus need it)", name)
 	} else if port(metrics) != healthPort(s) {
-		fail("gateway: health check probes port %s, metrics listen on %s", healthPort(s), metrics)
+		fail("%s: health check probes port %s, metrics listen on %s", name, healthPort(s), metrics)
 	}
 	if public, _ := doc["listen_addr"].(string); len(s.Ports) > 0 && port(public) != fmt.Sprint(s.Ports[0].Target) {
-		fail("gateway: listen_addr %s but the published port targets %d", public, s.Ports[0].Target)
+		fail("%s: listen_addr %s but the published port targets %d", name, public, s.Ports[0].Target)
 	}
 }
 
-func checkCollectorConfig(p *types.Project, root string) {
-	doc, s, ok := configFile(p, root, "collector")
+// checkGatewayIDs: gateway_id and the ingest address differ between gateways (a collector seals
+// each chunk for one gateway_id; two gateways with one id would both accept it).
+func checkGatewayIDs(p *types.Project, root string) {
+	ids, addrs := map[string]string{}, map[string]string{}
+	for _, name := range ofImage(p, gatewayImage) {
+		doc, _, ok := configFile(p, root, name)
+		if !ok {
+			continue
+		}
+		id, _ := doc["gateway_id"].(string)
+		if other, dup := ids[id]; dup {
+			fail("%s and %s: both gateway_id %q", other, name, id)
+		}
+		ids[id] = name
+		ingest, _ := doc["ingest_listen_addr"].(string)
+		if other, dup := addrs[ingest]; dup {
+			fail("%s and %s: both ingest_listen_addr %q", other, name, ingest)
+		}
+		addrs[ingest] = name
+	}
+}
+
+func checkCollectorConfig(p *types.Project, root, name string) {
+	doc, s, ok := configFile(p, root, name)
 	if !ok {
 		return
 	}
-	checkPathsMounted("collector", doc, mounts(s))
+	checkPathsMounted(name, doc, mounts(s))
 	metrics, _ := doc["metrics_listen_addr"].(string)
 	if metrics == "" {
-		fail("collector: metrics_listen_addr is not set (health checks and Prometheus need it)")
+		fail("%s: metrics_listen_addr is not set (health checks and Prometheus need it)", name)
 	} else if port(metrics) != healthPort(s) {
-		fail("collector: health check probes port %s, metrics listen on %s", healthPort(s), metrics)
+		fail("%s: health check probes port %s, metrics listen on %s", name, healthPort(s), metrics)
 	}
-	// The gateway key the collector signs with is the file the gateway mounts as <key_id>.key.
 	keyID, _ := doc["key_id"].(string)
-	if g, ok := p.Services["gateway"]; ok {
+	reach := func(what, raw string) (string, bool) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			fail("%s: %s %q: %v", name, what, raw, err)
+			return "", false
+		}
+		other, ok := p.Services[u.Hostname()]
+		if !ok {
+			fail("%s: %s %q names no service", name, what, raw)
+			return "", false
+		}
+		if !shareNetwork(s, other) {
+			fail("%s: %s %q is on no network %s is on", name, what, raw, name)
+		}
+		return u.Hostname(), true
+	}
+	gateways, _ := doc["gateway"].([]map[string]any)
+	if len(gateways) == 0 {
+		fail("%s: publishes to no [[gateway]]", name)
+	}
+	for _, g := range gateways {
+		e, _ := g["endpoint"].(string)
+		svc, ok := reach("gateway endpoint", e)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(ofImage(p, gatewayImage), svc) {
+			fail("%s: gateway endpoint %q is not a gateway service", name, e)
+			continue
+		}
+		gdoc, gs, ok := configFile(p, root, svc)
+		if !ok {
+			continue
+		}
+		ingest, _ := gdoc["ingest_listen_addr"].(string)
+		if u, _ := url.Parse(e); u.Port() != port(ingest) {
+			fail("%s: endpoint %q, but %s's ingest listens on %s", name, e, svc, ingest)
+		}
+		// The chunk is sealed for the entry's id; the gateway accepts only its own gateway_id.
+		if id, _ := g["id"].(string); id != gdoc["gateway_id"] {
+			fail("%s: [[gateway]] id %q for %s, whose gateway_id is %v", name, id, svc, gdoc["gateway_id"])
+		}
+		// The key the collector signs with is the file the gateway mounts as <key_id>.key.
 		found := false
-		for t := range mounts(g) {
+		for t := range mounts(gs) {
 			if filepath.Base(t) == keyID+".key" {
 				found = true
 			}
 		}
 		if !found {
-			fail("collector: key_id %q, but the gateway mounts no %s.key", keyID, keyID)
+			fail("%s: key_id %q, but %s mounts no %s.key", name, keyID, svc, keyID)
 		}
-	}
-	reach := func(what, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			fail("collector: %s %q: %v", what, raw, err)
-			return
-		}
-		other, ok := p.Services[u.Hostname()]
-		if !ok {
-			fail("collector: %s %q names no service", what, raw)
-			return
-		}
-		if !shareNetwork(s, other) {
-			fail("collector: %s %q is on no network the collector is on", what, raw)
-		}
-		if u.Hostname() == "gateway" {
-			var ingest string
-			if gdoc, _, ok := configFile(p, root, "gateway"); ok {
-				ingest, _ = gdoc["ingest_listen_addr"].(string)
-			}
-			if u.Port() != port(ingest) {
-				fail("collector: gateway endpoint port %s, gateway ingest listens on %s", u.Port(), ingest)
-			}
-		}
-	}
-	gateways, _ := doc["gateway"].([]map[string]any)
-	for _, g := range gateways {
-		e, _ := g["endpoint"].(string)
-		reach("gateway endpoint", e)
 	}
 	sources, _ := doc["source"].([]map[string]any)
 	for _, src := range sources {
@@ -448,6 +512,9 @@ func shareNetwork(a, b types.ServiceConfig) bool {
 	return false
 }
 
+// checkPrometheus: the entropy-gateway job scrapes every gateway service and the
+// entropy-collector job every collector service (static targets or DNS names), each over a
+// network Prometheus shares with it, on its metrics port; nothing else.
 func checkPrometheus(p *types.Project, root string) {
 	prom, ok := p.Services["prometheus"]
 	if !ok {
@@ -464,37 +531,132 @@ func checkPrometheus(p *types.Project, root string) {
 			StaticConfigs []struct {
 				Targets []string `yaml:"targets"`
 			} `yaml:"static_configs"`
+			DNSSDConfigs []struct {
+				Names []string `yaml:"names"`
+				Type  string   `yaml:"type"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
 		} `yaml:"scrape_configs"`
 	}
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
 		fail("prometheus.yml: %v", err)
 		return
 	}
-	want := map[string]string{"entropy-gateway": "gateway", "entropy-collector": "collector"}
+	want := map[string]string{"entropy-gateway": gatewayImage, "entropy-collector": collectorImage}
 	for _, sc := range cfg.ScrapeConfigs {
-		svc, ours := want[sc.JobName]
+		image, ours := want[sc.JobName]
 		if !ours {
 			continue
 		}
 		delete(want, sc.JobName)
+		scraped := map[string]bool{}
+		target := func(host, prt string) {
+			s, ok := p.Services[host]
+			if !ok || !slices.Contains(ofImage(p, image), host) {
+				fail("prometheus.yml: job %s scrapes %s:%s, which is not a service running %s", sc.JobName, host, prt, image)
+				return
+			}
+			scraped[host] = true
+			if !shareNetwork(prom, s) {
+				fail("prometheus: shares no network with %s, so it cannot scrape it", host)
+			}
+			if hp := healthPort(s); prt != hp {
+				fail("prometheus.yml: job %s scrapes %s on port %s, its metrics port is %s", sc.JobName, host, prt, hp)
+			}
+		}
 		for _, st := range sc.StaticConfigs {
 			for _, t := range st.Targets {
 				host, prt, err := net.SplitHostPort(t)
-				if err != nil || host != svc {
-					fail("prometheus.yml: job %s scrapes %q, not the %s service", sc.JobName, t, svc)
+				if err != nil {
+					fail("prometheus.yml: job %s: target %q: %v", sc.JobName, t, err)
 					continue
 				}
-				if !shareNetwork(prom, p.Services[svc]) {
-					fail("prometheus: shares no network with %s, so it cannot scrape it", svc)
-				}
-				if hp := healthPort(p.Services[svc]); prt != hp {
-					fail("prometheus.yml: job %s scrapes port %s, %s's metrics port is %s", sc.JobName, prt, svc, hp)
-				}
+				target(host, prt)
+			}
+		}
+		for _, d := range sc.DNSSDConfigs {
+			if d.Type != "A" {
+				fail("prometheus.yml: job %s: dns_sd_configs type %q (compose's DNS answers A records)", sc.JobName, d.Type)
+			}
+			for _, n := range d.Names {
+				target(n, fmt.Sprint(d.Port))
+			}
+		}
+		for _, svc := range ofImage(p, image) {
+			if !scraped[svc] {
+				fail("prometheus.yml: job %s does not scrape %s", sc.JobName, svc)
 			}
 		}
 	}
 	for job := range want {
 		fail("prometheus.yml: no job %s", job)
+	}
+}
+
+// checkBalancer: the balancer's upstreams (GATEWAY_1.. in its environment, read by
+// deploy/haproxy/haproxy.cfg) are the gateway services' public listeners, every gateway of
+// the balancer's profile is one, and the name it verifies is in the gateway certificate's
+// names (deploy/gen-secrets.sh passes them to dev-certs as --host).
+func checkBalancer(p *types.Project, root string) {
+	lb, ok := p.Services["haproxy"]
+	if !ok {
+		return
+	}
+	env := func(k string) string {
+		if v := lb.Environment[k]; v != nil {
+			return *v
+		}
+		return ""
+	}
+	upstream := map[string]bool{}
+	for i := 1; env(fmt.Sprintf("GATEWAY_%d", i)) != ""; i++ {
+		addr := env(fmt.Sprintf("GATEWAY_%d", i))
+		host, prt, err := net.SplitHostPort(addr)
+		if err != nil {
+			fail("haproxy: GATEWAY_%d %q: %v", i, addr, err)
+			continue
+		}
+		g, ok := p.Services[host]
+		if !ok || !slices.Contains(ofImage(p, gatewayImage), host) {
+			fail("haproxy: GATEWAY_%d %q is not a gateway service", i, addr)
+			continue
+		}
+		upstream[host] = true
+		if !shareNetwork(lb, g) {
+			fail("haproxy: shares no network with %s", host)
+		}
+		if doc, _, ok := configFile(p, root, host); ok {
+			if listen, _ := doc["listen_addr"].(string); port(listen) != prt {
+				fail("haproxy: GATEWAY_%d %q, but %s listens on %s", i, addr, host, listen)
+			}
+		}
+	}
+	if len(upstream) < 2 {
+		fail("haproxy: %d gateway(s) behind the balancer", len(upstream))
+	}
+	for _, g := range ofImage(p, gatewayImage) {
+		if !upstream[g] && slices.Equal(p.Services[g].Profiles, lb.Profiles) {
+			fail("haproxy: %s (profile %v) is not behind the balancer", g, lb.Profiles)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(root, "deploy/gen-secrets.sh"))
+	if err != nil {
+		fail("gen-secrets.sh: %v", err)
+		return
+	}
+	if name := env("GATEWAY_TLS_NAME"); name == "" || !strings.Contains(string(script), "--host "+name+" ") {
+		fail("haproxy: GATEWAY_TLS_NAME %q is not a name gen-secrets.sh puts in the gateway certificate", name)
+	}
+	for _, k := range []string{"LB_BIND", "LB_CERT", "GATEWAY_CA", "STATS_SOCKET"} {
+		if env(k) == "" {
+			fail("haproxy: %s is not set (deploy/haproxy/haproxy.cfg reads it)", k)
+		}
+	}
+	m := mounts(lb)
+	for _, k := range []string{"LB_CERT", "GATEWAY_CA"} {
+		if v := env(k); v != "" && !m[v] {
+			fail("haproxy: %s = %q is not mounted", k, v)
+		}
 	}
 }
 
