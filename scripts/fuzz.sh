@@ -5,6 +5,7 @@
 #
 #   scripts/fuzz.sh [SECONDS]
 #   FUZZ_PROFILE=dev scripts/fuzz.sh [SECONDS]
+#   FUZZ_JOBS=1 scripts/fuzz.sh [SECONDS]     # one target at a time (default: one per core)
 #
 # FUZZ_PROFILE=dev (what the test command uses for its short run) builds the targets without
 # optimizations: about 40% less build time, fewer executions a second. Long runs use the
@@ -46,20 +47,42 @@ esac
 cargo "${toolchain[@]}" fuzz build "${flags[@]}"
 
 mapfile -t targets < <(cargo "${toolchain[@]}" fuzz list)
-for target in "${targets[@]}"; do
+# Each run is one process on one core: FUZZ_JOBS (default: the number of cores) run at a time.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+run_target() {
+  local target="$1"
   # New inputs go to a scratch corpus under target/, so the committed seeds stay as they are.
-  scratch="target/fuzz-corpus/${target}"
+  local scratch="target/fuzz-corpus/${target}"
   mkdir -p "$scratch" "corpus/${target}"
-  echo "==> fuzz ${target} for ${SECONDS_PER_TARGET}s"
-  if ! cargo "${toolchain[@]}" fuzz run "${flags[@]}" "$target" "$scratch" "corpus/${target}" -- \
+  cargo "${toolchain[@]}" fuzz run "${flags[@]}" "$target" "$scratch" "corpus/${target}" -- \
     -max_total_time="${SECONDS_PER_TARGET}" -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 2>"target/fuzz-${target}.log"; then
+    -print_final_stats=1 2>"target/fuzz-${target}.log"
+}
+report() {
+  local target="$1" status="$2"
+  if [ "$status" != 0 ]; then
     tail -n 60 "target/fuzz-${target}.log" >&2
     echo "fuzz: ${target} FAILED; reproduce with:" >&2
     echo "  (cd fuzz && cargo ${toolchain[*]} fuzz run ${flags[*]} ${target} artifacts/${target}/<file>)" >&2
-    exit 1
+    return 1
   fi
   grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|Done [0-9]+ runs" \
     "target/fuzz-${target}.log" | sed "s/^/  ${target}: /"
+}
+failed=0
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+  batch=("${targets[@]:i:jobs}")
+  echo "==> fuzz ${batch[*]} for ${SECONDS_PER_TARGET}s (side by side)"
+  pids=()
+  for target in "${batch[@]}"; do
+    run_target "$target" &
+    pids+=($!)
+  done
+  for j in "${!batch[@]}"; do
+    status=0
+    wait "${pids[j]}" || status=$?
+    report "${batch[j]}" "$status" || failed=1
+  done
+  [ "$failed" = 0 ] || exit 1
 done
 echo "fuzz: ${#targets[@]} targets, ${SECONDS_PER_TARGET}s each, no failure"
