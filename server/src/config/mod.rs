@@ -111,22 +111,11 @@ pub fn load_with_env(
         }
         figment = figment.merge(Toml::file_exact(path));
     }
-    let config: GatewayConfig =
-        figment.merge(env).merge(Serialized::defaults(flags)).extract().map_err(|e| {
-            let key = e.path.join(".");
-            let key = if key.is_empty() { "(config)".to_owned() } else { key };
-            let from = match e.metadata.as_ref() {
-                Some(m) if m.name.contains("environment") => {
-                    format!(" (from environment variable ENTROPY_{})", key.to_uppercase())
-                }
-                Some(m) => format!(
-                    " (from {})",
-                    m.source.as_ref().map_or(m.name.to_string(), |s| s.to_string())
-                ),
-                None => String::new(),
-            };
-            ConfigError { key, problem: format!("{}{from}", e.kind) }
-        })?;
+    let config: GatewayConfig = figment
+        .merge(env)
+        .merge(Serialized::defaults(flags))
+        .extract()
+        .map_err(|e| ConfigError::from_layered(&e))?;
     config.validate(dev)?;
     Ok(config)
 }
