@@ -64,8 +64,6 @@ POOL = 128 << 20
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after it.
 READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
 DRAIN_MS, GRACE_MS = 3000, 5000
-# The order readers start in: slowest to get going first (see Scaleout.readers).
-START_ORDER = {"java": 0, "typescript": 1, "python": 2, "go": 3, "rust": 4}
 
 
 class Scaleout:
@@ -282,26 +280,25 @@ class Scaleout:
 
     def readers(self, tag: str, on: str) -> dict[str, tuple[subprocess.Popen, Path]]:
         """Every language's reader through the balancer, all streams on gateway `on` (the others
-        are out of rotation while they open, and back once every reader is under way). Readers
-        start one after another, the slowest to start (the JVM) first, each once the one before
-        has its first bytes: started together, a reader that is slow to start can find the others
-        already finished (CI saw it), and the fault then lands on fewer streams than it should."""
+        are out of rotation while they open, and back once every reader is under way); they start
+        one after another, slowest first (conformance.start_staggered says why)."""
         for g in GATEWAYS:
             if g != on:
                 self.lab_command_ok(f"disable server gateways/{g}")
         env = dict(os.environ, ENTROPY_API_KEY=self.key, ENTROPY_CA_FILE=str(self.work / "ca.pem"))
-        started = {}
-        for lang in sorted(self.langs, key=lambda lang: START_ORDER.get(lang.name, len(START_ORDER))):
+
+        def launch(lang) -> conformance.Reader:
             out = self.work / f"{tag}.{lang.name}.bin"
             out.touch()
+            self.outputs.append(out)
             cmd = netns.nsexec(self.lab.ns("client"), *lang.run, "reader", "--endpoint",
                                f"{self.lab.hosts['lb']}:{PUBLIC}", "--total", READ_TOTAL, "--chunk-bytes",
                                READ_CHUNK, "--out", out, "--pace-ms", READ_PACE_MS)
             proc = subprocess.Popen(cmd, cwd=conformance.CLIENTS / lang.cwd, env=env, stdout=subprocess.PIPE,
                                     stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
-            started[lang.name] = (proc, out)
-            self.outputs.append(out)
-            self.await_bytes(tag, {lang.name: (proc, out)}, READ_CHUNK)
+            return proc, out
+
+        started = conformance.start_staggered(self.langs, launch, READ_CHUNK)
         self.await_bytes(tag, started, 1 << 20)
         for g in GATEWAYS:
             self.lab_command_ok(f"enable server gateways/{g}")

@@ -83,20 +83,24 @@ def run_row(
     addr = f"127.0.0.1:{conformance.free_port()}"
     log = work / f"{row.name}.gateway.log"
     gateway, _ = conformance.start_gateway(binary, key, log, addr)
-    readers: dict[str, tuple[subprocess.Popen, Path]] = {}
+    readers: dict[str, conformance.Reader] = {}
     why: dict[str, str | None] = {lang.name: None for lang in langs}
+
+    def launch(lang: conformance.Language) -> conformance.Reader:
+        out = work / f"{row.name}.{lang.name}.bin"
+        out.touch()
+        cmd = [*lang.run, "reader", "--endpoint", addr, "--total", str(TOTAL),
+               "--chunk-bytes", str(CHUNK), "--out", str(out), "--pace-ms", str(PACE_MS)]
+        proc = subprocess.Popen(
+            cmd, cwd=conformance.CLIENTS / lang.cwd, env=dict(os.environ, ENTROPY_API_KEY=key),
+            stdout=subprocess.PIPE, stderr=(work / f"{row.name}.{lang.name}.err").open("wb"),
+            text=True,
+        )
+        readers[lang.name] = (proc, out)  # kept here too, so `finally` stops it on a failure
+        return proc, out
+
     try:
-        for lang in langs:
-            out = work / f"{row.name}.{lang.name}.bin"
-            out.touch()
-            cmd = [*lang.run, "reader", "--endpoint", addr, "--total", str(TOTAL),
-                   "--chunk-bytes", str(CHUNK), "--out", str(out), "--pace-ms", str(PACE_MS)]
-            proc = subprocess.Popen(
-                cmd, cwd=conformance.CLIENTS / lang.cwd, env=dict(os.environ, ENTROPY_API_KEY=key),
-                stdout=subprocess.PIPE, stderr=(work / f"{row.name}.{lang.name}.err").open("wb"),
-                text=True,
-            )
-            readers[lang.name] = (proc, out)
+        conformance.start_staggered(langs, launch, CHUNK)
         deadline = time.monotonic() + 60
         while any(out.stat().st_size < STARTED_BYTES for _, out in readers.values()):
             if time.monotonic() > deadline:

@@ -71,6 +71,32 @@ LANGUAGES = [
     ),
 ]
 
+# The order readers start in when a fault must land on all of them: slowest to get going first.
+START_ORDER = {"java": 0, "typescript": 1, "python": 2, "go": 3, "rust": 4}
+
+Reader = tuple[subprocess.Popen, Path]  # a reader program and the file it writes
+
+
+def start_staggered(
+    langs: list[Language], launch: Callable[[Language], Reader], first_bytes: int, timeout: float = 60
+) -> dict[str, Reader]:
+    """Starts each language's reader with `launch`, the slowest to start (the JVM) first, each
+    once the one before has written `first_bytes`. Started together on a busy machine, a reader
+    that is slow to start can find the others already finished (CI saw it), and a fault then
+    lands on fewer streams than it should."""
+    started: dict[str, Reader] = {}
+    for lang in sorted(langs, key=lambda lang: START_ORDER.get(lang.name, len(START_ORDER))):
+        started[lang.name] = launch(lang)
+        proc, out = started[lang.name]
+        deadline = time.monotonic() + timeout
+        while out.stat().st_size < first_bytes:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{lang.name} reader: {out.stat().st_size} bytes "
+                                   f"{'when it exited' if proc.poll() is not None else f'after {timeout:.0f} s'}")
+            time.sleep(0.05)
+    return started
+
+
 # --- the cases: what each must observe --------------------------------------------------------
 
 Check = Callable[[dict], str | None]  # an observation -> None if it passes, else why not
