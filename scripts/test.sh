@@ -85,7 +85,9 @@ step "fuzz: every cargo-fuzz target for ${FUZZ_SECONDS:-20}s from the committed 
 FUZZ_PROFILE=dev scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
 # With entropy-bench in the same invocation, so the bench smoke below reuses this build (one set
-# of features for the release tree; see bench/tools/Cargo.toml).
+# of features for the release tree; see bench/tools/Cargo.toml). The benches and the Rust
+# conformance reader, built later on their own, must resolve the same features:
+python3 scripts/feature_sets.py
 cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
