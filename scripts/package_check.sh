@@ -18,7 +18,9 @@ step() { printf '\n==> %s\n' "$*"; }
 only="${1:-all}"
 wanted() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 
-if wanted rust; then
+# The Rust part compiles the client from scratch (minutes of CPU); the other languages mostly
+# wait on their package tools. So it runs beside them, its output printed once it is done.
+rust_check() {
   step "rust: cargo package (entropy-proto, entropy-diode-client, entropy-diode-cli)"
   # --no-verify: the workspace build and tests already compile these sources; the scratch
   # project below compiles the client outside the workspace.
@@ -53,6 +55,11 @@ async fn main() {
 RS
   # A cache outside the scratch directory, so a second run compiles only this program.
   CARGO_TARGET_DIR="$ROOT/target/package-check" cargo run --quiet
+}
+rust_pid=""
+if wanted rust; then
+  rust_check >"$SCRATCH/rust.log" 2>&1 &
+  rust_pid=$!
 fi
 
 for language in python go typescript java; do
@@ -61,3 +68,10 @@ for language in python go typescript java; do
     "$ROOT/clients/$language/package_check.sh"
   fi
 done
+
+if [ -n "$rust_pid" ]; then
+  rust_status=0
+  wait "$rust_pid" || rust_status=$?
+  cat "$SCRATCH/rust.log"
+  [ "$rust_status" = 0 ] || { echo "package_check: rust failed ($rust_status)" >&2; exit "$rust_status"; }
+fi
