@@ -86,6 +86,23 @@ def test_progress_restarts_the_budget() -> None:
     assert len(fake.requests) == 9
 
 
+def test_giving_up_reports_the_gateways_answer_not_a_timeout_the_budget_cut_short() -> None:
+    # The gateway answers UNAVAILABLE; the next attempt gets only what is left of the budget
+    # (a millisecond) and times out locally. That says nothing about the gateway, so giving up
+    # reports UNAVAILABLE (CI saw DEADLINE_EXCEEDED here on a busy machine).
+    now = [100.0]
+    state = StreamState(1000, 100, StreamOptions(reconnect_budget=0.5, attempt_timeout=5.0), clock=lambda: now[0])
+    state.request()
+    state.retry_delay(UnavailableError(UNAVAILABLE, "gateway restarting"))
+    now[0] += 0.499
+    state.request()
+    waited = state.wait_timeout()
+    assert waited == pytest.approx(0.001)
+    now[0] += waited
+    with pytest.raises(UnavailableError, match="gave up reconnecting after .*gateway restarting"):
+        state.retry_delay(state.timed_out(waited))
+
+
 def test_a_zero_budget_keeps_trying() -> None:
     fake = FakeEntropy([Step(0, UNAVAILABLE)] * 40, chunk_size=100)
     options = StreamOptions(reconnect_budget=0, initial_backoff=0.01, max_backoff=0.02)

@@ -158,6 +158,8 @@ class StreamState:
         self.broken_since: float | None = None
         self.failures = 0
         self.last_error: errors.EntropyError | None = None
+        # The last attempt's timeout when only the budget's end made it shorter than usual.
+        self.clamped_timeout: errors.EntropyError | None = None
         # Whether the current stream has delivered a message (then the stall timeout applies).
         self.flowing = False
 
@@ -192,9 +194,13 @@ class StreamState:
     def timed_out(self, waited: float) -> errors.EntropyError:
         """The error for a stream that gave no message within `waited` seconds."""
         what = "no message (stalled)" if self.flowing else "no first message"
-        return errors.DeadlineExceededError(
+        err = errors.DeadlineExceededError(
             grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} within {waited:.3g} s"
         )
+        # Cut short by what was left of the budget, the attempt says nothing about the gateway:
+        # giving up then reports the gateway's last answer, not this local timeout.
+        self.clamped_timeout = err if not self.flowing and waited < self.options.attempt_timeout else None
+        return err
 
     def accept(self, data: bytes) -> None:
         if self.total is not None and self.received + len(data) > self.total:
@@ -226,7 +232,8 @@ class StreamState:
         if self.broken_since is None:
             self.broken_since = now
         self.failures += 1
-        self.last_error = err
+        if err is not self.clamped_timeout or self.last_error is None:
+            self.last_error = err
         self.check_budget(now)
         delay = self.options.backoff(self.failures - 1)
         budget = self.options.reconnect_budget
