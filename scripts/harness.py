@@ -55,6 +55,13 @@ class Checks:
         return 0 if self.all_ok() else 1
 
 
+def tool(name):
+    """A command on PATH, else where `go install` puts it (~/go/bin): the test command installs
+    ghz and grpcurl there."""
+    import shutil
+    return shutil.which(name) or os.path.expanduser(f"~/go/bin/{name}")
+
+
 def free_port():
     """A loopback TCP port nothing listens on now (bound, then released)."""
     with socket.socket() as s:

@@ -78,8 +78,7 @@ class Scaleout:
         self.outputs: list[Path] = []
         self.stopped: set[str] = set()  # processes stopped on purpose
         self.langs = conformance.select(args.only, argparse.ArgumentParser())
-        self.ghz = shutil.which("ghz") or str(Path(os.path.expanduser("~/go/bin/ghz")))
-        self.grpcurl = shutil.which("grpcurl") or str(Path(os.path.expanduser("~/go/bin/grpcurl")))
+        self.ghz, self.grpcurl = harness.tool("ghz"), harness.tool("grpcurl")
 
     # ---- setup ----
     def section(self, title: str) -> None:

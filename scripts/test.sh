@@ -24,8 +24,8 @@ step "tools"
 disk_report
 # Debian packages: prometheus (promtool and the scrape test), nftables and iputils-ping (the
 # network-namespace diode test), iproute2 (namespaces), nghttp2-client (h2load, bench smoke),
-# haproxy (the balancer of the scaled-out run).
-APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy)
+# haproxy (the balancer of the scaled-out run), faketime (the chaos rows with a skewed clock).
+APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy faketime)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -122,6 +122,9 @@ clients/mcp/tests/run.sh
 
 step "scaled out: HAProxy before three gateways and two collectors in namespaces; a gateway killed and one drained under every reader (root only; SKIP elsewhere)"
 python3 scripts/scaleout.py target/release --no-build
+
+step "chaos smoke: gateway, collector and links broken under every language's reader and a unary caller; nothing served twice, every client recovers (full: bench/chaos.sh)"
+python3 scripts/chaos.py quick target/release --no-build
 
 step "client packages: cargo package, python -m build, npm pack, go get from a tag, mvn package; each install line tried from a scratch project"
 scripts/package_check.sh

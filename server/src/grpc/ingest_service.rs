@@ -32,7 +32,7 @@ impl IngestService for IngestApi {
         let req = request.into_inner();
         // Unverified until `publish` returns: log it only in a bounded, printable form.
         let collector = loggable(&req.collector_id);
-        let sequence = req.sequence;
+        let (epoch, sequence) = (req.epoch, req.sequence);
         // CRC and HMAC over up to a MiB: off the async worker so other calls keep moving.
         let ingest = self.ingest.clone();
         let result = tokio::task::spawn_blocking(move || ingest.publish(req))
@@ -42,7 +42,7 @@ impl IngestService for IngestApi {
             Ok(len) => {
                 // Verified now: the collector id is signed, so the label set stays bounded by
                 // the collectors holding a MAC key.
-                tracing::debug!(%collector, sequence, len, "chunk accepted");
+                tracing::debug!(%collector, epoch, sequence, len, "chunk accepted");
                 Ok(Response::new(PublishResponse {}))
             }
             // A full pool is the steady state when nobody draws: not worth a line per retry.

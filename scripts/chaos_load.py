@@ -1,0 +1,135 @@
+"""The load scripts/chaos.py keeps running through every fault: each language's stream reader
+(the client libraries' readers, as users run them), a unary drawer that notes when each call
+ended and how, and ghz. Every byte any of them receives is kept, for the served-twice scan.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import ROOT
+
+sys.path.insert(0, str(ROOT / "clients/conformance"))
+import run as conformance  # noqa: E402  (the languages and their reader programs)
+
+READ_TOTAL = 32 << 20  # bytes per reader per row
+READ_CHUNK = 64 << 10
+READ_PACE_MS = 20  # about 3 MB/s per reader: ten seconds of reading besides the fault, so every
+# reader is still mid-stream when the fault lands (chaos.py checks it)
+
+# A unary caller: GetRandom(4096) about every 10 ms; one line per call, "<unix time> <code>",
+# and the bytes of every OK call appended to its output.
+DRAWER = """
+import sys, time
+from entropy_diode import EntropyClient, EntropyError
+endpoint, key, ca, out, events, stop = sys.argv[1:7]
+with EntropyClient(endpoint, key, ca_file=ca, timeout=2) as c, open(out, "ab") as f, open(events, "a") as ev:
+    while True:
+        try:
+            f.write(c.get_bytes(4096)); f.flush(); code = "OK"
+        except EntropyError as e:
+            code = e.code.name
+        ev.write(f"{time.time():.3f} {code}\\n"); ev.flush()
+        try:
+            open(stop).close()
+            break
+        except FileNotFoundError:
+            time.sleep(0.01)
+"""
+
+
+class Load:
+    """Readers and a drawer against `endpoint`, their outputs under `work`."""
+
+    def __init__(self, endpoint: str, key: str, ca: Path, work: Path, langs: list[conformance.Language]):
+        self.endpoint, self.key, self.ca, self.work, self.langs = endpoint, key, ca, work, langs
+        self.outputs: list[Path] = []
+        self.env = dict(os.environ, ENTROPY_API_KEY=key, ENTROPY_CA_FILE=str(ca))
+
+    def readers(self, tag: str) -> dict[str, conformance.Reader]:
+        """Every language's reader for READ_TOTAL, started slowest first, each with bytes."""
+
+        def launch(lang: conformance.Language) -> conformance.Reader:
+            out = self.work / f"{tag}.{lang.name}.bin"
+            out.touch()
+            self.outputs.append(out)
+            cmd = [*lang.run, "reader", "--endpoint", self.endpoint, "--total", str(READ_TOTAL),
+                   "--chunk-bytes", str(READ_CHUNK), "--out", str(out), "--pace-ms", str(READ_PACE_MS)]
+            proc = subprocess.Popen(cmd, cwd=conformance.CLIENTS / lang.cwd, env=self.env, stdout=subprocess.PIPE,
+                                    stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
+            return proc, out
+
+        return conformance.start_staggered(self.langs, launch, READ_CHUNK)
+
+    def readers_done(self, tag: str, started: dict[str, conformance.Reader], timeout: float) -> dict[str, dict]:
+        """Each reader's report ({"code", "bytes", "reconnects", "error"}), with what it wrote."""
+        reports = {}
+        for name, (proc, out) in started.items():
+            try:
+                stdout, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, _ = proc.communicate()
+                stdout = json.dumps({"code": "did not finish", "error": f"within {timeout:.0f} s"})
+            try:
+                report = json.loads(stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                err = (self.work / f"{tag}.{name}.err").read_text(errors="replace")[-400:]
+                report = {"code": "no report", "error": err}
+            report["wrote"] = out.stat().st_size
+            reports[name] = report
+        return reports
+
+    def drawer(self, tag: str) -> tuple[subprocess.Popen, Path, Path]:
+        """Starts the unary drawer; returns it, its events file and its stop file."""
+        out, events, stop = (self.work / f"{tag}.drawer.{x}" for x in ("bin", "events", "stop"))
+        self.outputs.append(out)
+        py = conformance.CLIENTS / "python/.venv/bin/python"
+        proc = subprocess.Popen([str(py), "-c", DRAWER, self.endpoint, self.key, str(self.ca), str(out),
+                                 str(events), str(stop)], stdout=subprocess.DEVNULL,
+                                stderr=(self.work / f"{tag}.drawer.err").open("wb"))
+        return proc, events, stop
+
+
+def drawer_events(events: Path) -> list[tuple[float, str]]:
+    out = []
+    for line in events.read_text().splitlines():
+        t, _, code = line.partition(" ")
+        try:
+            out.append((float(t), code))
+        except ValueError:
+            continue
+    return out
+
+
+def recovery(events: list[tuple[float, str]], fault_start: float, healed: float) -> dict:
+    """From the drawer's calls: its OK rate before the fault (calls/s, median over 1 s windows),
+    seconds from the fault's end to the first OK call ending after it, and to the first 1 s
+    window back at 80% of the rate before; the codes seen from the fault's start on."""
+    before = [t for t, c in events if c == "OK" and t < fault_start]
+    windows = [sum(1 for t in before if s <= t < s + 1) for s in range(int(before[0]) + 1, int(fault_start))] \
+        if before else []
+    rate = statistics.median(windows) if windows else 0.0
+    oks_after = [t for t, c in events if c == "OK" and t >= healed]
+    first_ok = oks_after[0] - healed if oks_after else None
+    full = None
+    if rate > 0:
+        t = healed
+        end = events[-1][0] if events else healed
+        while t + 1 <= end:
+            if sum(1 for x in oks_after if t <= x < t + 1) >= 0.8 * rate:
+                full = t + 1 - healed
+                break
+            t += 0.25
+    codes: dict[str, int] = {}
+    for t, c in events:
+        if t >= fault_start:
+            codes[c] = codes.get(c, 0) + 1
+    return {"rate_before": rate, "first_ok_s": first_ok, "full_rate_s": full, "codes": codes}
