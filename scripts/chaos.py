@@ -97,10 +97,11 @@ def restarted(program: str, sig: int, times: int = 1, down_s: float = 1.0) -> Ca
     return fault
 
 
-def toxic(proxy: str, kind: str, stream: str = "downstream", hold: float | None = None,
+def toxic(proxy: str, kind: str, streams: tuple[str, ...] = ("downstream",), hold: float | None = None,
           **attributes) -> Callable[[Ctx], None]:
     def fault(c: Ctx) -> None:
-        c.system.toxiproxy.toxic(proxy, kind, kind, stream, **attributes)
+        for stream in streams:
+            c.system.toxiproxy.toxic(proxy, f"{kind}_{stream}", kind, stream, **attributes)
         time.sleep(c.hold_s if hold is None else hold)
         c.notes["during"] = c.system.resources()
         c.system.toxiproxy.heal(proxy)
@@ -188,13 +189,14 @@ ROWS = [
     Row("ingest_blackhole", "publishes time out; resent, stored once", toxic("ingest", "timeout", timeout=0)),
     Row("ingest_slicer", "publishes in 64-byte pieces: still stored", toxic("ingest", "slicer", average_size=64,
                                                                          size_variation=32, delay=10)),
-    Row("client_reset", "streams reset mid-flight; readers resume", toxic("public", "reset_peer", hold=0.5, timeout=0),
+    Row("client_reset", "streams reset mid-flight; readers resume", toxic("public", "reset_peer", ("downstream", "upstream"), hold=2, timeout=0),
         quick=True, resume=True),
     Row("client_latency_1s", "a latency spike: slower, nothing lost", toxic("public", "latency", latency=1000)),
     Row("appliance_flapping", "source quarantined and back; nothing bad served",
         appliance("server-error", "none", "server-error", "none", each_s=2)),
     Row("appliance_garbage", "HTML refused by the collector", appliance("html")),
-    Row("appliance_stuck", "stuck bytes fail the health tests", appliance("stuck")),
+    Row("appliance_stuck", "stuck output refused by the collector (sanity check or health tests)",
+        appliance("stuck")),
     Row("spike_10_500_10", "RESOURCE_EXHAUSTED or OK, never a crash", spike),
     Row("clock_ahead_5m", "chunks refused as from the future; accepted again", clock_skew("+5m")),
     Row("clock_behind_5m", "chunks refused as stale; accepted again", clock_skew("-5m")),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from chaos_load import READ_TOTAL
+
 
 def _s(x: float | None) -> str:
     return "never" if x is None else f"{x:.1f} s"
@@ -45,7 +47,7 @@ def markdown(results: dict, command: str, target_s: float) -> str:
              f"Command: `{command}`", "",
              f"One simulator -> collector -> toxiproxy -> gateway <- toxiproxy <- clients, on loopback. "
              f"Lasting faults hold {results['hold_s']:.0f} s. Through every row: the stream readers of "
-             f"{', '.join(results['languages'])} (16 MiB each, paced) and a unary drawer (GetRandom 4096 B "
+             f"{', '.join(results['languages'])} ({READ_TOTAL >> 20} MiB each, paced) and a unary drawer (GetRandom 4096 B "
              "every 10 ms). Recovery: from the fault's end to the drawer's first OK call, and to its first "
              f"second back at 80% of its rate before; target {target_s:.0f} s.", "",
              "| fault | expected | observed | first OK | full rate | verdict |", "|---|---|---|---|---|---|"]

@@ -527,7 +527,37 @@ def benchmarks_md(rep: Report) -> str:
     lines.append(rep.seed_table())
     lines.append("## Targets\n")
     lines.append(table(["target", "goal", "measured", "gateway CPU (cores)", "verdict"], rep.targets))
+    lines.extend(chaos_summary(rep.d))
     return "\n".join(lines)
+
+
+def chaos_summary(results_dir: Path) -> list[str]:
+    """A paragraph on the newest chaos run (bench/chaos.sh) beside the results directory."""
+    runs = sorted(Path(results_dir).parent.glob("*-chaos/chaos.json"))
+    if not runs:
+        return []
+    c = json.loads(runs[-1].read_text())
+    rows = c.get("rows", [])
+    passed = sum(1 for r in rows if not r.get("failures"))
+    first = [r["recovery"]["first_ok_s"] for r in rows if r["recovery"].get("first_ok_s") is not None]
+    full = [r["recovery"]["full_rate_s"] for r in rows if r["recovery"].get("full_rate_s") is not None]
+    final = c.get("final", {})
+    rel = runs[-1].parent
+    out = ["\n## Chaos\n",
+           f"Latest `bench/chaos.sh` ({rel.name}): {passed} of {len(rows)} faults passed (every reader of "
+           f"{', '.join(c.get('languages', []))} exact, the unary caller served again); "
+           f"{final.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received, no run served twice; "
+           f"{final.get('stored_chunks', 0)} chunks stored, {final.get('stored_twice', 0)} twice. "
+           f"Seconds from a fault's end to the first OK call: at most {max(first, default=0):.1f}; back to "
+           f"80% of the call rate: at most {max(full, default=0):.1f} (target 5). Table: "
+           f"[{rel}/chaos.md]({rel}/chaos.md).\n"]
+    a = c.get("appliance")
+    if a:
+        pts = ", ".join(f"c={p['concurrency']}: {100 * p['ok'] / max(1, p['count']):.1f}% OK, "
+                        f"p99 {p['p99_ms']:.0f} ms" for p in a.get("points", []))
+        out.append(f"At the appliance's rate (one simulator at {a['appliance_rate'] / 1000:.0f} KB/s, 1 KiB calls "
+                   f"as fast as ghz can): {pts}; the original reached 81.5% at c=1.\n")
+    return out
 
 
 def main() -> None:
