@@ -132,4 +132,9 @@ def recovery(events: list[tuple[float, str]], fault_start: float, healed: float)
     for t, c in events:
         if t >= fault_start:
             codes[c] = codes.get(c, 0) + 1
-    return {"rate_before": rate, "first_ok_s": first_ok, "full_rate_s": full, "codes": codes}
+    # The OK calls of each second from 3 s before the fault to the end: what the verdict reads.
+    end_t = events[-1][0] if events else healed
+    series = [sum(1 for t, c in events if c == "OK" and s <= t < s + 1)
+              for s in range(int(fault_start) - 3, int(end_t) + 1)]
+    return {"rate_before": rate, "first_ok_s": first_ok, "full_rate_s": full, "codes": codes,
+            "ok_per_second": series, "fault_s": round(healed - fault_start, 2)}
