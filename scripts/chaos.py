@@ -213,7 +213,7 @@ def run_row(row: Row, system: System, load: Load, hold_s: float) -> dict:
         system.wait(system.pool_at_least(POOL_BYTES // 2), 60, "the pool half full before the row")
     readers = load.readers(row.name) if row.fault is not pool_full else {}
     drawer, events, stop = load.drawer(row.name)
-    time.sleep(2.5)  # the drawer's rate before the fault
+    time.sleep(4)  # the drawer's rate before the fault
     before = system.resources()
     early = [n for n, (_, out) in readers.items() if out.stat().st_size >= READ_TOTAL]
     fault_start = time.time()

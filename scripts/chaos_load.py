@@ -19,10 +19,11 @@ from harness import ROOT
 sys.path.insert(0, str(ROOT / "clients/conformance"))
 import run as conformance  # noqa: E402  (the languages and their reader programs)
 
-READ_TOTAL = 32 << 20  # bytes per reader per row
+READ_TOTAL = 16 << 20  # bytes per reader per row
 READ_CHUNK = 64 << 10
-READ_PACE_MS = 20  # about 3 MB/s per reader: ten seconds of reading besides the fault, so every
-# reader is still mid-stream when the fault lands (chaos.py checks it)
+READ_PACE_MS = 40  # about 1.6 MB/s per reader: ten seconds of reading besides the fault, so every
+# reader is still mid-stream when the fault lands (chaos.py checks it), and the four together
+# draw well below what the collector feeds, so the unary drawer is not starved by them
 
 # A unary caller: GetRandom(4096) about every 10 ms; one line per call, "<unix time> <code>",
 # and the bytes of every OK call appended to its output.
