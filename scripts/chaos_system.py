@@ -150,8 +150,10 @@ class Program:
 class System:
     """simulator -> collector -> [toxiproxy ingest] -> gateway <- [toxiproxy public] <- clients."""
 
-    def __init__(self, bin_dir: Path, work: Path, sim_rate: int = SIM_RATE, pool_bytes: int = POOL_BYTES):
+    def __init__(self, bin_dir: Path, work: Path, sim_rate: int = SIM_RATE, pool_bytes: int = POOL_BYTES,
+                 chunk_bytes: int = 65536):
         self.bin, self.work = bin_dir, work
+        self.chunk_bytes = chunk_bytes
         self.sim_rate, self.pool_bytes = sim_rate, pool_bytes
         self.ports = {k: free_port() for k in ("sim", "public", "ingest", "gw_metrics", "col_metrics",
                                                 "toxiproxy", "public_proxy", "ingest_proxy")}
@@ -196,7 +198,7 @@ class System:
 collector_id = "chaos-collector"
 key_id = "demo"
 key_file = "{s / 'mac.key'}"
-chunk_bytes = 65536
+chunk_bytes = {self.chunk_bytes}
 mixing = "xor"
 min_sources = 1
 metrics_listen_addr = "127.0.0.1:{p['col_metrics']}"
