@@ -214,17 +214,24 @@ def run_row(row: Row, system: System, load: Load, hold_s: float) -> dict:
         system.wait(system.pool_at_least(POOL_BYTES // 2), 60, "the pool half full before the row")
     readers = load.readers(row.name) if row.fault is not pool_full else {}
     drawer, events, stop = load.drawer(row.name)
-    time.sleep(4)  # the drawer's rate before the fault
-    before = system.resources()
-    early = [n for n, (_, out) in readers.items() if out.stat().st_size >= READ_TOTAL]
-    fault_start = time.time()
-    row.fault(ctx)
-    healed = time.time()
-    reports = load.readers_done(row.name, readers, timeout=120)
-    system.wait(lambda: system.metric("gateway", "entropy_gateway_ready") == 1, 60, "the gateway ready again")
-    time.sleep(max(0.0, healed + RECOVERY_TARGET_S + 1 - time.time()))
-    stop.touch()
-    drawer.wait(timeout=30)
+    try:
+        time.sleep(4)  # the drawer's rate before the fault
+        before = system.resources()
+        early = [n for n, (_, out) in readers.items() if out.stat().st_size >= READ_TOTAL]
+        fault_start = time.time()
+        row.fault(ctx)
+        healed = time.time()
+        reports = load.readers_done(row.name, readers, timeout=120)
+        system.wait(lambda: system.metric("gateway", "entropy_gateway_ready") == 1, 60, "the gateway ready again")
+        time.sleep(max(0.0, healed + RECOVERY_TARGET_S + 1 - time.time()))
+    finally:
+        # A row that fails half-way leaves no caller behind (one once ran on for 45 minutes).
+        stop.touch()
+        for proc in [drawer, *(p for p, _ in readers.values())]:
+            try:
+                proc.wait(timeout=30 if proc is drawer else 0.1)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     rec = recovery(drawer_events(events), fault_start, healed)
     after = system.resources()
     failures = [f"{n} reader finished before the fault" for n in early]
