@@ -20,6 +20,8 @@ def _observed(r: dict) -> str:
         exact = sum(1 for v in readers.values() if v.get("code") == "OK" and v.get("wrote") == v.get("bytes"))
         reconnects = sum(int(v.get("reconnects", 0)) for v in readers.values())
         parts.append(f"{exact}/{len(readers)} readers exact, {reconnects} reconnects")
+        if r.get("sent_whole_before_fault"):
+            parts.append(f"{r['sent_whole_before_fault']} stream(s) sent whole before the fault")
     codes = r["recovery"]["codes"]
     parts.append("drawer " + ", ".join(f"{k} {v}" for k, v in sorted(codes.items())))
     notes = r.get("notes", {})

@@ -22,6 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 from harness import ROOT, free_port, http_get, wait_for
@@ -192,7 +193,9 @@ class System:
             "--ingest-client-ca-file", str(self.ca),
             "--pool-capacity-bytes", str(self.pool_bytes), "--pool-low-watermark-bytes", "8192",
             "--shutdown-grace-ms", "2000",
-            "--log-format", "json", "--log-filter", "info,entropy_gateway::grpc::ingest_service=debug",
+            "--log-format", "json",
+            # Debug: each stored chunk (ingest_service) and each call's end with its bytes (observe).
+            "--log-filter", "info,entropy_gateway::grpc::ingest_service=debug,entropy_gateway::grpc::observe=debug",
         ], w / "gateway.log")
         (w / "collector.toml").write_text(f"""\
 collector_id = "chaos-collector"
@@ -306,6 +309,23 @@ allow_http = true
             except (ValueError, TypeError):
                 continue
         return out
+
+    def streams_finished(self, total: int, since: float, until: float) -> int:
+        """StreamRandom calls the gateway ended OK after sending all of `total` bytes, between unix
+        times `since` and `until` (its log: the end of each call, with its bytes)."""
+        n = 0
+        for line in self.programs["gateway"].log.read_text(errors="replace").splitlines():
+            if '"StreamRandom"' not in line or '"request"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+                fields = record.get("fields", {})
+                at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
+            except (ValueError, KeyError, TypeError):
+                continue
+            if fields.get("code") == "OK" and int(fields.get("bytes", -1)) == total and since <= at <= until:
+                n += 1
+        return n
 
     def log_tail(self, name: str, n: int = 1500) -> str:
         log = self.programs[name].log
