@@ -3,7 +3,9 @@
 //! published on `grpc.health.v1` for load balancers and on `/readyz` with the reason.
 //!
 //! A chunk refused only because the pool was full counts as arrived: a full pool that nobody
-//! drains is healthy, and its collector is alive.
+//! drains is healthy, and its collector is alive. A chunk refused for any other reason (a
+//! collector's clock minutes off, a bad MAC) is named in the not-ready reason for
+//! [`REFUSAL_SHOWN_FOR`], unless a chunk was stored since: so `/readyz` says why the pool ran dry.
 //!
 //! A watcher samples the pool level every [`POLL_INTERVAL`] rather than hooking every put and
 //! take: the hot path stays free of it, and a health check needs no finer resolution.
@@ -21,6 +23,9 @@ use entropy_ops::clock::unix_ms_now;
 use crate::ingest::Ingest;
 use crate::pool::Pool;
 
+/// How long the last refused chunk is named in the not-ready reason.
+pub const REFUSAL_SHOWN_FOR: Duration = Duration::from_secs(60);
+
 /// How often the pool level is sampled.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -34,8 +39,10 @@ pub const INGEST_SERVICE: &str = "entropy.v1.IngestService";
 pub struct Readiness {
     pool: Arc<Pool>,
     low_watermark: usize,
-    /// The ingest path and how long it may go without a chunk; `None`: no such check.
-    ingest: Option<(Arc<Ingest>, Duration)>,
+    /// The ingest path (its last arrival and last refusal).
+    ingest: Option<Arc<Ingest>>,
+    /// How long ingest may go without a chunk; `None`: no such check.
+    stale_after: Option<Duration>,
     serving: AtomicBool,
     draining: AtomicBool,
     stopping: AtomicBool,
@@ -92,6 +99,7 @@ impl Readiness {
             pool,
             low_watermark,
             ingest: None,
+            stale_after: None,
             serving: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -100,8 +108,10 @@ impl Readiness {
 
     /// Also not ready when `ingest` has seen no chunk (stored, or deferred for a full pool)
     /// for longer than `stale_after`; `Duration::ZERO` turns the check off.
+    /// The not-ready reason also names the last chunk `ingest` refused, when recent.
     pub fn with_ingest_staleness(mut self, ingest: Arc<Ingest>, stale_after: Duration) -> Self {
-        self.ingest = (!stale_after.is_zero()).then_some((ingest, stale_after));
+        self.ingest = Some(ingest);
+        self.stale_after = (!stale_after.is_zero()).then_some(stale_after);
         self
     }
 
@@ -117,13 +127,35 @@ impl Readiness {
         if level < self.low_watermark {
             return Err(NotReady::PoolLow { level, low_watermark: self.low_watermark });
         }
-        if let Some((ingest, stale_after)) = &self.ingest {
+        if let (Some(ingest), Some(stale_after)) = (&self.ingest, self.stale_after) {
             let silent_ms = unix_ms_now().saturating_sub(ingest.last_arrival_unix_ms());
             if u128::try_from(silent_ms).unwrap_or(0) > stale_after.as_millis() {
                 return Err(NotReady::IngestStale { silent_ms, limit_ms: stale_after.as_millis() });
             }
         }
         Ok(())
+    }
+
+    /// [`Readiness::check`] as text for `/readyz` and `GetStatus`: the reason, and the last
+    /// chunk refused within [`REFUSAL_SHOWN_FOR`] when none was stored since.
+    pub fn explain(&self) -> Result<(), String> {
+        self.check().map_err(|reason| {
+            let now = unix_ms_now();
+            let refusal =
+                self.ingest.as_ref().and_then(|ingest| ingest.last_refusal()).filter(|r| {
+                    let age = now.saturating_sub(r.at_unix_ms);
+                    u128::try_from(age).unwrap_or(0) <= REFUSAL_SHOWN_FOR.as_millis()
+                });
+            match refusal {
+                Some(r) => format!(
+                    "{reason}; the last chunk was refused {} ms ago ({}): {}",
+                    now.saturating_sub(r.at_unix_ms),
+                    r.reason,
+                    r.message
+                ),
+                None => reason.to_string(),
+            }
+        })
     }
 
     /// The configured low watermark.
@@ -234,6 +266,23 @@ mod tests {
         let pool = Arc::new(Pool::new(1024));
         pool.put(&[7u8; 512]).expect("room in the pool");
         Arc::new(Readiness::new(pool, 256))
+    }
+
+    #[test]
+    fn not_ready_names_the_last_refused_chunk() {
+        use crate::ingest::verify::tests::{keys, policy, signed};
+        let pool = Arc::new(Pool::new(1024));
+        let ingest = Arc::new(Ingest::new(pool.clone(), keys(), policy(), 4));
+        let readiness =
+            Readiness::new(pool, 256).with_ingest_staleness(ingest.clone(), Duration::ZERO);
+        let low = readiness.explain().expect_err("empty pool");
+        assert!(!low.contains("refused"), "nothing refused yet: {low}");
+        let ahead = signed(|r| r.timestamp_unix_ms = unix_ms_now() + 300_000);
+        let err = ingest.publish(ahead).expect_err("five minutes ahead");
+        let reason = readiness.explain().expect_err("still empty");
+        assert!(reason.starts_with("not ready: pool holds 0 bytes"), "{reason}");
+        assert!(reason.contains("; the last chunk was refused "), "{reason}");
+        assert!(reason.ends_with(&format!(" ms ago ({}): {err}", err.reason())), "{reason}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -35,6 +35,6 @@ impl Probe for GatewayProbe {
     }
 
     fn ready(&self) -> Result<(), String> {
-        self.readiness.check().map_err(|reason| reason.to_string())
+        self.readiness.explain()
     }
 }

@@ -358,11 +358,11 @@ impl EntropyApi {
             sources,
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,
-            not_serving_reason: match self.readiness.check() {
+            not_serving_reason: match self.readiness.explain() {
                 Ok(()) if self.readiness.is_serving() => String::new(),
                 // Ready now, not yet published on grpc.health (polled every 100 ms).
                 Ok(()) => "not ready: readiness is being re-evaluated".into(),
-                Err(reason) => reason.to_string(),
+                Err(reason) => reason,
             },
         }))
     }

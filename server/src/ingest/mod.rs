@@ -21,6 +21,7 @@ use self::keys::MacKeys;
 use self::provenance::{Provenance, SourceRecord};
 use self::replay::{ReplayError, ReplayGuard};
 use self::verify::{VerifyError, VerifyPolicy};
+use crate::log_safety::escape;
 use crate::pool::{Pool, PoolFull};
 
 /// Why a chunk was not stored. Nothing of it was.
@@ -63,6 +64,17 @@ pub struct IngestStats {
     pub last_accept_unix_ms: Option<i64>,
 }
 
+/// The last chunk refused for a reason other than a full pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason's label, as in metrics (`stale`, `future`, `bad_mac`, ...).
+    pub reason: &'static str,
+    /// What was wrong, escaped for logs and probes.
+    pub message: String,
+    /// When it was refused (Unix ms).
+    pub at_unix_ms: i64,
+}
+
 /// Verifies chunks and stores the good ones in the pool.
 #[derive(Debug)]
 pub struct Ingest {
@@ -78,6 +90,8 @@ pub struct Ingest {
     /// When a chunk last arrived that was stored or deferred for a full pool (starts at the
     /// gateway's start): a collector was alive and signing then.
     last_arrival_unix_ms: AtomicI64,
+    /// The last refusal that was not a full pool; cleared when a chunk is stored.
+    last_refusal: Mutex<Option<Refusal>>,
 }
 
 impl Ingest {
@@ -92,6 +106,7 @@ impl Ingest {
             counters: IngestCounters::default(),
             last_accept_unix_ms: AtomicI64::new(i64::MIN),
             last_arrival_unix_ms: AtomicI64::new(policy.started_unix_ms),
+            last_refusal: Mutex::new(None),
             policy,
         }
     }
@@ -114,10 +129,20 @@ impl Ingest {
             Ok(_) => {
                 self.last_accept_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
                 self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
+                let mut last = lock(&self.last_refusal);
+                if last.is_some() {
+                    *last = None;
+                }
             }
             Err(e) => {
                 if matches!(e, IngestError::PoolFull(_)) {
                     self.last_arrival_unix_ms.fetch_max(now_unix_ms, Ordering::Relaxed);
+                } else {
+                    *lock(&self.last_refusal) = Some(Refusal {
+                        reason: e.reason(),
+                        message: escape(&e.to_string()),
+                        at_unix_ms: now_unix_ms,
+                    });
                 }
                 self.counters.refused(e.reason(), data_len);
             }
@@ -172,6 +197,11 @@ impl Ingest {
     /// time until one does.
     pub fn last_arrival_unix_ms(&self) -> i64 {
         self.last_arrival_unix_ms.load(Ordering::Relaxed)
+    }
+
+    /// The last chunk refused for a reason other than a full pool, unless one was stored since.
+    pub fn last_refusal(&self) -> Option<Refusal> {
+        lock(&self.last_refusal).clone()
     }
 
     /// Every source reported so far, most recent first.
@@ -230,6 +260,29 @@ mod tests {
             (2, 0, 1),
             "a full pool defers; it does not reject"
         );
+    }
+
+    #[test]
+    fn the_last_refusal_is_kept_until_a_chunk_is_stored() {
+        let (_, ingest) = ingest(150);
+        ingest.publish_at(signed(|r| r.sequence = 1), NOW, Instant::now()).expect("fits");
+        let full = ingest.publish_at(signed(|r| r.sequence = 2), NOW, Instant::now());
+        assert!(matches!(full, Err(IngestError::PoolFull(_))));
+        assert_eq!(ingest.last_refusal(), None, "a full pool is not a refusal to explain");
+        let ahead = signed(|r| {
+            r.sequence = 3;
+            r.timestamp_unix_ms = NOW + 300_000;
+        });
+        let err = ingest.publish_at(ahead, NOW, Instant::now()).expect_err("from the future");
+        let refusal = ingest.last_refusal().expect("kept");
+        assert_eq!((refusal.reason, refusal.at_unix_ms), ("future", NOW));
+        assert_eq!(refusal.message, err.to_string());
+        let (_, ingest) = self::ingest(1024);
+        let stale = signed(|r| r.timestamp_unix_ms = NOW - 600_000);
+        ingest.publish_at(stale, NOW, Instant::now()).expect_err("stale");
+        assert_eq!(ingest.last_refusal().map(|r| r.reason), Some("stale"));
+        ingest.publish_at(signed(|_| {}), NOW, Instant::now()).expect("ok");
+        assert_eq!(ingest.last_refusal(), None, "a stored chunk clears it");
     }
 
     #[test]
