@@ -285,7 +285,7 @@ def final_checks(system: System, load: Load, bin_dir: Path, check: harness.Check
     files = [f for f in load.outputs if f.exists() and f.stat().st_size > 0]
     r = subprocess.run([str(bin_dir / "repeat-scan"), *map(str, files)], capture_output=True, text=True)
     size = sum(f.stat().st_size for f in files)
-    check(f"no run of 31+ bytes twice in {size / (1 << 20):.0f} MiB from {len(files)} files (every client, every row)",
+    check(f"no run of 16+ bytes twice in {size / (1 << 20):.0f} MiB from {len(files)} files (every client, every row)",
           r.returncode == 0, r.stdout[-500:] + r.stderr[-500:])
     stored = system.stored_chunks()
     dupes = len(stored) - len(set(stored))

@@ -63,7 +63,7 @@ def markdown(results: dict, command: str, target_s: float) -> str:
     final = results.get("final", {})
     lines += ["", "## Over the whole run", "",
               f"- Scanned {final.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received by every client in every row "
-              "for any run of 31+ bytes served twice (`repeat-scan`).",
+              "for any run of 16+ bytes served twice (`repeat-scan`).",
               f"- Chunks stored by the gateway over all its lives: {final.get('stored_chunks')}, "
               f"stored twice: {final.get('stored_twice')}.",
               f"- Error-level log lines: {final.get('error_lines')}."]

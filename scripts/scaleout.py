@@ -19,7 +19,7 @@ Sections, each with its checks:
   drain       SIGTERM to a gateway under ghz load: it says NOT_SERVING, the balancer takes it
               out within its checks, it exits after the drain, and no unary call fails
   scan        every byte the readers and the drawer received, from every gateway, scanned for
-              any run of 31+ bytes served twice (repeat-scan)
+              any run of 16+ bytes served twice (repeat-scan)
 
     scripts/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
                                 [--markdown FILE.md] [--no-build] [--gateway-cpu 0.1]
@@ -36,7 +36,6 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -438,7 +437,7 @@ class Scaleout:
         files = [f for f in self.outputs if f.exists() and f.stat().st_size > 0]
         r = subprocess.run([str(self.bin / "repeat-scan"), *map(str, files)], capture_output=True, text=True)
         size = sum(f.stat().st_size for f in files)
-        self.check(f"no run of 31+ bytes twice in {size / (1 << 20):.0f} MiB from {len(files)} files",
+        self.check(f"no run of 16+ bytes twice in {size / (1 << 20):.0f} MiB from {len(files)} files",
                    r.returncode == 0, r.stdout[-500:] + r.stderr[-500:])
         self.results["scanned_bytes"] = size
 

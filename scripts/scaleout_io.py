@@ -97,7 +97,7 @@ def markdown(results: dict, command: str) -> str:
               f"- SIGTERM to {d.get('victim')}: out of rotation after {d.get('out_of_rotation_s') or 0:.1f} s, exited "
               f"after {d.get('exited_s', 0):.1f} s; ghz {d.get('ghz_ok')} of {d.get('ghz_calls')} OK; "
               f"drawer {d.get('drawer_ok')} OK, {d.get('drawer_failed')} failed.",
-              f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 31+ "
+              f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 16+ "
               "bytes served twice.", ""]
     return "\n".join(lines)
 

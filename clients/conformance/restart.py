@@ -61,7 +61,7 @@ ROWS = [
 
 
 def repeats(files: dict[str, Path]) -> str | None:
-    """Whether a run of 31+ bytes appears twice anywhere in `files` (repeat-scan), and where."""
+    """Whether a run of 16+ bytes appears twice anywhere in `files` (repeat-scan), and where."""
     scan = os.environ.get("REPEAT_SCAN_BIN") or str(conformance.REPO / "target/release/repeat-scan")
     r = subprocess.run([scan, *map(str, files.values())], capture_output=True, text=True)
     if r.returncode == 0:

@@ -306,10 +306,23 @@ def run_language(lang: Language, addr: str, stall: str, key: str) -> tuple[dict[
     return observations, stderr
 
 
+def agreement(a: bytes, i: int, b: bytes, j: int) -> int:
+    """How many bytes `a` and `b` agree on around the 8 that match at a[i:] and b[j:]."""
+    back = 0
+    while back < min(i, j) and a[i - back - 1] == b[j - back - 1]:
+        back += 1
+    forward = 8
+    while i + forward < len(a) and j + forward < len(b) and a[i + forward] == b[j + forward]:
+        forward += 1
+    return back + forward
+
+
 def cross_check(results: dict[str, dict[str, dict]]) -> dict[str, str | None]:
     """For each language: did any run of its bytes (GetRandom and stream) also reach another
-    language, or come twice? Every aligned 16-byte block is indexed, then every 16-byte window
-    at every offset is looked up, so a shared run of 31+ bytes is found wherever it sits."""
+    language, or come twice? As repeat-scan does: every aligned 8-byte block is indexed, then the
+    8-byte window at every offset is looked up, and a hit counts when the two copies agree on 16
+    bytes or more around it; a run of 16 always holds an aligned block, so a shared run of 16+
+    bytes is found wherever it sits."""
     buffers: list[tuple[str, str, bytes]] = []
     for name, observations in results.items():
         for case in ("get_random_32", "stream_1mib"):
@@ -319,13 +332,13 @@ def cross_check(results: dict[str, dict[str, dict]]) -> dict[str, str | None]:
                 continue  # missing or malformed: that case itself fails
     index: dict[bytes, tuple[int, int]] = {}
     for b, (_, _, buf) in enumerate(buffers):
-        for i in range(0, len(buf) - 15, 16):
-            index.setdefault(buf[i : i + 16], (b, i))
+        for i in range(0, len(buf) - 7, 8):
+            index.setdefault(buf[i : i + 8], (b, i))
     shared: dict[str, str | None] = {name: None for name in results}
     for b, (name, case, buf) in enumerate(buffers):
-        for i in range(len(buf) - 15):
-            hit = index.get(buf[i : i + 16])
-            if hit is not None and hit != (b, i):
+        for i in range(len(buf) - 7):
+            hit = index.get(buf[i : i + 8])
+            if hit is not None and hit != (b, i) and agreement(buf, i, buffers[hit[0]][2], hit[1]) >= 16:
                 other, other_case = buffers[hit[0]][:2]
                 shared[name] = shared[name] or (
                     f"bytes at {case}[{i}] also came in {other} {other_case}[{hit[1]}]"
