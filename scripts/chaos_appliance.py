@@ -86,7 +86,8 @@ def run(bin_dir: Path, work: Path, quick: bool, check: harness.Checks) -> dict:
             g = ghz_for(s, seconds, c)
             served = (s.metric("gateway", "entropy_gateway_served_bytes_total") or 0) - served
             point = {"concurrency": c, "count": g["count"], "ok": g["ok"], "rps": g["rps"], "p50_ms": g["p50_ms"],
-                     "p99_ms": g["p99_ms"], "codes": g["codes"], "served_bytes": served}
+                     "p99_ms": g["p99_ms"], "codes": g["codes"], "served_bytes": served,
+                     "cut_at_end": cut_at_end(g["codes"])}
             results["points"].append(point)
             print(f"  c={c}: {g['ok']}/{g['count']} OK ({100 * g['ok'] / max(1, g['count']):.1f}%), "
                   f"{g['rps']:.0f} req/s, p50 {g['p50_ms']:.2f} ms, p99 {g['p99_ms']:.2f} ms, codes {g['codes']}",
