@@ -13,13 +13,10 @@
 //! (`rngtest` also runs the continuous test, comparing each 32-bit word with the previous one;
 //! that is a health test of a generator's successive outputs, not a statistic, and is left out.)
 //!
-//! Runs are counted 64 bits at a time rather than bit by bit. With `w` a word of the block and
-//! the following bits behind it, `ahead(k)` has bit i set when bits i..i+k of the stream are
-//! all ones (built by shifting and AND-ing, doubling k each time). A run of ones starts at i
-//! when bit i is one and bit i − 1 is not, so the runs of length ≥ k are
-//! `popcount(starts & ahead(k))`, and those of exactly k are the difference of two such counts.
-//! The runs of zeros are the runs of ones of the complement. [`BlockStats`]'s tests check the
-//! result against a plain bit-by-bit count.
+//! Runs are counted from a table, four bits at a time (`fips140_2/runs.rs` says how); the
+//! tests below hold the result to a plain bit-by-bit count.
+
+mod runs;
 
 /// Bytes in a block.
 pub const BLOCK_BYTES: usize = 2500;
@@ -43,9 +40,6 @@ pub const RUNS_INCLUSIVE: [(u32, u32); 6] =
 
 /// Long run: a run of this many equal bits or more fails the block.
 pub const LONG_RUN_BITS: u32 = 26;
-
-/// Words of 64 bits holding a block; the last one holds 32 bits and zeros.
-const WORDS: usize = BLOCK_BYTES.div_ceil(8);
 
 /// The four tests over the whole blocks of one sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -118,26 +112,9 @@ pub struct BlockStats {
 impl BlockStats {
     /// The statistics of one block.
     pub fn of(block: &[u8; BLOCK_BYTES]) -> Self {
-        let mut ones_words = [0u64; WORDS + 1];
-        for (word, bytes) in ones_words.iter_mut().zip(block.chunks(8)) {
-            let mut be = [0u8; 8];
-            be[..bytes.len()].copy_from_slice(bytes);
-            *word = u64::from_be_bytes(be);
-        }
-        // The complement, so that runs of zeros become runs of ones; the bits past the block's
-        // end (the second half of the last data word, the look-ahead word) stay zero.
-        let mut zeros_words = ones_words.map(|word| !word);
-        zeros_words[WORDS - 1] &= !0u64 << (64 * WORDS as u32 - BLOCK_BITS);
-        zeros_words[WORDS] = 0;
-
-        let (zeros_runs, zeros_long) = runs_of_ones(&zeros_words);
-        let (ones_runs, ones_long) = runs_of_ones(&ones_words);
-        Self {
-            ones: ones_words.iter().map(|word| word.count_ones()).sum(),
-            nibble_sum_of_squares: nibble_sum_of_squares(block),
-            runs: [zeros_runs, ones_runs],
-            has_long_run: zeros_long || ones_long,
-        }
+        let runs = runs::runs(block);
+        let (ones, nibble_sum_of_squares) = ones_and_nibbles(block);
+        Self { ones, nibble_sum_of_squares, runs: runs.counts, has_long_run: runs.has_long_run }
     }
 
     /// The tests' verdicts on these statistics.
@@ -160,55 +137,28 @@ impl BlockStats {
     }
 }
 
-/// Σf² over the counts f of the 16 nibble values (high and low nibble of every byte).
-fn nibble_sum_of_squares(block: &[u8; BLOCK_BYTES]) -> u32 {
+/// The count of ones, and Σf² over the counts f of the 16 nibble values (high and low nibble
+/// of every byte), both from the block's byte counts: one increment per byte, then 256 values.
+fn ones_and_nibbles(block: &[u8; BLOCK_BYTES]) -> (u32, u32) {
     // Two tables, so that successive increments rarely wait on the same counter.
-    let mut high = [0u32; 16];
-    let mut low = [0u32; 16];
-    for &byte in block {
-        high[usize::from(byte >> 4)] += 1;
-        low[usize::from(byte & 0xf)] += 1;
+    let mut tables = [[0u32; 256]; 2];
+    let (pairs, rest) = block.as_chunks::<2>();
+    for &[even, odd] in pairs {
+        tables[0][usize::from(even)] += 1;
+        tables[1][usize::from(odd)] += 1;
     }
-    high.iter().zip(&low).map(|(h, l)| (h + l) * (h + l)).sum()
-}
-
-/// Counts the runs of ones in `words` (a block, then one word of zeros to look ahead into):
-/// those of length 1 to 5 and 6 or more, and whether one reaches [`LONG_RUN_BITS`].
-fn runs_of_ones(words: &[u64; WORDS + 1]) -> ([u32; 6], bool) {
-    // at_least[k]: runs of length ≥ k + 1.
-    let mut at_least = [0u32; 7];
-    let mut long = false;
-    // The bit before the block counts as a zero, so a run of ones may start at bit 0.
-    let mut previous_bit = 0u64;
-    for pair in words.windows(2) {
-        let (word, next) = (pair[0], pair[1]);
-        let starts = word & !((word >> 1) | (previous_bit << 63));
-        previous_bit = word & 1;
-
-        // 128 bits: this word, then the next one to look ahead into. Shifting left by j brings
-        // bit i + j to bit i (bits are numbered from the top), so `aK` has bit i set when bits
-        // i..i+K are all ones. Only the top 64 bits are read; they look at most 25 bits ahead.
-        let a1 = (u128::from(word) << 64) | u128::from(next);
-        let a2 = a1 & (a1 << 1);
-        let a3 = a2 & (a1 << 2);
-        let a4 = a2 & (a2 << 2);
-        let a5 = a4 & (a1 << 4);
-        let a6 = a4 & (a2 << 4);
-        let a8 = a4 & (a4 << 4);
-        let a16 = a8 & (a8 << 8);
-        let a26 = a16 & (a8 << 16) & (a2 << 24);
-
-        let top = |ahead: u128| (ahead >> 64) as u64;
-        at_least[1] += starts.count_ones();
-        at_least[2] += (starts & top(a2)).count_ones();
-        at_least[3] += (starts & top(a3)).count_ones();
-        at_least[4] += (starts & top(a4)).count_ones();
-        at_least[5] += (starts & top(a5)).count_ones();
-        at_least[6] += (starts & top(a6)).count_ones();
-        long |= top(a26) != 0;
+    for &byte in rest {
+        tables[0][usize::from(byte)] += 1;
     }
-    let exactly = |k: usize| at_least[k] - at_least[k + 1];
-    ([exactly(1), exactly(2), exactly(3), exactly(4), exactly(5), at_least[6]], long)
+    let mut ones = 0;
+    let mut nibbles = [0u32; 16];
+    for (value, (a, b)) in (0u8..=255).zip(tables[0].iter().zip(&tables[1])) {
+        let count = a + b;
+        ones += count * value.count_ones();
+        nibbles[usize::from(value >> 4)] += count;
+        nibbles[usize::from(value & 0xf)] += count;
+    }
+    (ones, nibbles.iter().map(|f| f * f).sum())
 }
 
 /// Tests blocks as bytes arrive in pieces of any length; a block split across pieces is
@@ -364,7 +314,8 @@ mod tests {
         }
     }
 
-    /// Blocks with long stretches of equal bits, where the word-wise count has its edge cases.
+    /// Blocks with long stretches of equal bits, where the counts have their edge cases (runs
+    /// across words, long runs, the block's ends).
     fn lumpy_block() -> impl Strategy<Value = Vec<u8>> {
         let piece = prop_oneof![
             prop::collection::vec(any::<u8>(), 1..40),
@@ -380,7 +331,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn word_wise_count_equals_bit_by_bit(bytes in lumpy_block()) {
+        fn table_count_equals_bit_by_bit(bytes in lumpy_block()) {
             let block: &[u8; BLOCK_BYTES] = bytes.as_slice().try_into().unwrap();
             prop_assert_eq!(BlockStats::of(block), bit_by_bit(block));
         }

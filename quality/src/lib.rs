@@ -20,7 +20,8 @@
 //! - [`entropy`]: Shannon entropy and the SP 800-90B most-common-value min-entropy.
 //! - [`pi`]: the Monte Carlo estimate of pi from 24-bit coordinate pairs.
 //! - [`serial`]: the serial correlation coefficient of successive bytes.
-//! - [`fips140_2`]: the FIPS 140-2 monobit, poker, runs and long-run tests per 20,000-bit block.
+//! - [`fips140_2`]: the FIPS 140-2 monobit, poker, runs and long-run tests per 20,000-bit block;
+//!   its `runs` module counts the runs from a table, four bits at a time.
 //! - [`verdict`]: the thresholds and the list of failed checks with their reasons.
 
 pub mod analyze;
