@@ -8,7 +8,7 @@
 //!   guessing entropy an attacker who always guesses the most common value would face.
 //!
 //! Neither enters the verdict: both fall short of 8 bits by an amount that depends on the
-//! sample size (the MCV estimate of 64 KiB of perfect data is about 7.5 bits), which the
+//! sample size (the MCV estimate of 64 KiB of good random data is about 7.56 bits), which the
 //! chi-square test already judges with a size-aware bound. They are reported for people.
 
 use crate::counts::ByteCounts;

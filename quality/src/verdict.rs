@@ -12,10 +12,13 @@
 //! | chi-square, too even | lower tail < [`CHI_SQUARE_MIN_TAIL`] | 1e-6 |
 //! | FIPS 140-2 | failed blocks > [`fips_max_failed_blocks`] | ≤ [`FIPS_MAX_TAIL`] = 1e-6 |
 //!
-//! The sum, 4.1e-6, is below [`FALSE_FAILURE_BUDGET`]. The normal and chi-square tails are
-//! approximations of the exact distributions; at 5 standard errors and 1e-6 they may be off by a
-//! small factor for the smallest samples, which the budget's margin to the 1e-4 the gateway
-//! needs absorbs many times over.
+//! The sum is 4.1e-6. The normal and chi-square tails are approximations, weakest for the
+//! smallest samples; at 2,500 bytes they hold where rates can be measured (400,000 samples of OS
+//! random data, `tests/it/false_failures.rs`): beyond 3 standard errors, pi 2.78e-3 and serial
+//! correlation 2.72e-3 against the normal 2.70e-3; beyond 4, 6.8e-5 and 8.3e-5 against 6.3e-5;
+//! chi-square tails below 1e-3, 1.06e-3 and 0.94e-3. [`FALSE_FAILURE_BUDGET`] leaves each
+//! extrapolated tail room to be twice its nominal rate, and is still a tenth of the 1e-4 the
+//! gateway can afford.
 //!
 //! What fails, for scale: 1 MiB from a source whose bits are one with probability 0.51 has a
 //! chi-square of 3521 (p-value below 1e-300), a pi estimate 15 standard errors low and 48 of
@@ -45,18 +48,18 @@ pub const CHI_SQUARE_MIN_TAIL: f64 = 1e-6;
 /// four FIPS 140-2 tests, rounded up. Computed: monobit 1.035e-4 (the binomial tails beyond
 /// 9725 and 10275), long run 2.976e-4 (a Markov chain over the current run length), poker about
 /// 9.9e-5 (the χ²(15) tails beyond 2.16 and 46.17). Measured over 2²⁰ blocks of OS random data
-/// (`tests/it/false_failures.rs`), twice: 8.40e-4 and 7.99e-4 for any test (monobit 1.11e-4
-/// and 1.12e-4, poker 1.00e-4 and 1.15e-4, runs 3.28e-4 and 2.70e-4, long run 3.07e-4 both
-/// times); 1e-3 is above both by more than five standard errors. Erring high only makes the
+/// (`tests/it/false_failures.rs`), three times: 8.40e-4, 7.99e-4 and 7.94e-4 for any test
+/// (monobit about 1.1e-4, poker 1.0e-4 to 1.15e-4, runs 2.7e-4 to 3.3e-4, long run 2.8e-4 to
+/// 3.1e-4); 1e-3 is above each by more than five standard errors. Erring high only makes the
 /// bound looser, never the false-failure rate higher.
 pub const FIPS_BLOCK_FAILURE_RATE: f64 = 1e-3;
 
 /// The largest probability with which uniformly random data may exceed the failed-block bound.
 pub const FIPS_MAX_TAIL: f64 = 1e-6;
 
-/// An upper bound on the probability that uniformly random data fails a call: the sum of the
-/// checks' false-failure probabilities (4.1e-6), rounded up.
-pub const FALSE_FAILURE_BUDGET: f64 = 5e-6;
+/// An upper bound on the probability that uniformly random data fails a call: twice the sum of
+/// the checks' nominal false-failure probabilities (4.1e-6), rounded up.
+pub const FALSE_FAILURE_BUDGET: f64 = 1e-5;
 // The gateway's requirement, 1e-4 per call, with a wide margin.
 const _: () = assert!(FALSE_FAILURE_BUDGET <= 1e-4 / 10.0);
 
@@ -253,7 +256,8 @@ mod tests {
             + two_sided(SERIAL_MAX_STANDARD_ERRORS)
             + 2.0 * CHI_SQUARE_MIN_TAIL
             + FIPS_MAX_TAIL;
-        assert!(total <= FALSE_FAILURE_BUDGET, "{total}");
+        assert!((total - 4.1e-6).abs() < 0.05e-6, "{total}");
+        assert!(2.0 * total <= FALSE_FAILURE_BUDGET, "{total}");
     }
 
     /// P(Binomial(n, p) > m), summed from the top for an independent check.

@@ -54,8 +54,12 @@ proptest! {
     fn fips_counts_add_up(sample in sample()) {
         let fips = analyze(&sample).unwrap().fips140_2;
         prop_assert_eq!(fips.blocks, (sample.len() / BLOCK_BYTES) as u64);
-        let per_test =
-            [fips.monobit_failures, fips.poker_failures, fips.runs_failures, fips.long_run_failures];
+        let per_test = [
+            fips.monobit_failures,
+            fips.poker_failures,
+            fips.runs_failures,
+            fips.long_run_failures,
+        ];
         prop_assert!(per_test.iter().all(|&n| n <= fips.blocks_failed), "{fips:?}");
         prop_assert!(fips.blocks_failed <= per_test.iter().sum::<u64>(), "{fips:?}");
         prop_assert!(fips.blocks_failed <= fips.blocks);

@@ -2,7 +2,7 @@
 //! its flaw predicts.
 //!
 //! The OS random tests draw fresh bytes each run, so they could fail by chance, with
-//! probability below `FALSE_FAILURE_BUDGET` (5e-6) per sample; a failure prints the report.
+//! probability below `FALSE_FAILURE_BUDGET` (1e-5) per sample; a failure prints the report.
 
 use std::collections::BTreeSet;
 
