@@ -86,7 +86,7 @@ fn count_runs(words: &[u64; WORDS]) -> [[u32; 6]; 2] {
     let mut counts = [[0u32; 6]; 2];
     let mut packed = [0u64; 2];
     // Before the block, the complement of its first bit: a run starts at bit 0.
-    let mut previous_bit = !words[0] >> 63;
+    let mut previous_bit = (!words[0]) >> 63;
     for (i, pair) in words.windows(2).enumerate() {
         add_word(&mut packed, previous_bit, pair[0], pair[1], 16);
         previous_bit = pair[0] & 1;
@@ -129,7 +129,7 @@ fn unpack(packed: &mut [u64; 2], counts: &mut [[u32; 6]; 2]) {
 fn has_long_run(block: &[u8; BLOCK_BYTES], words: &[u64; WORDS]) -> bool {
     const LOW_BITS: u64 = 0x0101_0101_0101_0101;
     const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    // Whether some byte of `v` is zero (exact: a borrow only crosses a zero byte's left).
+    // Whether some byte of `v` is zero: the classic bit trick, exact as a yes-or-no answer.
     let has_zero_byte = |v: u64| v.wrapping_sub(LOW_BITS) & !v & HIGH_BITS != 0;
     // Each byte against the one after it: both 0x00 means a zero byte in `x | y`, both 0xff a
     // zero byte in `!(x & y)`. The last word's second half is padding: its pairs are checked
