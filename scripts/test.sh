@@ -24,8 +24,9 @@ step "tools"
 disk_report
 # Debian packages: prometheus (promtool and the scrape test), nftables and iputils-ping (the
 # network-namespace diode test), iproute2 (namespaces), nghttp2-client (h2load, bench smoke),
-# haproxy (the balancer of the scaled-out run), faketime (the chaos rows with a skewed clock).
-APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy faketime)
+# haproxy (the balancer of the scaled-out run), faketime (the chaos rows with a skewed clock),
+# ent, rng-tools5 (rngtest) and dieharder (the statistical tests of the served bytes).
+APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy faketime ent rng-tools5 dieharder)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -36,7 +37,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
   # The prometheus and haproxy packages may start their services; the tests run their own.
-  for service in prometheus haproxy; do
+  # rng-tools5 brings rngd, of which only rngtest is wanted.
+  for service in prometheus haproxy rngd; do
     if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
       $sudo systemctl disable --now "$service"
     elif [ -x "/etc/init.d/$service" ]; then
@@ -95,6 +97,9 @@ python3 scripts/smoke_dev.py target/release/entropy-gateway
 
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
 python3 scripts/smoke_diode.py target/release
+
+step "quality of the served bytes: ent, rngtest and dieharder on 32 MiB from a dev gateway and from the diode, after a self-check that bad samples fail"
+python3 scripts/quality.py quick --bin-dir target/release --no-install
 
 step "the diode in network namespaces: only the collector side can open a connection (root only; SKIP elsewhere)"
 python3 scripts/netns_diode.py target/release
