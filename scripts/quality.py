@@ -4,13 +4,15 @@ loopback: `dev` (entropy-gateway --dev, its in-process OS-RNG feed, TLS with dev
 `diode` (scripts/diode-demo.sh: entropy-simulator at an unlimited rate -> entropy-collector ->
 entropy-gateway, plaintext). From each, `entropy stream --total N` writes N bytes to a file for
 ent and rngtest, and a live `entropy stream | dieharder -g 200 ...` feeds dieharder, which
-stops the stream when it has read enough (a file would run dry and be rewound).
+ends the stream when it has read enough (a finite input runs dry: dieharder rewinds a file,
+and stops with an error at the end of stdin, which counts as a failure here).
 
 Before any of that, the self-check: the same ent and rngtest verdicts on deliberately bad
 samples (biased bits, a stuck bit, a replayed block) must be FAIL, or the suite fails.
 
     quality.py [quick|full] [--bin-dir DIR] [--out DIR] [--bytes SIZE]
-               [--dieharder-tests 0,8,15|all|none] [--systems dev,diode] [--no-install]
+               [--dieharder-tests 0,8,15|all|none] [--dieharder-timeout-s S]
+               [--systems dev,diode] [--no-install]
 
 quick: N = 32 MiB, dieharder tests 0 (birthdays), 8 (count the 1s, stream) and 15 (runs).
 full: N = 1 GiB, `dieharder -a`. Thresholds and their false-alarm rates: quality_stats.py.
@@ -224,7 +226,7 @@ def run_system(name, bins, args, tmp, raw):
             result["dieharder_seconds"][test] = round(secs, 1)
             rate = qs.dieharder_rate(out)
             print(f"     {name}: dieharder {'-a' if test == 'all' else '-d ' + test}: {secs:.1f} s"
-                  + (f", read {rate * 4 / 1e6:.0f} MB/s" if rate else ""), flush=True)
+                  + (f" (it timed its input at {rate * 4 / 1e6:.0f} MB/s)" if rate else ""), flush=True)
             if raw:
                 (raw / f"{name}-dieharder-{test}.txt").write_text(out)
     finally:
