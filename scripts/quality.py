@@ -68,11 +68,14 @@ def install_tools():
     subprocess.run([*sudo, "apt-get", "update", "-qq"], check=True)
     subprocess.run([*sudo, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq",
                     "--no-install-recommends", *missing], check=True)
-    # rng-tools5 also ships rngd, which the package may start where systemd runs; only
-    # rngtest is wanted here.
-    if "rng-tools5" in missing and shutil.which("systemctl") and subprocess.run(
-            ["systemctl", "is-active", "--quiet", "rngd"]).returncode == 0:
-        subprocess.run([*sudo, "systemctl", "disable", "--now", "rngd"], check=False)
+    # rng-tools5 also ships rngd, which the package may start; only rngtest is wanted here.
+    if "rng-tools5" in missing:
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        if shutil.which("systemctl") and subprocess.run(["systemctl", "is-active", "--quiet", "rngd"],
+                                                        **quiet).returncode == 0:
+            subprocess.run([*sudo, "systemctl", "disable", "--now", "rngd"], check=False)
+        elif os.access("/etc/init.d/rngd", os.X_OK):
+            subprocess.run([*sudo, "/etc/init.d/rngd", "stop"], check=False, **quiet)
 
 
 def client_env(key, endpoint, ca_file=None):
