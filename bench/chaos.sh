@@ -12,9 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
-command -v faketime >/dev/null || {
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get install -y faketime >/dev/null || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y faketime >/dev/null; }
-}
+. scripts/apt_install.sh
+apt_install faketime
 cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
 python3 scripts/chaos.py full target/release --out "bench/results/$(date -u +%F)-chaos" "$@"

@@ -10,10 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
-command -v haproxy >/dev/null || {
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get install -y haproxy >/dev/null || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y haproxy >/dev/null; }
-}
+. scripts/apt_install.sh
+apt_install haproxy
 cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
 out="bench/results/$(date -u +%F)-scaleout"
 python3 scripts/scaleout.py target/release --mode full --report "$out.json" --markdown "$out.md" "$@"
