@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
@@ -45,6 +46,22 @@ struct Attempt {
     replies: Streaming<StreamRandomResponse>,
     /// When the first message must have arrived by (the attempt timeout), until it has.
     first_by: Option<Instant>,
+    /// How long it was given for that: the attempt timeout, or what was left of the budget.
+    limit: Duration,
+}
+
+/// Why an attempt ended without a message.
+struct Failure {
+    status: Status,
+    /// How long the attempt had waited when it ended because its first message did not come in
+    /// time; `None` for any other ending (an answer, a stall).
+    timed_out_after: Option<Duration>,
+}
+
+impl From<Status> for Failure {
+    fn from(status: Status) -> Self {
+        Self { status, timed_out_after: None }
+    }
 }
 
 struct State {
@@ -54,7 +71,7 @@ struct State {
     remaining: Option<u64>,
     received: u64,
     current: Option<Attempt>,
-    outage: Option<Outage>,
+    outage: Option<Outage<Status>>,
     reconnects: Arc<AtomicU32>,
     done: bool,
 }
@@ -119,7 +136,7 @@ fn jitter() -> f64 {
 
 impl State {
     /// Opens a stream for the bytes still owed, bounded by the attempt timeout.
-    async fn open(&mut self) -> Result<(), Status> {
+    async fn open(&mut self) -> Result<(), Failure> {
         let now = Instant::now();
         let limit = match &self.outage {
             Some(outage) => outage.attempt_timeout(&self.options, now),
@@ -132,28 +149,36 @@ impl State {
         };
         let replies = timeout_at(first_by, self.inner.stream_random(request))
             .await
-            .map_err(|_| Status::deadline_exceeded(format!("no answer within {limit:?}")))??
+            .map_err(|_| Failure {
+                status: Status::deadline_exceeded(format!("no answer within {limit:?}")),
+                timed_out_after: Some(limit),
+            })??
             .into_inner();
-        self.current = Some(Attempt { replies, first_by: Some(first_by) });
+        self.current = Some(Attempt { replies, first_by: Some(first_by), limit });
         Ok(())
     }
 
     /// The next message of the open stream, bounded by the attempt or the stall timeout.
-    async fn message(&mut self) -> Result<Bytes, Status> {
+    async fn message(&mut self) -> Result<Bytes, Failure> {
         let stall = self.options.stall_timeout;
         let Some(attempt) = self.current.as_mut() else {
-            return Err(Status::internal("no stream open"));
+            return Err(Status::internal("no stream open").into());
         };
         let by = attempt.first_by.unwrap_or_else(|| Instant::now() + stall);
-        let what = if attempt.first_by.is_some() { "no first message" } else { "no message" };
+        let first = attempt.first_by.is_some();
+        let what = if first { "no first message" } else { "no message" };
         match timeout_at(by, attempt.replies.message()).await {
-            Err(_) => Err(Status::deadline_exceeded(format!("{what} in time"))),
-            Ok(Err(status)) => Err(status),
+            Err(_) => Err(Failure {
+                status: Status::deadline_exceeded(format!("{what} in time")),
+                timed_out_after: first.then_some(attempt.limit),
+            }),
+            Ok(Err(status)) => Err(status.into()),
             // The server ended the stream early (shutting down): ask for the rest.
             Ok(Ok(None)) => Err(Status::unavailable(format!(
                 "the stream ended after {} bytes, before all had arrived",
                 self.received
-            ))),
+            ))
+            .into()),
             Ok(Ok(Some(message))) => {
                 attempt.first_by = None;
                 Ok(Bytes::from(message.data))
@@ -163,29 +188,31 @@ impl State {
 
     /// After `failure`: sleeps the backoff and returns `None` to try again, or the error to
     /// end the stream with.
-    async fn failed(&mut self, failure: Status) -> Option<Error> {
+    async fn failed(&mut self, failure: Failure) -> Option<Error> {
         self.current = None;
-        if !transient(failure.code()) {
-            return Some(failure.into());
+        let Failure { status, timed_out_after } = failure;
+        if !transient(status.code()) {
+            return Some(status.into());
         }
         let now = Instant::now();
         let outage = self.outage.get_or_insert_with(|| Outage::begin(now));
-        match outage.failed(&self.options, now, jitter()) {
+        match outage.failed(&self.options, now, jitter(), status, timed_out_after) {
             Next::RetryAfter(delay) => {
                 tokio::time::sleep(delay).await;
                 self.reconnects.fetch_add(1, Ordering::Relaxed);
                 None
             }
-            Next::GiveUp { tried, failures } => Some(
+            // `last`: the last failure, never a timeout the budget cut short after an earlier one.
+            Next::GiveUp { tried, failures, last } => Some(
                 Status::new(
-                    failure.code(),
+                    last.code(),
                     format!(
                         "gave up reconnecting after {} ms ({failures} failed attempts; \
                          reconnect budget {} ms), {} bytes received: {}",
                         tried.as_millis(),
                         self.options.reconnect_budget.as_millis(),
                         self.received,
-                        failure.message()
+                        last.message()
                     ),
                 )
                 .into(),
