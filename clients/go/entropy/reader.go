@@ -119,6 +119,7 @@ type Reader struct {
 	broken      bool      // bytes stopped flowing ...
 	brokenSince time.Time // ... at this time
 	failures    int       // failed attempts since then
+	lastErr     *Error    // what to report if the outage outlasts the budget
 	reconnects  int
 }
 
@@ -254,7 +255,7 @@ func (r *Reader) fill(ctx context.Context) error {
 		r.received += uint64(len(data))
 		r.buf = append(r.buf, data...)
 		if len(data) > 0 {
-			r.broken, r.failures = false, 0
+			r.broken, r.failures, r.lastErr = false, 0, nil
 		}
 		if r.exhausted() {
 			r.endStream() // everything owed has arrived; the server is closing with OK anyway
@@ -277,8 +278,9 @@ func (r *Reader) open(ctx context.Context) error {
 		r.client.conn.ResetConnectBackoff()
 		if r.cfg.budget > 0 {
 			// Cut to what is left of the budget, but never below a useful minimum (100 ms, or
-			// the attempt timeout if shorter): a last attempt of a millisecond would only fail
-			// with a timeout that hides the real error. So the rule may end up to 100 ms late.
+			// the attempt timeout if shorter): a last attempt of a millisecond could not even
+			// connect. So the rule may end up to 100 ms late. (If such an attempt times out,
+			// retryOrFail still reports the error before it.)
 			floor := min(timeout, 100*time.Millisecond)
 			timeout = max(floor, min(timeout, r.cfg.budget-time.Since(r.brokenSince)))
 		}
@@ -370,13 +372,20 @@ func (r *Reader) retryOrFail(ctx context.Context, err error) error {
 	}
 	now := time.Now()
 	if !r.broken {
-		r.broken, r.brokenSince = true, now
+		r.broken, r.brokenSince, r.lastErr = true, now, nil
+	}
+	// An attempt that only the budget's end made shorter than the attempt timeout, timing out
+	// before its first message, says nothing about the gateway: the error before it (the
+	// gateway's answer) stays the one to report. Without one before it, the timeout is reported.
+	clamped := a != nil && a.timedOut.Load() && !a.flowing && a.limit < r.cfg.attempt
+	if !clamped || r.lastErr == nil {
+		r.lastErr = e
 	}
 	spent := now.Sub(r.brokenSince)
 	if r.cfg.budget > 0 && spent >= r.cfg.budget {
-		return &Error{Code: e.Code, Message: fmt.Sprintf(
+		return &Error{Code: r.lastErr.Code, Message: fmt.Sprintf(
 			"gave up reconnecting after %v (%d failed attempts, reconnect budget %v), %d bytes received: %s",
-			spent.Round(time.Millisecond), r.failures+1, r.cfg.budget, r.received, e.Message)}
+			spent.Round(time.Millisecond), r.failures+1, r.cfg.budget, r.received, r.lastErr.Message)}
 	}
 	ceiling := r.cfg.backoffMax
 	if r.failures < 30 {

@@ -94,6 +94,27 @@ func TestGivesUpWhenTheBudgetRunsOut(t *testing.T) {
 	}
 }
 
+func TestGivingUpReportsTheGatewaysAnswerNotATimeoutTheBudgetCutShort(t *testing.T) {
+	// The gateway answers Unavailable; the backoff (100..200 ms) runs to the end of the 100 ms
+	// budget, so the next attempt gets only the shortest wait the reader allows (100 ms, far
+	// below its 5 s attempt timeout), and the scripted server lets it time out. That timeout says
+	// nothing about the gateway, so giving up reports the Unavailable (CI saw DeadlineExceeded
+	// in the Python reader on a busy machine).
+	f := &fakeEntropy{chunkSize: 100, script: []step{{0, codes.Unavailable, false}, {0, codes.OK, true}}}
+	r := newClient(t, serveFake(t, f), "k").NewReader(context.Background(), 1000, 100,
+		entropy.WithReconnectBudget(100*time.Millisecond), entropy.WithAttemptTimeout(5*time.Second),
+		entropy.WithBackoff(200*time.Millisecond, 200*time.Millisecond))
+	defer r.Close()
+	_, err := r.Read(make([]byte, 10))
+	if !errors.Is(err, entropy.ErrUnavailable) || !strings.Contains(err.Error(), "gave up reconnecting after") ||
+		!strings.HasSuffix(err.Error(), "bytes received: injected by the test") {
+		t.Fatalf("want the gateway's Unavailable in the give-up, got %v", err)
+	}
+	if r.StreamsOpened() != 2 {
+		t.Fatalf("%d streams opened, want 2 (the second one cut short)", r.StreamsOpened())
+	}
+}
+
 func TestProgressRestartsTheBudget(t *testing.T) {
 	const failures = 20
 	script := make([]step, failures)
