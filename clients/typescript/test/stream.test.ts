@@ -28,7 +28,19 @@ import {
   startGateway,
   type Step,
 } from "./support";
-import { cutShort } from "../src/stream";
+import { cutShort, RandomStream, type StreamCall } from "../src/stream";
+import type { StreamRandomResponse } from "../src/gen/entropy/v1/entropy";
+
+/** A StreamRandom call whose first message fails with `error`, or never comes. */
+function scriptedCall(error?: Error): StreamCall {
+  return {
+    cancel() {},
+    on() {},
+    [Symbol.asyncIterator]: (): AsyncIterator<StreamRandomResponse> => ({
+      next: () => (error ? Promise.reject(error) : new Promise(() => {})),
+    }),
+  };
+}
 
 /** A rejection with the platform's abort error, not an EntropyError. */
 function abortError(name = "AbortError") {
@@ -231,6 +243,48 @@ describe("reconnect rule (scripted server)", () => {
       c.close();
       fake.stop();
     }
+  });
+
+  test("giving up reports the gateway's answer, not a timeout the budget cut short", async (t) => {
+    // The gateway answers UNAVAILABLE; the backoff runs to the end of the budget, so the next
+    // attempt gets only what is left of it (a millisecond) and times out locally. That says
+    // nothing about the gateway, so giving up reports UNAVAILABLE (CI saw DEADLINE_EXCEEDED in
+    // the Python reader on a busy machine). Clock-driven: the timers and the clock are mocked.
+    let now = 100_000;
+    t.mock.method(performance, "now", () => now);
+    t.mock.method(Math, "random", () => 0); // backoff: the lower end of its ceiling
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const advance = async (ms: number) => {
+      now += ms;
+      t.mock.timers.tick(ms);
+      await new Promise((resolve) => setImmediate(resolve)); // let the stream react
+    };
+    const answer = Object.assign(new Error("14 UNAVAILABLE: gateway restarting"), {
+      code: UNAVAILABLE,
+      details: "gateway restarting",
+    });
+    const calls: StreamCall[] = [scriptedCall(answer), scriptedCall()];
+    const s = new RandomStream(() => calls.shift() ?? scriptedCall(), {
+      totalBytes: 100,
+      reconnectBudgetMs: 500,
+      attemptTimeoutMs: 5_000,
+      initialBackoffMs: 998, // 499 ms with jitter 0, just under the budget
+      maxBackoffMs: 998,
+    });
+    const outcome = s.read(100).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await advance(0); // the first attempt fails: the backoff starts
+    await advance(499); // the second attempt opens with 1 ms of the budget left
+    assert.equal(s.streamsOpened, 2);
+    await advance(1); // and times out
+    const e = await outcome;
+    assert.ok(e instanceof UnavailableError, String(e));
+    assert.equal(
+      e.details,
+      "gave up reconnecting after 500 ms (2 failed attempts; reconnect budget 500 ms), 0 bytes received: gateway restarting",
+    );
   });
 
   test("bytes flowing start the budget again", async () => {
