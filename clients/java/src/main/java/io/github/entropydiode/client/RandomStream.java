@@ -49,6 +49,8 @@ public final class RandomStream extends InputStream {
   private boolean broken;
   private long brokenSince;
   private int failures;
+  /** What to report if the outage outlasts the budget. */
+  private EntropyException lastError;
   private int reconnects;
 
   RandomStream(
@@ -149,6 +151,7 @@ public final class RandomStream extends InputStream {
         if (!data.isEmpty()) {
           broken = false;
           failures = 0;
+          lastError = null;
         }
         continue;
       }
@@ -160,16 +163,21 @@ public final class RandomStream extends InputStream {
         }
         retryOrThrow(
             new UnavailableException(
-                "the stream ended after " + received + " of " + total + " bytes", null));
+                "the stream ended after " + received + " of " + total + " bytes", null),
+            false);
       } else if (event == null) {
         failed.cancel("no message in time");
         String what = failed.gotMessage ? "no message" : "no first message";
-        retryOrThrow(new DeadlineExceededException(what + " within " + waitMs + " ms", null));
+        boolean clamped =
+            !failed.gotMessage && failed.timeoutMs < options.attemptTimeout().toMillis();
+        retryOrThrow(
+            new DeadlineExceededException(what + " within " + waitMs + " ms", null), clamped);
       } else {
         Throwable t = (Throwable) event;
         retryOrThrow(
             EntropyException.from(
-                Status.fromThrowable(t).asRuntimeException(Status.trailersFromThrowable(t))));
+                Status.fromThrowable(t).asRuntimeException(Status.trailersFromThrowable(t))),
+            false);
       }
     }
     return true;
@@ -199,8 +207,12 @@ public final class RandomStream extends InputStream {
     return false;
   }
 
-  /** Sleeps the backoff and returns if the rule allows another attempt; throws otherwise. */
-  private void retryOrThrow(EntropyException error) throws IOException {
+  /**
+   * Sleeps the backoff and returns if the rule allows another attempt; throws otherwise.
+   * {@code clamped}: the error is the timeout of an attempt whose wait for its first message only
+   * the budget's end made shorter than the attempt timeout.
+   */
+  private void retryOrThrow(EntropyException error, boolean clamped) throws IOException {
     if (error.code() != Status.Code.UNAVAILABLE
         && error.code() != Status.Code.DEADLINE_EXCEEDED
         && !cutShort(error)) {
@@ -213,6 +225,12 @@ public final class RandomStream extends InputStream {
     if (!broken) {
       broken = true;
       brokenSince = now;
+      lastError = null;
+    }
+    // Such a timeout says nothing about the gateway: the error before it (the gateway's answer)
+    // stays the one to report. Without one before it, the timeout is reported.
+    if (!clamped || lastError == null) {
+      lastError = error;
     }
     long budgetMs = options.reconnectBudget().toMillis();
     long spentMs = (now - brokenSince) / 1_000_000;
@@ -227,8 +245,8 @@ public final class RandomStream extends InputStream {
               + " ms), "
               + received
               + " bytes received: "
-              + error.getMessage(),
-          error);
+              + lastError.getMessage(),
+          lastError);
     }
     long ceiling =
         Math.min(
