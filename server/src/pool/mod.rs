@@ -19,6 +19,9 @@
 //! nothing; a take that gives up (its deadline passed, its client left) ends its reservation,
 //! and the bytes it held, which never left the ring, go back to the round.
 
+// Not wired yet: the storage of the classes kept apart (issue Quality, in progress).
+#[allow(dead_code)]
+mod arena;
 mod fair;
 mod ring;
 
