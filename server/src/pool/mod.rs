@@ -23,6 +23,8 @@
 #[allow(dead_code)]
 mod arena;
 mod fair;
+#[allow(dead_code)]
+mod origin;
 mod ring;
 
 use std::sync::Mutex;
