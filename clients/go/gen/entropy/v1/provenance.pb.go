@@ -277,6 +277,186 @@ func (x *SourceReport) GetContributed() bool {
 	return false
 }
 
+// Where the bytes of one response came from. Every response that carries entropy has one
+// (GetRandom, each StreamRandom message, GetIntegers, GetFloats, GetUuids, CheckQuality).
+//
+// A response's bytes come from chunks of one class: chunks whose contributing sources have the
+// same set of kinds (see `accept_kinds` on the requests). The gateway keeps a bounded record of
+// which chunk each byte in its pool came from, so this is exact, not an estimate.
+type DrawProvenance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The kinds of the sources that contributed to these bytes, each once, in enum order. One
+	// entry for a single-kind source or mix; two or three when the collector mixed kinds (a
+	// QUANTUM source XORed with the OS source reports QUANTUM and OS).
+	Kinds []SourceKind `protobuf:"varint,1,rep,packed,name=kinds,proto3,enum=entropy.v1.SourceKind" json:"kinds,omitempty"`
+	// True when any of the chunks mixed two or more sources (XOR or HKDF).
+	Mixed bool `protobuf:"varint,2,opt,name=mixed,proto3" json:"mixed,omitempty"`
+	// The collectors whose chunks these bytes came from, each once, in the order first served.
+	CollectorIds []string `protobuf:"bytes,3,rep,name=collector_ids,json=collectorIds,proto3" json:"collector_ids,omitempty"`
+	// The chunk the first byte came from.
+	FirstChunk *ChunkRef `protobuf:"bytes,4,opt,name=first_chunk,json=firstChunk,proto3" json:"first_chunk,omitempty"`
+	// The chunk the last byte came from (the same as `first_chunk` when there was one).
+	LastChunk *ChunkRef `protobuf:"bytes,5,opt,name=last_chunk,json=lastChunk,proto3" json:"last_chunk,omitempty"`
+	// How many chunks the bytes came from.
+	ChunkCount uint32 `protobuf:"varint,6,opt,name=chunk_count,json=chunkCount,proto3" json:"chunk_count,omitempty"`
+	// How long the oldest of these bytes had been in the gateway's pool, in milliseconds.
+	OldestByteAgeMs uint64 `protobuf:"varint,7,opt,name=oldest_byte_age_ms,json=oldestByteAgeMs,proto3" json:"oldest_byte_age_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DrawProvenance) Reset() {
+	*x = DrawProvenance{}
+	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrawProvenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrawProvenance) ProtoMessage() {}
+
+func (x *DrawProvenance) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrawProvenance.ProtoReflect.Descriptor instead.
+func (*DrawProvenance) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DrawProvenance) GetKinds() []SourceKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *DrawProvenance) GetMixed() bool {
+	if x != nil {
+		return x.Mixed
+	}
+	return false
+}
+
+func (x *DrawProvenance) GetCollectorIds() []string {
+	if x != nil {
+		return x.CollectorIds
+	}
+	return nil
+}
+
+func (x *DrawProvenance) GetFirstChunk() *ChunkRef {
+	if x != nil {
+		return x.FirstChunk
+	}
+	return nil
+}
+
+func (x *DrawProvenance) GetLastChunk() *ChunkRef {
+	if x != nil {
+		return x.LastChunk
+	}
+	return nil
+}
+
+func (x *DrawProvenance) GetChunkCount() uint32 {
+	if x != nil {
+		return x.ChunkCount
+	}
+	return 0
+}
+
+func (x *DrawProvenance) GetOldestByteAgeMs() uint64 {
+	if x != nil {
+		return x.OldestByteAgeMs
+	}
+	return 0
+}
+
+// One chunk, as its collector signed it.
+type ChunkRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The collector that signed it.
+	CollectorId string `protobuf:"bytes,1,opt,name=collector_id,json=collectorId,proto3" json:"collector_id,omitempty"`
+	// The collector's run (a fresh random number each start).
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Its sequence number within that run.
+	Sequence uint64 `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// When the collector signed it (Unix milliseconds, the collector's clock).
+	SignedAtUnixMs int64 `protobuf:"varint,4,opt,name=signed_at_unix_ms,json=signedAtUnixMs,proto3" json:"signed_at_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ChunkRef) Reset() {
+	*x = ChunkRef{}
+	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChunkRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChunkRef) ProtoMessage() {}
+
+func (x *ChunkRef) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChunkRef.ProtoReflect.Descriptor instead.
+func (*ChunkRef) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ChunkRef) GetCollectorId() string {
+	if x != nil {
+		return x.CollectorId
+	}
+	return ""
+}
+
+func (x *ChunkRef) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ChunkRef) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ChunkRef) GetSignedAtUnixMs() int64 {
+	if x != nil {
+		return x.SignedAtUnixMs
+	}
+	return 0
+}
+
 var File_entropy_v1_provenance_proto protoreflect.FileDescriptor
 
 const file_entropy_v1_provenance_proto_rawDesc = "" +
@@ -287,7 +467,23 @@ const file_entropy_v1_provenance_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x16.entropy.v1.SourceKindR\x04kind\x120\n" +
 	"\x06health\x18\x03 \x01(\x0e2\x18.entropy.v1.SourceHealthR\x06health\x12 \n" +
-	"\vcontributed\x18\x04 \x01(\bR\vcontributed*p\n" +
+	"\vcontributed\x18\x04 \x01(\bR\vcontributed\"\xb3\x02\n" +
+	"\x0eDrawProvenance\x12,\n" +
+	"\x05kinds\x18\x01 \x03(\x0e2\x16.entropy.v1.SourceKindR\x05kinds\x12\x14\n" +
+	"\x05mixed\x18\x02 \x01(\bR\x05mixed\x12#\n" +
+	"\rcollector_ids\x18\x03 \x03(\tR\fcollectorIds\x125\n" +
+	"\vfirst_chunk\x18\x04 \x01(\v2\x14.entropy.v1.ChunkRefR\n" +
+	"firstChunk\x123\n" +
+	"\n" +
+	"last_chunk\x18\x05 \x01(\v2\x14.entropy.v1.ChunkRefR\tlastChunk\x12\x1f\n" +
+	"\vchunk_count\x18\x06 \x01(\rR\n" +
+	"chunkCount\x12+\n" +
+	"\x12oldest_byte_age_ms\x18\a \x01(\x04R\x0foldestByteAgeMs\"\x8a\x01\n" +
+	"\bChunkRef\x12!\n" +
+	"\fcollector_id\x18\x01 \x01(\tR\vcollectorId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\bsequence\x18\x03 \x01(\x04R\bsequence\x12)\n" +
+	"\x11signed_at_unix_ms\x18\x04 \x01(\x03R\x0esignedAtUnixMs*p\n" +
 	"\n" +
 	"SourceKind\x12\x1b\n" +
 	"\x17SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -323,21 +519,26 @@ func file_entropy_v1_provenance_proto_rawDescGZIP() []byte {
 }
 
 var file_entropy_v1_provenance_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_entropy_v1_provenance_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_entropy_v1_provenance_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_entropy_v1_provenance_proto_goTypes = []any{
-	(SourceKind)(0),      // 0: entropy.v1.SourceKind
-	(SourceHealth)(0),    // 1: entropy.v1.SourceHealth
-	(Mixing)(0),          // 2: entropy.v1.Mixing
-	(*SourceReport)(nil), // 3: entropy.v1.SourceReport
+	(SourceKind)(0),        // 0: entropy.v1.SourceKind
+	(SourceHealth)(0),      // 1: entropy.v1.SourceHealth
+	(Mixing)(0),            // 2: entropy.v1.Mixing
+	(*SourceReport)(nil),   // 3: entropy.v1.SourceReport
+	(*DrawProvenance)(nil), // 4: entropy.v1.DrawProvenance
+	(*ChunkRef)(nil),       // 5: entropy.v1.ChunkRef
 }
 var file_entropy_v1_provenance_proto_depIdxs = []int32{
 	0, // 0: entropy.v1.SourceReport.kind:type_name -> entropy.v1.SourceKind
 	1, // 1: entropy.v1.SourceReport.health:type_name -> entropy.v1.SourceHealth
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	0, // 2: entropy.v1.DrawProvenance.kinds:type_name -> entropy.v1.SourceKind
+	5, // 3: entropy.v1.DrawProvenance.first_chunk:type_name -> entropy.v1.ChunkRef
+	5, // 4: entropy.v1.DrawProvenance.last_chunk:type_name -> entropy.v1.ChunkRef
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_entropy_v1_provenance_proto_init() }
@@ -351,7 +552,7 @@ func file_entropy_v1_provenance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_entropy_v1_provenance_proto_rawDesc), len(file_entropy_v1_provenance_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   1,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -20,7 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { Mixing, SourceHealth, SourceKind } from "./provenance";
+import { DrawProvenance, Mixing, SourceHealth, SourceKind } from "./provenance";
 
 export const protobufPackage = "entropy.v1";
 
@@ -52,6 +52,9 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  * key's large or many requests never hold up another key's small one, and keys under
  * contention receive equal shares.
  *   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
+ *   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the pool
+ *                       holds none of them and none arrived lately; the message names what
+ *                       the pool holds. Nothing was consumed.
  */
 
 /** How GetRandom returns its bytes. */
@@ -77,6 +80,15 @@ export interface GetRandomRequest {
    * fields as base64.
    */
   encoding: Encoding;
+  /**
+   * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
+   * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
+   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
+   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
+   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
+   */
+  acceptKinds: SourceKind[];
 }
 
 /** Response for GetRandom. */
@@ -88,6 +100,8 @@ export interface GetRandomResponse {
    * otherwise.
    */
   text: string;
+  /** Where these bytes came from. */
+  provenance: DrawProvenance | undefined;
 }
 
 /** Request for StreamRandom. */
@@ -102,12 +116,23 @@ export interface StreamRandomRequest {
    * runs until the client cancels it or the server shuts down (which ends it with UNAVAILABLE).
    */
   totalBytes: bigint;
+  /**
+   * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
+   * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
+   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
+   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
+   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
+   */
+  acceptKinds: SourceKind[];
 }
 
 /** One message of a StreamRandom stream. */
 export interface StreamRandomResponse {
   /** The next `chunk_bytes` random bytes (fewer in the last message of a bounded stream). */
   data: Buffer;
+  /** Where these bytes came from. */
+  provenance: DrawProvenance | undefined;
 }
 
 /** Request for GetIntegers. */
@@ -121,36 +146,69 @@ export interface GetIntegersRequest {
   max: bigint;
   /** How many integers to return: 1..=10000. */
   count: number;
+  /**
+   * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
+   * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
+   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
+   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
+   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
+   */
+  acceptKinds: SourceKind[];
 }
 
 /** Response for GetIntegers. */
 export interface GetIntegersResponse {
   /** `count` integers, each uniform over [min, max] and independent of the others. */
   values: bigint[];
+  /** Where these bytes came from. */
+  provenance: DrawProvenance | undefined;
 }
 
 /** Request for GetFloats. */
 export interface GetFloatsRequest {
   /** How many floats to return: 1..=10000. */
   count: number;
+  /**
+   * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
+   * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
+   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
+   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
+   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
+   */
+  acceptKinds: SourceKind[];
 }
 
 /** Response for GetFloats. */
 export interface GetFloatsResponse {
   /** `count` doubles, each k * 2^-53 for a uniform random 53-bit k, so in [0, 1). */
   values: number[];
+  /** Where these bytes came from. */
+  provenance: DrawProvenance | undefined;
 }
 
 /** Request for GetUuids. */
 export interface GetUuidsRequest {
   /** How many UUIDs to return: 1..=10000. */
   count: number;
+  /**
+   * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
+   * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
+   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
+   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
+   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
+   */
+  acceptKinds: SourceKind[];
 }
 
 /** Response for GetUuids. */
 export interface GetUuidsResponse {
   /** `count` version 4 UUIDs in the canonical lowercase 8-4-4-4-12 form (122 random bits each). */
   uuids: string[];
+  /** Where these bytes came from. */
+  provenance: DrawProvenance | undefined;
 }
 
 /** Request for GetStatus. */
@@ -199,6 +257,20 @@ export interface GetStatusResponse {
   chunksDeferredTotal: bigint;
   /** Why the gateway is not serving, in one line (as /readyz says it); empty while serving. */
   notServingReason: string;
+  /** The pool's bytes by class (the kinds of the sources behind them), largest first. */
+  poolByClass: ClassLevel[];
+  /** Bytes wiped unserved because they were in the pool longer than `max_byte_age_ms`. */
+  expiredBytesTotal: bigint;
+  /** The longest a byte may stay in the pool, in milliseconds; 0: no limit. */
+  maxByteAgeMs: bigint;
+}
+
+/** Bytes in the pool of one class. */
+export interface ClassLevel {
+  /** The kinds of the sources behind these bytes, each once, in enum order. */
+  kinds: SourceKind[];
+  /** Bytes ready to be served. */
+  bytes: bigint;
 }
 
 /** What the gateway knows of one source, from the provenance of the chunks it accepted. */
@@ -222,8 +294,89 @@ export interface SourceStatus {
   lastMixing: Mixing;
 }
 
+/** Request for CheckQuality. */
+export interface CheckQualityRequest {
+  /**
+   * How many bytes to draw and test: 2500..=4194304 (one FIPS 140-2 block to 4 MiB). Out of
+   * bounds: INVALID_ARGUMENT naming `sample_bytes` and the bound; nothing is drawn. The bytes
+   * are drawn like any call's (fair share, quota, deadline), tested, and wiped: no one is
+   * ever served them.
+   */
+  sampleBytes: number;
+  /** As on GetRandom: the source kinds whose bytes to test; empty accepts any. */
+  acceptKinds: SourceKind[];
+}
+
+/** Response for CheckQuality: statistics of the drawn sample and the verdict. */
+export interface CheckQualityResponse {
+  /** Bytes tested. */
+  sampleBytes: bigint;
+  /** Where they came from. */
+  provenance:
+    | DrawProvenance
+    | undefined;
+  /** Shannon entropy, bits per byte (8 is the most). */
+  shannonEntropyBitsPerByte: number;
+  /** NIST SP 800-90B section 6.3.1 most-common-value min-entropy estimate, bits per byte. */
+  minEntropyBitsPerByte: number;
+  /** Chi-square over the 256 byte values (255 degrees of freedom) and its upper-tail p-value. */
+  chiSquare: number;
+  chiSquarePValue: number;
+  /** Arithmetic mean of the bytes (127.5 for uniform bytes). */
+  mean: number;
+  /**
+   * Serial correlation of successive bytes (0 for independent bytes); absent when undefined
+   * (every byte equal).
+   */
+  serialCorrelation?:
+    | number
+    | undefined;
+  /** Monte Carlo pi from the sample (ent's method: 24-bit coordinate pairs). */
+  pi:
+    | MonteCarloPi
+    | undefined;
+  /**
+   * The same test on as many bytes of the gateway's OS CSPRNG, drawn in the same call, for
+   * comparison.
+   */
+  piOsReference:
+    | MonteCarloPi
+    | undefined;
+  /** FIPS 140-2 tests over each whole 20,000-bit block. */
+  fips1402:
+    | Fips1402
+    | undefined;
+  /** True when every check passed. */
+  passed: boolean;
+  /** One line per failed check, naming the statistic, its value and its bound. */
+  failures: string[];
+  /** The checks and their bounds for this sample size, one line each. */
+  thresholds: string[];
+}
+
+/** A Monte Carlo estimate of pi. */
+export interface MonteCarloPi {
+  estimate: number;
+  /** Estimate minus pi. */
+  error: number;
+  /** Standard error of the estimate for this many points. */
+  standardError: number;
+  points: bigint;
+}
+
+/** FIPS 140-2 block tests: blocks tested and how many failed each test. */
+export interface Fips1402 {
+  blocks: bigint;
+  monobitFailures: bigint;
+  pokerFailures: bigint;
+  runsFailures: bigint;
+  longRunFailures: bigint;
+  /** Blocks that failed any of the four. */
+  blocksFailed: bigint;
+}
+
 function createBaseGetRandomRequest(): GetRandomRequest {
-  return { numBytes: 0, encoding: 0 };
+  return { numBytes: 0, encoding: 0, acceptKinds: [] };
 }
 
 export const GetRandomRequest: MessageFns<GetRandomRequest> = {
@@ -233,6 +386,13 @@ export const GetRandomRequest: MessageFns<GetRandomRequest> = {
     }
     if (message.encoding !== 0) {
       writer.uint32(16).int32(message.encoding);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -266,6 +426,24 @@ export const GetRandomRequest: MessageFns<GetRandomRequest> = {
             message.encoding = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag === 24) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -280,7 +458,7 @@ export const GetRandomRequest: MessageFns<GetRandomRequest> = {
 };
 
 function createBaseGetRandomResponse(): GetRandomResponse {
-  return { data: Buffer.alloc(0), text: "" };
+  return { data: Buffer.alloc(0), text: "", provenance: undefined };
 }
 
 export const GetRandomResponse: MessageFns<GetRandomResponse> = {
@@ -290,6 +468,9 @@ export const GetRandomResponse: MessageFns<GetRandomResponse> = {
     }
     if (message.text !== "") {
       writer.uint32(18).string(message.text);
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -323,6 +504,14 @@ export const GetRandomResponse: MessageFns<GetRandomResponse> = {
             message.text = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -337,7 +526,7 @@ export const GetRandomResponse: MessageFns<GetRandomResponse> = {
 };
 
 function createBaseStreamRandomRequest(): StreamRandomRequest {
-  return { chunkBytes: 0, totalBytes: 0n };
+  return { chunkBytes: 0, totalBytes: 0n, acceptKinds: [] };
 }
 
 export const StreamRandomRequest: MessageFns<StreamRandomRequest> = {
@@ -350,6 +539,13 @@ export const StreamRandomRequest: MessageFns<StreamRandomRequest> = {
         throw new globalThis.Error("value provided for field message.totalBytes of type uint64 too large");
       }
       writer.uint32(16).uint64(message.totalBytes);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -383,6 +579,24 @@ export const StreamRandomRequest: MessageFns<StreamRandomRequest> = {
             message.totalBytes = reader.uint64() as bigint;
             continue;
           }
+          case 3: {
+            if (tag === 24) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -397,13 +611,16 @@ export const StreamRandomRequest: MessageFns<StreamRandomRequest> = {
 };
 
 function createBaseStreamRandomResponse(): StreamRandomResponse {
-  return { data: Buffer.alloc(0) };
+  return { data: Buffer.alloc(0), provenance: undefined };
 }
 
 export const StreamRandomResponse: MessageFns<StreamRandomResponse> = {
   encode(message: StreamRandomResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.data.length !== 0) {
       writer.uint32(10).bytes(message.data);
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -429,6 +646,14 @@ export const StreamRandomResponse: MessageFns<StreamRandomResponse> = {
             message.data = Buffer.from(reader.bytes());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -443,7 +668,7 @@ export const StreamRandomResponse: MessageFns<StreamRandomResponse> = {
 };
 
 function createBaseGetIntegersRequest(): GetIntegersRequest {
-  return { min: 0n, max: 0n, count: 0 };
+  return { min: 0n, max: 0n, count: 0, acceptKinds: [] };
 }
 
 export const GetIntegersRequest: MessageFns<GetIntegersRequest> = {
@@ -462,6 +687,13 @@ export const GetIntegersRequest: MessageFns<GetIntegersRequest> = {
     }
     if (message.count !== 0) {
       writer.uint32(24).uint32(message.count);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -503,6 +735,24 @@ export const GetIntegersRequest: MessageFns<GetIntegersRequest> = {
             message.count = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag === 32) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -517,7 +767,7 @@ export const GetIntegersRequest: MessageFns<GetIntegersRequest> = {
 };
 
 function createBaseGetIntegersResponse(): GetIntegersResponse {
-  return { values: [] };
+  return { values: [], provenance: undefined };
 }
 
 export const GetIntegersResponse: MessageFns<GetIntegersResponse> = {
@@ -531,6 +781,9 @@ export const GetIntegersResponse: MessageFns<GetIntegersResponse> = {
         writer.int64(v);
       }
       writer.join();
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -566,6 +819,14 @@ export const GetIntegersResponse: MessageFns<GetIntegersResponse> = {
 
             break;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -580,13 +841,20 @@ export const GetIntegersResponse: MessageFns<GetIntegersResponse> = {
 };
 
 function createBaseGetFloatsRequest(): GetFloatsRequest {
-  return { count: 0 };
+  return { count: 0, acceptKinds: [] };
 }
 
 export const GetFloatsRequest: MessageFns<GetFloatsRequest> = {
   encode(message: GetFloatsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.count !== 0) {
       writer.uint32(8).uint32(message.count);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -612,6 +880,24 @@ export const GetFloatsRequest: MessageFns<GetFloatsRequest> = {
             message.count = reader.uint32();
             continue;
           }
+          case 2: {
+            if (tag === 16) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -626,7 +912,7 @@ export const GetFloatsRequest: MessageFns<GetFloatsRequest> = {
 };
 
 function createBaseGetFloatsResponse(): GetFloatsResponse {
-  return { values: [] };
+  return { values: [], provenance: undefined };
 }
 
 export const GetFloatsResponse: MessageFns<GetFloatsResponse> = {
@@ -637,6 +923,9 @@ export const GetFloatsResponse: MessageFns<GetFloatsResponse> = {
         writer.double(v);
       }
       writer.join();
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -672,6 +961,14 @@ export const GetFloatsResponse: MessageFns<GetFloatsResponse> = {
 
             break;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -686,13 +983,20 @@ export const GetFloatsResponse: MessageFns<GetFloatsResponse> = {
 };
 
 function createBaseGetUuidsRequest(): GetUuidsRequest {
-  return { count: 0 };
+  return { count: 0, acceptKinds: [] };
 }
 
 export const GetUuidsRequest: MessageFns<GetUuidsRequest> = {
   encode(message: GetUuidsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.count !== 0) {
       writer.uint32(8).uint32(message.count);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -718,6 +1022,24 @@ export const GetUuidsRequest: MessageFns<GetUuidsRequest> = {
             message.count = reader.uint32();
             continue;
           }
+          case 2: {
+            if (tag === 16) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -732,13 +1054,16 @@ export const GetUuidsRequest: MessageFns<GetUuidsRequest> = {
 };
 
 function createBaseGetUuidsResponse(): GetUuidsResponse {
-  return { uuids: [] };
+  return { uuids: [], provenance: undefined };
 }
 
 export const GetUuidsResponse: MessageFns<GetUuidsResponse> = {
   encode(message: GetUuidsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.uuids) {
       writer.uint32(10).string(v!);
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -762,6 +1087,14 @@ export const GetUuidsResponse: MessageFns<GetUuidsResponse> = {
             }
 
             message.uuids.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -828,6 +1161,9 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     serving: false,
     chunksDeferredTotal: 0n,
     notServingReason: "",
+    poolByClass: [],
+    expiredBytesTotal: 0n,
+    maxByteAgeMs: 0n,
   };
 }
 
@@ -907,6 +1243,21 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
     }
     if (message.notServingReason !== "") {
       writer.uint32(114).string(message.notServingReason);
+    }
+    for (const v of message.poolByClass) {
+      ClassLevel.encode(v!, writer.uint32(122).fork()).join();
+    }
+    if (message.expiredBytesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.expiredBytesTotal) !== message.expiredBytesTotal) {
+        throw new globalThis.Error("value provided for field message.expiredBytesTotal of type uint64 too large");
+      }
+      writer.uint32(128).uint64(message.expiredBytesTotal);
+    }
+    if (message.maxByteAgeMs !== 0n) {
+      if (BigInt.asUintN(64, message.maxByteAgeMs) !== message.maxByteAgeMs) {
+        throw new globalThis.Error("value provided for field message.maxByteAgeMs of type uint64 too large");
+      }
+      writer.uint32(136).uint64(message.maxByteAgeMs);
     }
     return writer;
   },
@@ -1034,6 +1385,104 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.notServingReason = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.poolByClass.push(ClassLevel.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.expiredBytesTotal = reader.uint64() as bigint;
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.maxByteAgeMs = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseClassLevel(): ClassLevel {
+  return { kinds: [], bytes: 0n };
+}
+
+export const ClassLevel: MessageFns<ClassLevel> = {
+  encode(message: ClassLevel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kinds.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.kinds) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.bytes !== 0n) {
+      if (BigInt.asUintN(64, message.bytes) !== message.bytes) {
+        throw new globalThis.Error("value provided for field message.bytes of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.bytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClassLevel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClassLevel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.kinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.kinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.bytes = reader.uint64() as bigint;
             continue;
           }
         }
@@ -1175,6 +1624,492 @@ export const SourceStatus: MessageFns<SourceStatus> = {
   },
 };
 
+function createBaseCheckQualityRequest(): CheckQualityRequest {
+  return { sampleBytes: 0, acceptKinds: [] };
+}
+
+export const CheckQualityRequest: MessageFns<CheckQualityRequest> = {
+  encode(message: CheckQualityRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sampleBytes !== 0) {
+      writer.uint32(8).uint32(message.sampleBytes);
+    }
+    if (message.acceptKinds.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.acceptKinds) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckQualityRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckQualityRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sampleBytes = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.acceptKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseCheckQualityResponse(): CheckQualityResponse {
+  return {
+    sampleBytes: 0n,
+    provenance: undefined,
+    shannonEntropyBitsPerByte: 0,
+    minEntropyBitsPerByte: 0,
+    chiSquare: 0,
+    chiSquarePValue: 0,
+    mean: 0,
+    serialCorrelation: undefined,
+    pi: undefined,
+    piOsReference: undefined,
+    fips1402: undefined,
+    passed: false,
+    failures: [],
+    thresholds: [],
+  };
+}
+
+export const CheckQualityResponse: MessageFns<CheckQualityResponse> = {
+  encode(message: CheckQualityResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sampleBytes !== 0n) {
+      if (BigInt.asUintN(64, message.sampleBytes) !== message.sampleBytes) {
+        throw new globalThis.Error("value provided for field message.sampleBytes of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.sampleBytes);
+    }
+    if (message.provenance !== undefined) {
+      DrawProvenance.encode(message.provenance, writer.uint32(18).fork()).join();
+    }
+    if (message.shannonEntropyBitsPerByte !== 0) {
+      writer.uint32(25).double(message.shannonEntropyBitsPerByte);
+    }
+    if (message.minEntropyBitsPerByte !== 0) {
+      writer.uint32(33).double(message.minEntropyBitsPerByte);
+    }
+    if (message.chiSquare !== 0) {
+      writer.uint32(41).double(message.chiSquare);
+    }
+    if (message.chiSquarePValue !== 0) {
+      writer.uint32(49).double(message.chiSquarePValue);
+    }
+    if (message.mean !== 0) {
+      writer.uint32(57).double(message.mean);
+    }
+    if (message.serialCorrelation !== undefined) {
+      writer.uint32(65).double(message.serialCorrelation);
+    }
+    if (message.pi !== undefined) {
+      MonteCarloPi.encode(message.pi, writer.uint32(74).fork()).join();
+    }
+    if (message.piOsReference !== undefined) {
+      MonteCarloPi.encode(message.piOsReference, writer.uint32(82).fork()).join();
+    }
+    if (message.fips1402 !== undefined) {
+      Fips1402.encode(message.fips1402, writer.uint32(90).fork()).join();
+    }
+    if (message.passed !== false) {
+      writer.uint32(96).bool(message.passed);
+    }
+    for (const v of message.failures) {
+      writer.uint32(106).string(v!);
+    }
+    for (const v of message.thresholds) {
+      writer.uint32(114).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckQualityResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckQualityResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sampleBytes = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provenance = DrawProvenance.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.shannonEntropyBitsPerByte = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.minEntropyBitsPerByte = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.chiSquare = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.chiSquarePValue = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 57) {
+              break;
+            }
+
+            message.mean = reader.double();
+            continue;
+          }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.serialCorrelation = reader.double();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.pi = MonteCarloPi.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.piOsReference = MonteCarloPi.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.fips1402 = Fips1402.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.passed = reader.bool();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.failures.push(reader.string());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.thresholds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseMonteCarloPi(): MonteCarloPi {
+  return { estimate: 0, error: 0, standardError: 0, points: 0n };
+}
+
+export const MonteCarloPi: MessageFns<MonteCarloPi> = {
+  encode(message: MonteCarloPi, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.estimate !== 0) {
+      writer.uint32(9).double(message.estimate);
+    }
+    if (message.error !== 0) {
+      writer.uint32(17).double(message.error);
+    }
+    if (message.standardError !== 0) {
+      writer.uint32(25).double(message.standardError);
+    }
+    if (message.points !== 0n) {
+      if (BigInt.asUintN(64, message.points) !== message.points) {
+        throw new globalThis.Error("value provided for field message.points of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.points);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MonteCarloPi {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMonteCarloPi();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 9) {
+              break;
+            }
+
+            message.estimate = reader.double();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.error = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.standardError = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.points = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseFips1402(): Fips1402 {
+  return {
+    blocks: 0n,
+    monobitFailures: 0n,
+    pokerFailures: 0n,
+    runsFailures: 0n,
+    longRunFailures: 0n,
+    blocksFailed: 0n,
+  };
+}
+
+export const Fips1402: MessageFns<Fips1402> = {
+  encode(message: Fips1402, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.blocks !== 0n) {
+      if (BigInt.asUintN(64, message.blocks) !== message.blocks) {
+        throw new globalThis.Error("value provided for field message.blocks of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.blocks);
+    }
+    if (message.monobitFailures !== 0n) {
+      if (BigInt.asUintN(64, message.monobitFailures) !== message.monobitFailures) {
+        throw new globalThis.Error("value provided for field message.monobitFailures of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.monobitFailures);
+    }
+    if (message.pokerFailures !== 0n) {
+      if (BigInt.asUintN(64, message.pokerFailures) !== message.pokerFailures) {
+        throw new globalThis.Error("value provided for field message.pokerFailures of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.pokerFailures);
+    }
+    if (message.runsFailures !== 0n) {
+      if (BigInt.asUintN(64, message.runsFailures) !== message.runsFailures) {
+        throw new globalThis.Error("value provided for field message.runsFailures of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.runsFailures);
+    }
+    if (message.longRunFailures !== 0n) {
+      if (BigInt.asUintN(64, message.longRunFailures) !== message.longRunFailures) {
+        throw new globalThis.Error("value provided for field message.longRunFailures of type uint64 too large");
+      }
+      writer.uint32(40).uint64(message.longRunFailures);
+    }
+    if (message.blocksFailed !== 0n) {
+      if (BigInt.asUintN(64, message.blocksFailed) !== message.blocksFailed) {
+        throw new globalThis.Error("value provided for field message.blocksFailed of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.blocksFailed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Fips1402 {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFips1402();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.blocks = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.monobitFailures = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pokerFailures = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.runsFailures = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.longRunFailures = reader.uint64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.blocksFailed = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 /** Random bytes, numbers and UUIDs drawn from quantum (and labelled non-quantum) sources. */
 export type EntropyServiceService = typeof EntropyServiceService;
 export const EntropyServiceService = {
@@ -1244,6 +2179,21 @@ export const EntropyServiceService = {
     responseSerialize: (value: GetStatusResponse): Buffer => Buffer.from(GetStatusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetStatusResponse => GetStatusResponse.decode(value),
   },
+  /**
+   * Draws `sample_bytes` from the pool, never to be served to anyone, and reports how random
+   * they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
+   * verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
+   */
+  checkQuality: {
+    path: "/entropy.v1.EntropyService/CheckQuality" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CheckQualityRequest): Buffer => Buffer.from(CheckQualityRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CheckQualityRequest => CheckQualityRequest.decode(value),
+    responseSerialize: (value: CheckQualityResponse): Buffer =>
+      Buffer.from(CheckQualityResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CheckQualityResponse => CheckQualityResponse.decode(value),
+  },
 } as const;
 
 export interface EntropyServiceServer extends UntypedServiceImplementation {
@@ -1264,6 +2214,12 @@ export interface EntropyServiceServer extends UntypedServiceImplementation {
   getUuids: handleUnaryCall<GetUuidsRequest, GetUuidsResponse>;
   /** The pool, the counters, and the sources that fed it, for dashboards and health checks. */
   getStatus: handleUnaryCall<GetStatusRequest, GetStatusResponse>;
+  /**
+   * Draws `sample_bytes` from the pool, never to be served to anyone, and reports how random
+   * they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
+   * verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
+   */
+  checkQuality: handleUnaryCall<CheckQualityRequest, CheckQualityResponse>;
 }
 
 export interface EntropyServiceClient extends Client {
@@ -1361,6 +2317,26 @@ export interface EntropyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetStatusResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Draws `sample_bytes` from the pool, never to be served to anyone, and reports how random
+   * they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
+   * verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
+   */
+  checkQuality(
+    request: CheckQualityRequest,
+    callback: (error: ServiceError | null, response: CheckQualityResponse) => void,
+  ): ClientUnaryCall;
+  checkQuality(
+    request: CheckQualityRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CheckQualityResponse) => void,
+  ): ClientUnaryCall;
+  checkQuality(
+    request: CheckQualityRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CheckQualityResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -80,6 +80,51 @@ export interface SourceReport {
   contributed: boolean;
 }
 
+/**
+ * Where the bytes of one response came from. Every response that carries entropy has one
+ * (GetRandom, each StreamRandom message, GetIntegers, GetFloats, GetUuids, CheckQuality).
+ *
+ * A response's bytes come from chunks of one class: chunks whose contributing sources have the
+ * same set of kinds (see `accept_kinds` on the requests). The gateway keeps a bounded record of
+ * which chunk each byte in its pool came from, so this is exact, not an estimate.
+ */
+export interface DrawProvenance {
+  /**
+   * The kinds of the sources that contributed to these bytes, each once, in enum order. One
+   * entry for a single-kind source or mix; two or three when the collector mixed kinds (a
+   * QUANTUM source XORed with the OS source reports QUANTUM and OS).
+   */
+  kinds: SourceKind[];
+  /** True when any of the chunks mixed two or more sources (XOR or HKDF). */
+  mixed: boolean;
+  /** The collectors whose chunks these bytes came from, each once, in the order first served. */
+  collectorIds: string[];
+  /** The chunk the first byte came from. */
+  firstChunk:
+    | ChunkRef
+    | undefined;
+  /** The chunk the last byte came from (the same as `first_chunk` when there was one). */
+  lastChunk:
+    | ChunkRef
+    | undefined;
+  /** How many chunks the bytes came from. */
+  chunkCount: number;
+  /** How long the oldest of these bytes had been in the gateway's pool, in milliseconds. */
+  oldestByteAgeMs: bigint;
+}
+
+/** One chunk, as its collector signed it. */
+export interface ChunkRef {
+  /** The collector that signed it. */
+  collectorId: string;
+  /** The collector's run (a fresh random number each start). */
+  epoch: bigint;
+  /** Its sequence number within that run. */
+  sequence: bigint;
+  /** When the collector signed it (Unix milliseconds, the collector's clock). */
+  signedAtUnixMs: bigint;
+}
+
 function createBaseSourceReport(): SourceReport {
   return { name: "", kind: 0, health: 0, contributed: false };
 }
@@ -144,6 +189,231 @@ export const SourceReport: MessageFns<SourceReport> = {
             }
 
             message.contributed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDrawProvenance(): DrawProvenance {
+  return {
+    kinds: [],
+    mixed: false,
+    collectorIds: [],
+    firstChunk: undefined,
+    lastChunk: undefined,
+    chunkCount: 0,
+    oldestByteAgeMs: 0n,
+  };
+}
+
+export const DrawProvenance: MessageFns<DrawProvenance> = {
+  encode(message: DrawProvenance, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kinds.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.kinds) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.mixed !== false) {
+      writer.uint32(16).bool(message.mixed);
+    }
+    for (const v of message.collectorIds) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.firstChunk !== undefined) {
+      ChunkRef.encode(message.firstChunk, writer.uint32(34).fork()).join();
+    }
+    if (message.lastChunk !== undefined) {
+      ChunkRef.encode(message.lastChunk, writer.uint32(42).fork()).join();
+    }
+    if (message.chunkCount !== 0) {
+      writer.uint32(48).uint32(message.chunkCount);
+    }
+    if (message.oldestByteAgeMs !== 0n) {
+      if (BigInt.asUintN(64, message.oldestByteAgeMs) !== message.oldestByteAgeMs) {
+        throw new globalThis.Error("value provided for field message.oldestByteAgeMs of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.oldestByteAgeMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DrawProvenance {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDrawProvenance();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.kinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.kinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.mixed = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.collectorIds.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.firstChunk = ChunkRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastChunk = ChunkRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.chunkCount = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.oldestByteAgeMs = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseChunkRef(): ChunkRef {
+  return { collectorId: "", epoch: 0n, sequence: 0n, signedAtUnixMs: 0n };
+}
+
+export const ChunkRef: MessageFns<ChunkRef> = {
+  encode(message: ChunkRef, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.collectorId !== "") {
+      writer.uint32(10).string(message.collectorId);
+    }
+    if (message.epoch !== 0n) {
+      if (BigInt.asUintN(64, message.epoch) !== message.epoch) {
+        throw new globalThis.Error("value provided for field message.epoch of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.epoch);
+    }
+    if (message.sequence !== 0n) {
+      if (BigInt.asUintN(64, message.sequence) !== message.sequence) {
+        throw new globalThis.Error("value provided for field message.sequence of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.sequence);
+    }
+    if (message.signedAtUnixMs !== 0n) {
+      if (BigInt.asIntN(64, message.signedAtUnixMs) !== message.signedAtUnixMs) {
+        throw new globalThis.Error("value provided for field message.signedAtUnixMs of type int64 too large");
+      }
+      writer.uint32(32).int64(message.signedAtUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChunkRef {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChunkRef();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.collectorId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.epoch = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sequence = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.signedAtUnixMs = reader.int64() as bigint;
             continue;
           }
         }

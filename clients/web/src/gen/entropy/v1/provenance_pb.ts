@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file entropy/v1/provenance.proto.
  */
 export const file_entropy_v1_provenance: GenFile = /*@__PURE__*/
-  fileDesc("ChtlbnRyb3B5L3YxL3Byb3ZlbmFuY2UucHJvdG8SCmVudHJvcHkudjEigQEKDFNvdXJjZVJlcG9ydBIMCgRuYW1lGAEgASgJEiQKBGtpbmQYAiABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAMgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSEwoLY29udHJpYnV0ZWQYBCABKAgqcAoKU291cmNlS2luZBIbChdTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NPVVJDRV9LSU5EX1FVQU5UVU0QARIYChRTT1VSQ0VfS0lORF9IQVJEV0FSRRACEhIKDlNPVVJDRV9LSU5EX09TEAMqogEKDFNvdXJjZUhlYWx0aBIdChlTT1VSQ0VfSEVBTFRIX1VOU1BFQ0lGSUVEEAASGQoVU09VUkNFX0hFQUxUSF9IRUFMVEhZEAESGgoWU09VUkNFX0hFQUxUSF9TVEFSVElORxACEh0KGVNPVVJDRV9IRUFMVEhfUVVBUkFOVElORUQQAxIdChlTT1VSQ0VfSEVBTFRIX1VOUkVBQ0hBQkxFEAQqWQoGTWl4aW5nEhYKEk1JWElOR19VTlNQRUNJRklFRBAAEg8KC01JWElOR19OT05FEAESDgoKTUlYSU5HX1hPUhACEhYKEk1JWElOR19IS0RGX1NIQTI1NhADYgZwcm90bzM");
+  fileDesc("ChtlbnRyb3B5L3YxL3Byb3ZlbmFuY2UucHJvdG8SCmVudHJvcHkudjEigQEKDFNvdXJjZVJlcG9ydBIMCgRuYW1lGAEgASgJEiQKBGtpbmQYAiABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAMgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSEwoLY29udHJpYnV0ZWQYBCABKAgi4wEKDkRyYXdQcm92ZW5hbmNlEiUKBWtpbmRzGAEgAygOMhYuZW50cm9weS52MS5Tb3VyY2VLaW5kEg0KBW1peGVkGAIgASgIEhUKDWNvbGxlY3Rvcl9pZHMYAyADKAkSKQoLZmlyc3RfY2h1bmsYBCABKAsyFC5lbnRyb3B5LnYxLkNodW5rUmVmEigKCmxhc3RfY2h1bmsYBSABKAsyFC5lbnRyb3B5LnYxLkNodW5rUmVmEhMKC2NodW5rX2NvdW50GAYgASgNEhoKEm9sZGVzdF9ieXRlX2FnZV9tcxgHIAEoBCJcCghDaHVua1JlZhIUCgxjb2xsZWN0b3JfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSEAoIc2VxdWVuY2UYAyABKAQSGQoRc2lnbmVkX2F0X3VuaXhfbXMYBCABKAMqcAoKU291cmNlS2luZBIbChdTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NPVVJDRV9LSU5EX1FVQU5UVU0QARIYChRTT1VSQ0VfS0lORF9IQVJEV0FSRRACEhIKDlNPVVJDRV9LSU5EX09TEAMqogEKDFNvdXJjZUhlYWx0aBIdChlTT1VSQ0VfSEVBTFRIX1VOU1BFQ0lGSUVEEAASGQoVU09VUkNFX0hFQUxUSF9IRUFMVEhZEAESGgoWU09VUkNFX0hFQUxUSF9TVEFSVElORxACEh0KGVNPVVJDRV9IRUFMVEhfUVVBUkFOVElORUQQAxIdChlTT1VSQ0VfSEVBTFRIX1VOUkVBQ0hBQkxFEAQqWQoGTWl4aW5nEhYKEk1JWElOR19VTlNQRUNJRklFRBAAEg8KC01JWElOR19OT05FEAESDgoKTUlYSU5HX1hPUhACEhYKEk1JWElOR19IS0RGX1NIQTI1NhADYgZwcm90bzM");
 
 /**
  * One source as the collector reported it with a chunk.
@@ -60,6 +60,118 @@ export type SourceReport = Message<"entropy.v1.SourceReport"> & {
  */
 export const SourceReportSchema: GenMessage<SourceReport> = /*@__PURE__*/
   messageDesc(file_entropy_v1_provenance, 0);
+
+/**
+ * Where the bytes of one response came from. Every response that carries entropy has one
+ * (GetRandom, each StreamRandom message, GetIntegers, GetFloats, GetUuids, CheckQuality).
+ *
+ * A response's bytes come from chunks of one class: chunks whose contributing sources have the
+ * same set of kinds (see `accept_kinds` on the requests). The gateway keeps a bounded record of
+ * which chunk each byte in its pool came from, so this is exact, not an estimate.
+ *
+ * @generated from message entropy.v1.DrawProvenance
+ */
+export type DrawProvenance = Message<"entropy.v1.DrawProvenance"> & {
+  /**
+   * The kinds of the sources that contributed to these bytes, each once, in enum order. One
+   * entry for a single-kind source or mix; two or three when the collector mixed kinds (a
+   * QUANTUM source XORed with the OS source reports QUANTUM and OS).
+   *
+   * @generated from field: repeated entropy.v1.SourceKind kinds = 1;
+   */
+  kinds: SourceKind[];
+
+  /**
+   * True when any of the chunks mixed two or more sources (XOR or HKDF).
+   *
+   * @generated from field: bool mixed = 2;
+   */
+  mixed: boolean;
+
+  /**
+   * The collectors whose chunks these bytes came from, each once, in the order first served.
+   *
+   * @generated from field: repeated string collector_ids = 3;
+   */
+  collectorIds: string[];
+
+  /**
+   * The chunk the first byte came from.
+   *
+   * @generated from field: entropy.v1.ChunkRef first_chunk = 4;
+   */
+  firstChunk?: ChunkRef | undefined;
+
+  /**
+   * The chunk the last byte came from (the same as `first_chunk` when there was one).
+   *
+   * @generated from field: entropy.v1.ChunkRef last_chunk = 5;
+   */
+  lastChunk?: ChunkRef | undefined;
+
+  /**
+   * How many chunks the bytes came from.
+   *
+   * @generated from field: uint32 chunk_count = 6;
+   */
+  chunkCount: number;
+
+  /**
+   * How long the oldest of these bytes had been in the gateway's pool, in milliseconds.
+   *
+   * @generated from field: uint64 oldest_byte_age_ms = 7;
+   */
+  oldestByteAgeMs: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.DrawProvenance.
+ * Use `create(DrawProvenanceSchema)` to create a new message.
+ */
+export const DrawProvenanceSchema: GenMessage<DrawProvenance> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_provenance, 1);
+
+/**
+ * One chunk, as its collector signed it.
+ *
+ * @generated from message entropy.v1.ChunkRef
+ */
+export type ChunkRef = Message<"entropy.v1.ChunkRef"> & {
+  /**
+   * The collector that signed it.
+   *
+   * @generated from field: string collector_id = 1;
+   */
+  collectorId: string;
+
+  /**
+   * The collector's run (a fresh random number each start).
+   *
+   * @generated from field: uint64 epoch = 2;
+   */
+  epoch: bigint;
+
+  /**
+   * Its sequence number within that run.
+   *
+   * @generated from field: uint64 sequence = 3;
+   */
+  sequence: bigint;
+
+  /**
+   * When the collector signed it (Unix milliseconds, the collector's clock).
+   *
+   * @generated from field: int64 signed_at_unix_ms = 4;
+   */
+  signedAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.ChunkRef.
+ * Use `create(ChunkRefSchema)` to create a new message.
+ */
+export const ChunkRefSchema: GenMessage<ChunkRef> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_provenance, 2);
 
 /**
  * What kind of physical process a source draws on. Only QUANTUM sources are quantum; the others

@@ -25,41 +25,51 @@ _sym_db = _symbol_database.Default()
 from . import provenance_pb2 as entropy_dot_v1_dot_provenance__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x65ntropy/v1/entropy.proto\x12\nentropy.v1\x1a\x1b\x65ntropy/v1/provenance.proto\"M\n\x10GetRandomRequest\x12\x11\n\tnum_bytes\x18\x01 \x01(\r\x12&\n\x08\x65ncoding\x18\x02 \x01(\x0e\x32\x14.entropy.v1.Encoding\"/\n\x11GetRandomResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04text\x18\x02 \x01(\t\"?\n\x13StreamRandomRequest\x12\x13\n\x0b\x63hunk_bytes\x18\x01 \x01(\r\x12\x13\n\x0btotal_bytes\x18\x02 \x01(\x04\"$\n\x14StreamRandomResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"=\n\x12GetIntegersRequest\x12\x0b\n\x03min\x18\x01 \x01(\x03\x12\x0b\n\x03max\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"%\n\x13GetIntegersResponse\x12\x0e\n\x06values\x18\x01 \x03(\x03\"!\n\x10GetFloatsRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"#\n\x11GetFloatsResponse\x12\x0e\n\x06values\x18\x01 \x03(\x01\" \n\x0fGetUuidsRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"!\n\x10GetUuidsResponse\x12\r\n\x05uuids\x18\x01 \x03(\t\"\x12\n\x10GetStatusRequest\"\xaf\x03\n\x11GetStatusResponse\x12\x12\n\npool_bytes\x18\x01 \x01(\x04\x12\x1b\n\x13pool_capacity_bytes\x18\x02 \x01(\x04\x12 \n\x18pool_low_watermark_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07waiters\x18\x04 \x01(\x04\x12\x1c\n\x14ingested_bytes_total\x18\x05 \x01(\x04\x12\x1a\n\x12served_bytes_total\x18\x06 \x01(\x04\x12\x1d\n\x15\x63hunks_accepted_total\x18\x07 \x01(\x04\x12\x1d\n\x15\x63hunks_rejected_total\x18\x08 \x01(\x04\x12\x11\n\tuptime_ms\x18\t \x01(\x04\x12\x1e\n\x11last_chunk_age_ms\x18\n \x01(\x04H\x00\x88\x01\x01\x12)\n\x07sources\x18\x0b \x03(\x0b\x32\x18.entropy.v1.SourceStatus\x12\x0f\n\x07serving\x18\x0c \x01(\x08\x12\x1d\n\x15\x63hunks_deferred_total\x18\r \x01(\x04\x12\x1a\n\x12not_serving_reason\x18\x0e \x01(\tB\x14\n\x12_last_chunk_age_ms\"\xe8\x01\n\x0cSourceStatus\x12\x14\n\x0c\x63ollector_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12$\n\x04kind\x18\x03 \x01(\x0e\x32\x16.entropy.v1.SourceKind\x12(\n\x06health\x18\x04 \x01(\x0e\x32\x18.entropy.v1.SourceHealth\x12\x1f\n\x17\x63ontributed_bytes_total\x18\x05 \x01(\x04\x12\x1a\n\x12last_report_age_ms\x18\x06 \x01(\x04\x12\'\n\x0blast_mixing\x18\x07 \x01(\x0e\x32\x12.entropy.v1.Mixing*K\n\x08\x45ncoding\x12\x18\n\x14\x45NCODING_UNSPECIFIED\x10\x00\x12\x10\n\x0c\x45NCODING_HEX\x10\x01\x12\x13\n\x0f\x45NCODING_BASE64\x10\x02\x32\xda\x03\n\x0e\x45ntropyService\x12H\n\tGetRandom\x12\x1c.entropy.v1.GetRandomRequest\x1a\x1d.entropy.v1.GetRandomResponse\x12S\n\x0cStreamRandom\x12\x1f.entropy.v1.StreamRandomRequest\x1a .entropy.v1.StreamRandomResponse0\x01\x12N\n\x0bGetIntegers\x12\x1e.entropy.v1.GetIntegersRequest\x1a\x1f.entropy.v1.GetIntegersResponse\x12H\n\tGetFloats\x12\x1c.entropy.v1.GetFloatsRequest\x1a\x1d.entropy.v1.GetFloatsResponse\x12\x45\n\x08GetUuids\x12\x1b.entropy.v1.GetUuidsRequest\x1a\x1c.entropy.v1.GetUuidsResponse\x12H\n\tGetStatus\x12\x1c.entropy.v1.GetStatusRequest\x1a\x1d.entropy.v1.GetStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x65ntropy/v1/entropy.proto\x12\nentropy.v1\x1a\x1b\x65ntropy/v1/provenance.proto\"{\n\x10GetRandomRequest\x12\x11\n\tnum_bytes\x18\x01 \x01(\r\x12&\n\x08\x65ncoding\x18\x02 \x01(\x0e\x32\x14.entropy.v1.Encoding\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x03 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"_\n\x11GetRandomResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04text\x18\x02 \x01(\t\x12.\n\nprovenance\x18\x03 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\"m\n\x13StreamRandomRequest\x12\x13\n\x0b\x63hunk_bytes\x18\x01 \x01(\r\x12\x13\n\x0btotal_bytes\x18\x02 \x01(\x04\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x03 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"T\n\x14StreamRandomResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12.\n\nprovenance\x18\x02 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\"k\n\x12GetIntegersRequest\x12\x0b\n\x03min\x18\x01 \x01(\x03\x12\x0b\n\x03max\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x04 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"U\n\x13GetIntegersResponse\x12\x0e\n\x06values\x18\x01 \x03(\x03\x12.\n\nprovenance\x18\x02 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\"O\n\x10GetFloatsRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x02 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"S\n\x11GetFloatsResponse\x12\x0e\n\x06values\x18\x01 \x03(\x01\x12.\n\nprovenance\x18\x02 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\"N\n\x0fGetUuidsRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x02 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"Q\n\x10GetUuidsResponse\x12\r\n\x05uuids\x18\x01 \x03(\t\x12.\n\nprovenance\x18\x02 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\"\x12\n\x10GetStatusRequest\"\x94\x04\n\x11GetStatusResponse\x12\x12\n\npool_bytes\x18\x01 \x01(\x04\x12\x1b\n\x13pool_capacity_bytes\x18\x02 \x01(\x04\x12 \n\x18pool_low_watermark_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07waiters\x18\x04 \x01(\x04\x12\x1c\n\x14ingested_bytes_total\x18\x05 \x01(\x04\x12\x1a\n\x12served_bytes_total\x18\x06 \x01(\x04\x12\x1d\n\x15\x63hunks_accepted_total\x18\x07 \x01(\x04\x12\x1d\n\x15\x63hunks_rejected_total\x18\x08 \x01(\x04\x12\x11\n\tuptime_ms\x18\t \x01(\x04\x12\x1e\n\x11last_chunk_age_ms\x18\n \x01(\x04H\x00\x88\x01\x01\x12)\n\x07sources\x18\x0b \x03(\x0b\x32\x18.entropy.v1.SourceStatus\x12\x0f\n\x07serving\x18\x0c \x01(\x08\x12\x1d\n\x15\x63hunks_deferred_total\x18\r \x01(\x04\x12\x1a\n\x12not_serving_reason\x18\x0e \x01(\t\x12-\n\rpool_by_class\x18\x0f \x03(\x0b\x32\x16.entropy.v1.ClassLevel\x12\x1b\n\x13\x65xpired_bytes_total\x18\x10 \x01(\x04\x12\x17\n\x0fmax_byte_age_ms\x18\x11 \x01(\x04\x42\x14\n\x12_last_chunk_age_ms\"B\n\nClassLevel\x12%\n\x05kinds\x18\x01 \x03(\x0e\x32\x16.entropy.v1.SourceKind\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"\xe8\x01\n\x0cSourceStatus\x12\x14\n\x0c\x63ollector_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12$\n\x04kind\x18\x03 \x01(\x0e\x32\x16.entropy.v1.SourceKind\x12(\n\x06health\x18\x04 \x01(\x0e\x32\x18.entropy.v1.SourceHealth\x12\x1f\n\x17\x63ontributed_bytes_total\x18\x05 \x01(\x04\x12\x1a\n\x12last_report_age_ms\x18\x06 \x01(\x04\x12\'\n\x0blast_mixing\x18\x07 \x01(\x0e\x32\x12.entropy.v1.Mixing\"Y\n\x13\x43heckQualityRequest\x12\x14\n\x0csample_bytes\x18\x01 \x01(\r\x12,\n\x0c\x61\x63\x63\x65pt_kinds\x18\x02 \x03(\x0e\x32\x16.entropy.v1.SourceKind\"\xd4\x03\n\x14\x43heckQualityResponse\x12\x14\n\x0csample_bytes\x18\x01 \x01(\x04\x12.\n\nprovenance\x18\x02 \x01(\x0b\x32\x1a.entropy.v1.DrawProvenance\x12%\n\x1dshannon_entropy_bits_per_byte\x18\x03 \x01(\x01\x12!\n\x19min_entropy_bits_per_byte\x18\x04 \x01(\x01\x12\x12\n\nchi_square\x18\x05 \x01(\x01\x12\x1a\n\x12\x63hi_square_p_value\x18\x06 \x01(\x01\x12\x0c\n\x04mean\x18\x07 \x01(\x01\x12\x1f\n\x12serial_correlation\x18\x08 \x01(\x01H\x00\x88\x01\x01\x12$\n\x02pi\x18\t \x01(\x0b\x32\x18.entropy.v1.MonteCarloPi\x12\x31\n\x0fpi_os_reference\x18\n \x01(\x0b\x32\x18.entropy.v1.MonteCarloPi\x12\'\n\tfips140_2\x18\x0b \x01(\x0b\x32\x14.entropy.v1.Fips1402\x12\x0e\n\x06passed\x18\x0c \x01(\x08\x12\x10\n\x08\x66\x61ilures\x18\r \x03(\t\x12\x12\n\nthresholds\x18\x0e \x03(\tB\x15\n\x13_serial_correlation\"W\n\x0cMonteCarloPi\x12\x10\n\x08\x65stimate\x18\x01 \x01(\x01\x12\r\n\x05\x65rror\x18\x02 \x01(\x01\x12\x16\n\x0estandard_error\x18\x03 \x01(\x01\x12\x0e\n\x06points\x18\x04 \x01(\x04\"\x95\x01\n\x08\x46ips1402\x12\x0e\n\x06\x62locks\x18\x01 \x01(\x04\x12\x18\n\x10monobit_failures\x18\x02 \x01(\x04\x12\x16\n\x0epoker_failures\x18\x03 \x01(\x04\x12\x15\n\rruns_failures\x18\x04 \x01(\x04\x12\x19\n\x11long_run_failures\x18\x05 \x01(\x04\x12\x15\n\rblocks_failed\x18\x06 \x01(\x04*K\n\x08\x45ncoding\x12\x18\n\x14\x45NCODING_UNSPECIFIED\x10\x00\x12\x10\n\x0c\x45NCODING_HEX\x10\x01\x12\x13\n\x0f\x45NCODING_BASE64\x10\x02\x32\xad\x04\n\x0e\x45ntropyService\x12H\n\tGetRandom\x12\x1c.entropy.v1.GetRandomRequest\x1a\x1d.entropy.v1.GetRandomResponse\x12S\n\x0cStreamRandom\x12\x1f.entropy.v1.StreamRandomRequest\x1a .entropy.v1.StreamRandomResponse0\x01\x12N\n\x0bGetIntegers\x12\x1e.entropy.v1.GetIntegersRequest\x1a\x1f.entropy.v1.GetIntegersResponse\x12H\n\tGetFloats\x12\x1c.entropy.v1.GetFloatsRequest\x1a\x1d.entropy.v1.GetFloatsResponse\x12\x45\n\x08GetUuids\x12\x1b.entropy.v1.GetUuidsRequest\x1a\x1c.entropy.v1.GetUuidsResponse\x12H\n\tGetStatus\x12\x1c.entropy.v1.GetStatusRequest\x1a\x1d.entropy.v1.GetStatusResponse\x12Q\n\x0c\x43heckQuality\x12\x1f.entropy.v1.CheckQualityRequest\x1a .entropy.v1.CheckQualityResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'entropy.v1.entropy_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENCODING']._serialized_start=1232
-  _globals['_ENCODING']._serialized_end=1307
+  _globals['_ENCODING']._serialized_start=2674
+  _globals['_ENCODING']._serialized_end=2749
   _globals['_GETRANDOMREQUEST']._serialized_start=69
-  _globals['_GETRANDOMREQUEST']._serialized_end=146
-  _globals['_GETRANDOMRESPONSE']._serialized_start=148
-  _globals['_GETRANDOMRESPONSE']._serialized_end=195
-  _globals['_STREAMRANDOMREQUEST']._serialized_start=197
-  _globals['_STREAMRANDOMREQUEST']._serialized_end=260
-  _globals['_STREAMRANDOMRESPONSE']._serialized_start=262
-  _globals['_STREAMRANDOMRESPONSE']._serialized_end=298
-  _globals['_GETINTEGERSREQUEST']._serialized_start=300
-  _globals['_GETINTEGERSREQUEST']._serialized_end=361
-  _globals['_GETINTEGERSRESPONSE']._serialized_start=363
-  _globals['_GETINTEGERSRESPONSE']._serialized_end=400
-  _globals['_GETFLOATSREQUEST']._serialized_start=402
-  _globals['_GETFLOATSREQUEST']._serialized_end=435
-  _globals['_GETFLOATSRESPONSE']._serialized_start=437
-  _globals['_GETFLOATSRESPONSE']._serialized_end=472
-  _globals['_GETUUIDSREQUEST']._serialized_start=474
-  _globals['_GETUUIDSREQUEST']._serialized_end=506
-  _globals['_GETUUIDSRESPONSE']._serialized_start=508
-  _globals['_GETUUIDSRESPONSE']._serialized_end=541
-  _globals['_GETSTATUSREQUEST']._serialized_start=543
-  _globals['_GETSTATUSREQUEST']._serialized_end=561
-  _globals['_GETSTATUSRESPONSE']._serialized_start=564
-  _globals['_GETSTATUSRESPONSE']._serialized_end=995
-  _globals['_SOURCESTATUS']._serialized_start=998
-  _globals['_SOURCESTATUS']._serialized_end=1230
-  _globals['_ENTROPYSERVICE']._serialized_start=1310
-  _globals['_ENTROPYSERVICE']._serialized_end=1784
+  _globals['_GETRANDOMREQUEST']._serialized_end=192
+  _globals['_GETRANDOMRESPONSE']._serialized_start=194
+  _globals['_GETRANDOMRESPONSE']._serialized_end=289
+  _globals['_STREAMRANDOMREQUEST']._serialized_start=291
+  _globals['_STREAMRANDOMREQUEST']._serialized_end=400
+  _globals['_STREAMRANDOMRESPONSE']._serialized_start=402
+  _globals['_STREAMRANDOMRESPONSE']._serialized_end=486
+  _globals['_GETINTEGERSREQUEST']._serialized_start=488
+  _globals['_GETINTEGERSREQUEST']._serialized_end=595
+  _globals['_GETINTEGERSRESPONSE']._serialized_start=597
+  _globals['_GETINTEGERSRESPONSE']._serialized_end=682
+  _globals['_GETFLOATSREQUEST']._serialized_start=684
+  _globals['_GETFLOATSREQUEST']._serialized_end=763
+  _globals['_GETFLOATSRESPONSE']._serialized_start=765
+  _globals['_GETFLOATSRESPONSE']._serialized_end=848
+  _globals['_GETUUIDSREQUEST']._serialized_start=850
+  _globals['_GETUUIDSREQUEST']._serialized_end=928
+  _globals['_GETUUIDSRESPONSE']._serialized_start=930
+  _globals['_GETUUIDSRESPONSE']._serialized_end=1011
+  _globals['_GETSTATUSREQUEST']._serialized_start=1013
+  _globals['_GETSTATUSREQUEST']._serialized_end=1031
+  _globals['_GETSTATUSRESPONSE']._serialized_start=1034
+  _globals['_GETSTATUSRESPONSE']._serialized_end=1566
+  _globals['_CLASSLEVEL']._serialized_start=1568
+  _globals['_CLASSLEVEL']._serialized_end=1634
+  _globals['_SOURCESTATUS']._serialized_start=1637
+  _globals['_SOURCESTATUS']._serialized_end=1869
+  _globals['_CHECKQUALITYREQUEST']._serialized_start=1871
+  _globals['_CHECKQUALITYREQUEST']._serialized_end=1960
+  _globals['_CHECKQUALITYRESPONSE']._serialized_start=1963
+  _globals['_CHECKQUALITYRESPONSE']._serialized_end=2431
+  _globals['_MONTECARLOPI']._serialized_start=2433
+  _globals['_MONTECARLOPI']._serialized_end=2520
+  _globals['_FIPS1402']._serialized_start=2523
+  _globals['_FIPS1402']._serialized_end=2672
+  _globals['_ENTROPYSERVICE']._serialized_start=2752
+  _globals['_ENTROPYSERVICE']._serialized_end=3309
 # @@protoc_insertion_point(module_scope)

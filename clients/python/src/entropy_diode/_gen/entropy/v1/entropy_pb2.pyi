@@ -18,81 +18,101 @@ ENCODING_HEX: Encoding
 ENCODING_BASE64: Encoding
 
 class GetRandomRequest(_message.Message):
-    __slots__ = ("num_bytes", "encoding")
+    __slots__ = ("num_bytes", "encoding", "accept_kinds")
     NUM_BYTES_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     num_bytes: int
     encoding: Encoding
-    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
 
 class GetRandomResponse(_message.Message):
-    __slots__ = ("data", "text")
+    __slots__ = ("data", "text", "provenance")
     DATA_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     text: str
-    def __init__(self, data: _Optional[bytes] = ..., text: _Optional[str] = ...) -> None: ...
+    provenance: _provenance_pb2.DrawProvenance
+    def __init__(self, data: _Optional[bytes] = ..., text: _Optional[str] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class StreamRandomRequest(_message.Message):
-    __slots__ = ("chunk_bytes", "total_bytes")
+    __slots__ = ("chunk_bytes", "total_bytes", "accept_kinds")
     CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     chunk_bytes: int
     total_bytes: int
-    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ...) -> None: ...
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
 
 class StreamRandomResponse(_message.Message):
-    __slots__ = ("data",)
+    __slots__ = ("data", "provenance")
     DATA_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     data: bytes
-    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+    provenance: _provenance_pb2.DrawProvenance
+    def __init__(self, data: _Optional[bytes] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetIntegersRequest(_message.Message):
-    __slots__ = ("min", "max", "count")
+    __slots__ = ("min", "max", "count", "accept_kinds")
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     min: int
     max: int
     count: int
-    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
 
 class GetIntegersResponse(_message.Message):
-    __slots__ = ("values",)
+    __slots__ = ("values", "provenance")
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, values: _Optional[_Iterable[int]] = ...) -> None: ...
+    provenance: _provenance_pb2.DrawProvenance
+    def __init__(self, values: _Optional[_Iterable[int]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetFloatsRequest(_message.Message):
-    __slots__ = ("count",)
+    __slots__ = ("count", "accept_kinds")
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     count: int
-    def __init__(self, count: _Optional[int] = ...) -> None: ...
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
 
 class GetFloatsResponse(_message.Message):
-    __slots__ = ("values",)
+    __slots__ = ("values", "provenance")
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+    provenance: _provenance_pb2.DrawProvenance
+    def __init__(self, values: _Optional[_Iterable[float]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetUuidsRequest(_message.Message):
-    __slots__ = ("count",)
+    __slots__ = ("count", "accept_kinds")
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     count: int
-    def __init__(self, count: _Optional[int] = ...) -> None: ...
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
 
 class GetUuidsResponse(_message.Message):
-    __slots__ = ("uuids",)
+    __slots__ = ("uuids", "provenance")
     UUIDS_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     uuids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, uuids: _Optional[_Iterable[str]] = ...) -> None: ...
+    provenance: _provenance_pb2.DrawProvenance
+    def __init__(self, uuids: _Optional[_Iterable[str]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason")
+    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms")
     POOL_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_LOW_WATERMARK_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +127,9 @@ class GetStatusResponse(_message.Message):
     SERVING_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_DEFERRED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     NOT_SERVING_REASON_FIELD_NUMBER: _ClassVar[int]
+    POOL_BY_CLASS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTE_AGE_MS_FIELD_NUMBER: _ClassVar[int]
     pool_bytes: int
     pool_capacity_bytes: int
     pool_low_watermark_bytes: int
@@ -121,7 +144,18 @@ class GetStatusResponse(_message.Message):
     serving: bool
     chunks_deferred_total: int
     not_serving_reason: str
-    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ...) -> None: ...
+    pool_by_class: _containers.RepeatedCompositeFieldContainer[ClassLevel]
+    expired_bytes_total: int
+    max_byte_age_ms: int
+    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ...) -> None: ...
+
+class ClassLevel(_message.Message):
+    __slots__ = ("kinds", "bytes")
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    bytes: int
+    def __init__(self, kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class SourceStatus(_message.Message):
     __slots__ = ("collector_id", "name", "kind", "health", "contributed_bytes_total", "last_report_age_ms", "last_mixing")
@@ -140,3 +174,71 @@ class SourceStatus(_message.Message):
     last_report_age_ms: int
     last_mixing: _provenance_pb2.Mixing
     def __init__(self, collector_id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[_provenance_pb2.SourceKind, str]] = ..., health: _Optional[_Union[_provenance_pb2.SourceHealth, str]] = ..., contributed_bytes_total: _Optional[int] = ..., last_report_age_ms: _Optional[int] = ..., last_mixing: _Optional[_Union[_provenance_pb2.Mixing, str]] = ...) -> None: ...
+
+class CheckQualityRequest(_message.Message):
+    __slots__ = ("sample_bytes", "accept_kinds")
+    SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    sample_bytes: int
+    accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
+    def __init__(self, sample_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+
+class CheckQualityResponse(_message.Message):
+    __slots__ = ("sample_bytes", "provenance", "shannon_entropy_bits_per_byte", "min_entropy_bits_per_byte", "chi_square", "chi_square_p_value", "mean", "serial_correlation", "pi", "pi_os_reference", "fips140_2", "passed", "failures", "thresholds")
+    SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    SHANNON_ENTROPY_BITS_PER_BYTE_FIELD_NUMBER: _ClassVar[int]
+    MIN_ENTROPY_BITS_PER_BYTE_FIELD_NUMBER: _ClassVar[int]
+    CHI_SQUARE_FIELD_NUMBER: _ClassVar[int]
+    CHI_SQUARE_P_VALUE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_FIELD_NUMBER: _ClassVar[int]
+    SERIAL_CORRELATION_FIELD_NUMBER: _ClassVar[int]
+    PI_FIELD_NUMBER: _ClassVar[int]
+    PI_OS_REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    FIPS140_2_FIELD_NUMBER: _ClassVar[int]
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLDS_FIELD_NUMBER: _ClassVar[int]
+    sample_bytes: int
+    provenance: _provenance_pb2.DrawProvenance
+    shannon_entropy_bits_per_byte: float
+    min_entropy_bits_per_byte: float
+    chi_square: float
+    chi_square_p_value: float
+    mean: float
+    serial_correlation: float
+    pi: MonteCarloPi
+    pi_os_reference: MonteCarloPi
+    fips140_2: Fips1402
+    passed: bool
+    failures: _containers.RepeatedScalarFieldContainer[str]
+    thresholds: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, sample_bytes: _Optional[int] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ..., shannon_entropy_bits_per_byte: _Optional[float] = ..., min_entropy_bits_per_byte: _Optional[float] = ..., chi_square: _Optional[float] = ..., chi_square_p_value: _Optional[float] = ..., mean: _Optional[float] = ..., serial_correlation: _Optional[float] = ..., pi: _Optional[_Union[MonteCarloPi, _Mapping]] = ..., pi_os_reference: _Optional[_Union[MonteCarloPi, _Mapping]] = ..., fips140_2: _Optional[_Union[Fips1402, _Mapping]] = ..., passed: _Optional[bool] = ..., failures: _Optional[_Iterable[str]] = ..., thresholds: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MonteCarloPi(_message.Message):
+    __slots__ = ("estimate", "error", "standard_error", "points")
+    ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    estimate: float
+    error: float
+    standard_error: float
+    points: int
+    def __init__(self, estimate: _Optional[float] = ..., error: _Optional[float] = ..., standard_error: _Optional[float] = ..., points: _Optional[int] = ...) -> None: ...
+
+class Fips1402(_message.Message):
+    __slots__ = ("blocks", "monobit_failures", "poker_failures", "runs_failures", "long_run_failures", "blocks_failed")
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    MONOBIT_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    POKER_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    LONG_RUN_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    blocks: int
+    monobit_failures: int
+    poker_failures: int
+    runs_failures: int
+    long_run_failures: int
+    blocks_failed: int
+    def __init__(self, blocks: _Optional[int] = ..., monobit_failures: _Optional[int] = ..., poker_failures: _Optional[int] = ..., runs_failures: _Optional[int] = ..., long_run_failures: _Optional[int] = ..., blocks_failed: _Optional[int] = ...) -> None: ...

@@ -65,6 +65,11 @@ class EntropyServiceStub:
                 request_serializer=entropy_dot_v1_dot_entropy__pb2.GetStatusRequest.SerializeToString,
                 response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetStatusResponse.FromString,
                 _registered_method=True)
+        self.CheckQuality = channel.unary_unary(
+                '/entropy.v1.EntropyService/CheckQuality',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.FromString,
+                _registered_method=True)
 
 
 class EntropyServiceServicer:
@@ -116,6 +121,15 @@ class EntropyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckQuality(self, request, context):
+        """Draws `sample_bytes` from the pool, never to be served to anyone, and reports how random
+        they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
+        verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EntropyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +162,11 @@ def add_EntropyServiceServicer_to_server(servicer, server):
                     servicer.GetStatus,
                     request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetStatusRequest.FromString,
                     response_serializer=entropy_dot_v1_dot_entropy__pb2.GetStatusResponse.SerializeToString,
+            ),
+            'CheckQuality': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckQuality,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -313,6 +332,33 @@ class EntropyService:
             '/entropy.v1.EntropyService/GetStatus',
             entropy_dot_v1_dot_entropy__pb2.GetStatusRequest.SerializeToString,
             entropy_dot_v1_dot_entropy__pb2.GetStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckQuality(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.EntropyService/CheckQuality',
+            entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,6 +1,8 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -51,3 +53,33 @@ class SourceReport(_message.Message):
     health: SourceHealth
     contributed: bool
     def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[SourceKind, str]] = ..., health: _Optional[_Union[SourceHealth, str]] = ..., contributed: _Optional[bool] = ...) -> None: ...
+
+class DrawProvenance(_message.Message):
+    __slots__ = ("kinds", "mixed", "collector_ids", "first_chunk", "last_chunk", "chunk_count", "oldest_byte_age_ms")
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    MIXED_FIELD_NUMBER: _ClassVar[int]
+    COLLECTOR_IDS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_CHUNK_FIELD_NUMBER: _ClassVar[int]
+    LAST_CHUNK_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_BYTE_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    kinds: _containers.RepeatedScalarFieldContainer[SourceKind]
+    mixed: bool
+    collector_ids: _containers.RepeatedScalarFieldContainer[str]
+    first_chunk: ChunkRef
+    last_chunk: ChunkRef
+    chunk_count: int
+    oldest_byte_age_ms: int
+    def __init__(self, kinds: _Optional[_Iterable[_Union[SourceKind, str]]] = ..., mixed: _Optional[bool] = ..., collector_ids: _Optional[_Iterable[str]] = ..., first_chunk: _Optional[_Union[ChunkRef, _Mapping]] = ..., last_chunk: _Optional[_Union[ChunkRef, _Mapping]] = ..., chunk_count: _Optional[int] = ..., oldest_byte_age_ms: _Optional[int] = ...) -> None: ...
+
+class ChunkRef(_message.Message):
+    __slots__ = ("collector_id", "epoch", "sequence", "signed_at_unix_ms")
+    COLLECTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_AT_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    collector_id: str
+    epoch: int
+    sequence: int
+    signed_at_unix_ms: int
+    def __init__(self, collector_id: _Optional[str] = ..., epoch: _Optional[int] = ..., sequence: _Optional[int] = ..., signed_at_unix_ms: _Optional[int] = ...) -> None: ...
