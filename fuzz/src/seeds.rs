@@ -43,22 +43,22 @@ pub fn requests() -> Seeds {
         bytes.extend(body);
         out.push((name.to_owned(), bytes));
     };
-    let random = |n, e: Encoding| GetRandomRequest { num_bytes: n, encoding: e as i32 };
+    let random = |n, e: Encoding| GetRandomRequest { num_bytes: n, encoding: e as i32, ..Default::default() };
     add("random-32", Kind::Random, 0, random(32, Encoding::Unspecified).encode_to_vec());
     add("random-hex", Kind::Random, 3, random(100, Encoding::Hex).encode_to_vec());
     add("random-base64", Kind::Random, 0, random(7, Encoding::Base64).encode_to_vec());
     add("random-max", Kind::Random, 2, random(1 << 20, Encoding::Unspecified).encode_to_vec());
-    let stream = |chunk, total| StreamRandomRequest { chunk_bytes: chunk, total_bytes: total };
+    let stream = |chunk, total| StreamRandomRequest { chunk_bytes: chunk, total_bytes: total, ..Default::default() };
     add("stream-total", Kind::Stream, 0, stream(1000, 2500).encode_to_vec());
     add("stream-default-chunk", Kind::Stream, 3, stream(0, 100).encode_to_vec());
     add("stream-endless", Kind::Stream, 1, stream(64, 0).encode_to_vec());
-    let ints = |min, max, count| GetIntegersRequest { min, max, count };
+    let ints = |min, max, count| GetIntegersRequest { min, max, count, ..Default::default() };
     add("ints-dice", Kind::Integers, 0, ints(1, 6, 10).encode_to_vec());
     add("ints-full-range", Kind::Integers, 1, ints(i64::MIN, i64::MAX, 3).encode_to_vec());
     add("ints-half-rejected", Kind::Integers, 1, ints(-1, i64::MAX, 5).encode_to_vec());
     add("ints-constant", Kind::Integers, 0, ints(-5, -5, 4).encode_to_vec());
-    add("floats", Kind::Floats, 1, GetFloatsRequest { count: 5 }.encode_to_vec());
-    add("uuids", Kind::Uuids, 0, GetUuidsRequest { count: 3 }.encode_to_vec());
+    add("floats", Kind::Floats, 1, GetFloatsRequest { count: 5, ..Default::default() }.encode_to_vec());
+    add("uuids", Kind::Uuids, 0, GetUuidsRequest { count: 3, ..Default::default() }.encode_to_vec());
     add("status", Kind::Status, 0, GetStatusRequest {}.encode_to_vec());
     out
 }

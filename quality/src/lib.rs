@@ -39,4 +39,4 @@ pub use entropy::MinEntropy;
 pub use fips140_2::Fips140_2;
 pub use pi::MonteCarloPi;
 pub use serial::SerialCorrelation;
-pub use verdict::{Check, Failure, Verdict};
+pub use verdict::{Check, Failure, Verdict, thresholds};

@@ -194,6 +194,34 @@ impl Verdict {
     }
 }
 
+/// The bounds the verdict applied to statistics of this size, one line each, in the order of
+/// the checks: what a caller reads to see how close a passing sample came.
+pub fn thresholds(pi: &MonteCarloPi, serial: &SerialCorrelation, fips: &Fips140_2) -> Vec<String> {
+    vec![
+        format!(
+            "Monte Carlo pi: |estimate - π| <= {PI_MAX_STANDARD_ERRORS} standard errors \
+             ({:.6} for {} points)",
+            PI_MAX_STANDARD_ERRORS * pi.standard_error,
+            pi.points
+        ),
+        format!("chi-square: p-value >= {CHI_SQUARE_MIN_TAIL:e} (values spread too unevenly)"),
+        format!(
+            "chi-square: lower-tail probability >= {CHI_SQUARE_MIN_TAIL:e} (values spread too \
+             evenly)"
+        ),
+        format!(
+            "serial correlation: |r| <= {SERIAL_MAX_STANDARD_ERRORS}/√N ({:.6} for N = {} bytes)",
+            SERIAL_MAX_STANDARD_ERRORS * serial.standard_error(),
+            serial.bytes
+        ),
+        format!(
+            "FIPS 140-2: at most {} of {} blocks failed (monobit, poker, runs, long run)",
+            fips_max_failed_blocks(fips.blocks),
+            fips.blocks
+        ),
+    ]
+}
+
 /// Whether `value ≤ bound`. A NaN is not, so a statistic that could not be computed fails.
 fn at_most(value: f64, bound: f64) -> bool {
     value <= bound
@@ -247,6 +275,18 @@ mod tests {
     use statrs::function::erf::erfc;
 
     use super::*;
+
+    #[test]
+    fn thresholds_state_each_bound_for_the_sample_size() {
+        let sample: Vec<u8> = (0..26 * 2500u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let (pi, serial, fips) =
+            (MonteCarloPi::of(&sample), SerialCorrelation::of(&sample), Fips140_2::of(&sample));
+        let lines = thresholds(&pi, &serial, &fips);
+        assert_eq!(lines.len(), 5);
+        assert!(lines[0].contains(&format!("for {} points", pi.points)), "{}", lines[0]);
+        assert!(lines[3].contains("N = 65000 bytes"), "{}", lines[3]);
+        assert!(lines[4].starts_with("FIPS 140-2: at most 3 of 26 blocks"), "{}", lines[4]);
+    }
 
     #[test]
     fn the_checks_fit_the_budget() {

@@ -10,7 +10,8 @@
 //! [[key]]
 //! name = "alice"                                   # shown in logs, never the secret
 //! sha256 = "<64 hex digits: SHA-256 of the secret>"
-//! scopes = ["entropy:read", "status:read"]         # optional; this is the default
+//! scopes = ["entropy:read", "status:read"]         # optional; this is the default; also
+//!                                                  # "quality:check" (CheckQuality)
 //! requests_per_second = 100                        # optional limits; absent = unlimited
 //! bytes_per_second = 10000000
 //! max_streams = 4
@@ -52,6 +53,8 @@ pub enum Scope {
     EntropyRead,
     /// Read GetStatus.
     StatusRead,
+    /// Run CheckQuality (draws bytes that are tested and wiped, never served).
+    QualityCheck,
 }
 
 impl Scope {
@@ -60,11 +63,14 @@ impl Scope {
         match self {
             Self::EntropyRead => "entropy:read",
             Self::StatusRead => "status:read",
+            Self::QualityCheck => "quality:check",
         }
     }
 
     fn parse(text: &str) -> Option<Self> {
-        [Self::EntropyRead, Self::StatusRead].into_iter().find(|s| s.as_str() == text)
+        [Self::EntropyRead, Self::StatusRead, Self::QualityCheck]
+            .into_iter()
+            .find(|s| s.as_str() == text)
     }
 }
 
@@ -180,7 +186,9 @@ impl ApiKeys {
                 entry.scopes.as_deref().unwrap_or(&["entropy:read".into(), "status:read".into()])
             {
                 let scope = Scope::parse(text).ok_or_else(|| {
-                    invalid(&format!("unknown scope {text:?} (known: entropy:read, status:read)"))
+                    invalid(&format!(
+                        "unknown scope {text:?} (known: entropy:read, status:read, quality:check)"
+                    ))
                 })?;
                 scopes.push(scope);
             }
@@ -217,11 +225,11 @@ impl ApiKeys {
         Ok(keys)
     }
 
-    /// A key set holding one key, given by its secret (dev mode).
+    /// A key set holding one key with every scope, given by its secret (dev mode).
     pub fn single(name: &str, secret: &str) -> Self {
         let grant = KeyGrant {
             name: name.to_owned(),
-            scopes: vec![Scope::EntropyRead, Scope::StatusRead],
+            scopes: vec![Scope::EntropyRead, Scope::StatusRead, Scope::QualityCheck],
             quota: Arc::new(KeyQuota::new(Limits::default())),
         };
         Self { keys: vec![ApiKey { digest: digest(secret.as_bytes()), grant: Arc::new(grant) }] }

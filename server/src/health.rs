@@ -264,7 +264,7 @@ mod tests {
 
     fn ready_gateway() -> Arc<Readiness> {
         let pool = Arc::new(Pool::new(1024));
-        pool.put(&[7u8; 512]).expect("room in the pool");
+        pool.put_test_bytes(&[7u8; 512]).expect("room in the pool");
         Arc::new(Readiness::new(pool, 256))
     }
 

@@ -29,7 +29,8 @@ pub struct GatewayProbe {
 impl Probe for GatewayProbe {
     fn render(&self) -> String {
         let ready = self.readiness.check().is_ok();
-        self.metrics.refresh(&self.pool.stats(), self.readiness.low_watermark(), ready);
+        let pool = (&self.pool.stats(), &self.pool.levels_by_class());
+        self.metrics.refresh(pool, self.readiness.low_watermark(), ready);
         self.metrics.refresh_ingest(self.ingest.counters());
         self.metrics.registry().render()
     }

@@ -85,12 +85,15 @@ pub enum ServeError {
     Descriptors(String),
 }
 
+/// How often idle pool bytes are checked against `max_byte_age_ms`.
+const EXPIRY_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Gateway {
     /// A gateway with an empty pool, accepting client keys `api_keys` and chunks signed under
     /// `mac_keys`.
     pub fn new(config: GatewayConfig, api_keys: ApiKeys, mac_keys: MacKeys) -> Self {
         let key_label = config.metrics_key_label;
-        let pool = Arc::new(Pool::new(config.pool_capacity_bytes));
+        let pool = Arc::new(Pool::with_limits(config.pool_capacity_bytes, config.pool_limits()));
         let policy = VerifyPolicy {
             max_chunk_bytes: config.max_chunk_bytes,
             freshness_window: config.freshness_window(),
@@ -212,6 +215,21 @@ impl Gateway {
                 ingest_health.set_service_status("", ServingStatus::NotServing).await;
             }
         });
+
+        // With an age limit, idle bytes expire on a timer too (stores and takes expire first).
+        if self.pool.limits().max_byte_age.is_some() {
+            let (pool, shutdown) = (self.pool.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(EXPIRY_TICK);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        _ = tick.tick() => pool.expire(),
+                    }
+                }
+            });
+        }
 
         let max_streams = self.config.max_streams_per_connection;
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);

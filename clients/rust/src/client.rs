@@ -201,25 +201,25 @@ impl Client {
 
     /// Exactly `n` random bytes (1..=1048576).
     pub async fn get_bytes(&self, n: u32) -> Result<Vec<u8>, Error> {
-        let request = self.request(GetRandomRequest { num_bytes: n, encoding: 0 });
+        let request = self.request(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() });
         Ok(self.call(self.inner.clone().get_random(request)).await?.data)
     }
 
     /// `count` (1..=10000) uniform integers in `[min, max]`, unbiased.
     pub async fn get_integers(&self, min: i64, max: i64, count: u32) -> Result<Vec<i64>, Error> {
-        let request = self.request(GetIntegersRequest { min, max, count });
+        let request = self.request(GetIntegersRequest { min, max, count, ..Default::default() });
         Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
     }
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
-        let request = self.request(GetFloatsRequest { count });
+        let request = self.request(GetFloatsRequest { count, ..Default::default() });
         Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
-        let request = self.request(GetUuidsRequest { count });
+        let request = self.request(GetUuidsRequest { count, ..Default::default() });
         let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids
             .iter()

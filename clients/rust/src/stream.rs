@@ -145,7 +145,7 @@ impl State {
         let first_by = now + limit;
         let request = StreamRandomRequest {
             chunk_bytes: self.options.chunk_bytes,
-            total_bytes: self.remaining.unwrap_or(0),
+            total_bytes: self.remaining.unwrap_or(0), ..Default::default()
         };
         let replies = timeout_at(first_by, self.inner.stream_random(request))
             .await

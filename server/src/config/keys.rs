@@ -69,6 +69,11 @@ entropy_ops::config_keys! {
         pool_low_watermark_bytes: usize = 64 << 10,
             flag(usize, "BYTES"), unit("bytes"),
             help("NOT_SERVING below this many pool bytes");
+        /// Longest a byte may stay in the pool: older bytes are wiped unserved and counted as
+        /// expired (`entropy_gateway_pool_expired_bytes_total`, GetStatus). 0: no limit.
+        max_byte_age_ms: u64 = 0,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Wipe pool bytes older than this, unserved, ms; 0: no limit");
         /// Longest a unary call waits for entropy before UNAVAILABLE (a shorter client deadline
         /// wins).
         max_wait_ms: u64 = 2_000,

@@ -68,6 +68,18 @@ impl GatewayConfig {
         Duration::from_millis(self.ingest_stale_after_ms)
     }
 
+    /// The pool's limits: the byte age limit, and how long a class of sources may go unfed
+    /// before calls that accept only it are refused (`ingest_stale_after_ms`, or a minute
+    /// when that check is off).
+    pub fn pool_limits(&self) -> crate::pool::PoolLimits {
+        let absent_ms = if self.ingest_stale_after_ms == 0 { 60_000 } else { self.ingest_stale_after_ms };
+        crate::pool::PoolLimits {
+            max_byte_age: (self.max_byte_age_ms > 0)
+                .then(|| Duration::from_millis(self.max_byte_age_ms)),
+            class_absent_after: Duration::from_millis(absent_ms),
+        }
+    }
+
     /// Grace period on shutdown.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)

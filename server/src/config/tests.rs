@@ -45,6 +45,7 @@ fn keys_flags_and_struct_agree() {
         ingest_client_ca_file: full.ingest_client_ca_file.clone(),
         pool_capacity_bytes: Some(1),
         pool_low_watermark_bytes: Some(1),
+        max_byte_age_ms: Some(1),
         max_wait_ms: Some(1),
         stream_max_wait_ms: Some(1),
         freshness_window_ms: Some(1),

@@ -123,6 +123,15 @@ impl GatewayConfig {
         if self.listen_addr == self.ingest_listen_addr && self.listen_addr.port() != 0 {
             return bad("ingest_listen_addr", "must differ from listen_addr".into());
         }
+        if self.max_byte_age_ms != 0 && !(100..=604_800_000).contains(&self.max_byte_age_ms) {
+            return bad(
+                "max_byte_age_ms",
+                format!(
+                    "{} must be 0 (no limit) or 100..=604800000 (a week)",
+                    self.max_byte_age_ms
+                ),
+            );
+        }
         if self.ingest_stale_after_ms > 86_400_000 {
             return bad(
                 "ingest_stale_after_ms",

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
-    Encoding, GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse,
-    GetRandomRequest, GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
-    GetUuidsResponse, SourceStatus, StreamRandomRequest,
+    CheckQualityRequest, CheckQualityResponse, Encoding, GetFloatsRequest, GetFloatsResponse,
+    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse,
+    GetStatusRequest, GetStatusResponse, GetUuidsRequest, GetUuidsResponse, SourceStatus,
+    StreamRandomRequest,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,15 +20,17 @@ use super::deadline::{self, Limit};
 use super::delivery;
 use super::errors::take_failed;
 use super::observe::Call;
+use super::provenance;
+use super::quality;
 pub use super::requests::MAX_COUNT;
-use super::requests::{Count, Integers, RandomBytes};
+use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
 use crate::conn_limit::ConnectionInfo;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::{GatewayMetrics, Method};
-use crate::pool::{Drawn, Pool, TakeError, Tenant};
+use crate::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
 use crate::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
 
 /// How long a stream waits for entropy for one message before it ends with UNAVAILABLE,
@@ -84,14 +87,14 @@ impl EntropyApi {
         self
     }
 
-    /// Draws exactly `n` bytes for `grant` within its byte quota, the client's deadline and
-    /// the server's max wait.
+    /// Draws exactly `n` bytes of the `accept`ed kinds for `grant` within its byte quota,
+    /// the client's deadline and the server's max wait.
     async fn draw(
         &self,
         call: &mut Call,
         (metadata, extensions): (&MetadataMap, &tonic::Extensions),
         grant: &KeyGrant,
-        n: usize,
+        (n, accept): (usize, Kinds),
     ) -> Result<Drawn, Status> {
         let now = Instant::now();
         let (until, limit) =
@@ -109,7 +112,7 @@ impl EntropyApi {
         let tenant = Tenant::named(&grant.name);
         let drawn = self
             .pool
-            .take_for(tenant, n, Some(until))
+            .take_for(tenant, n, accept, Some(until))
             .await
             .map_err(|e| take_failed(e, limit, n))?;
         call.drew_held(&self.pool, n, holds);
@@ -172,6 +175,14 @@ impl EntropyService for EntropyApi {
     ) -> Result<Response<GetStatusResponse>, Status> {
         self.observed(Method::GetStatus, request, async |c, r| self.get_status(c, &r)).await
     }
+
+    async fn check_quality(
+        &self,
+        request: Request<CheckQualityRequest>,
+    ) -> Result<Response<CheckQualityResponse>, Status> {
+        self.observed(Method::CheckQuality, request, async |c, r| self.check_quality(c, r).await)
+            .await
+    }
 }
 
 /// The handlers' bodies; the trait methods above wrap each in a [`Call`].
@@ -196,20 +207,18 @@ impl EntropyApi {
     ) -> Result<Response<GetRandomResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let RandomBytes { n, encoding } = req.try_into()?;
-        let drawn = self.draw(call, (&metadata, &extensions), &grant, n).await?;
-        let response = match encoding {
-            Encoding::Unspecified => {
-                GetRandomResponse { data: drawn.into_vec(), text: String::new() }
-            }
-            Encoding::Hex => GetRandomResponse { data: Vec::new(), text: hex::encode(&*drawn) },
+        let RandomBytes { n, encoding, accept } = req.try_into()?;
+        let drawn = self.draw(call, (&metadata, &extensions), &grant, (n, accept)).await?;
+        let provenance = provenance::of_segments(drawn.segments(), Instant::now());
+        let (data, text) = match encoding {
+            Encoding::Unspecified => (drawn.into_vec(), String::new()),
+            Encoding::Hex => (Vec::new(), hex::encode(&*drawn)),
             Encoding::Base64 => {
                 use base64::Engine as _;
-                let text = base64::engine::general_purpose::STANDARD.encode(&*drawn);
-                GetRandomResponse { data: Vec::new(), text }
+                (Vec::new(), base64::engine::general_purpose::STANDARD.encode(&*drawn))
             }
         };
-        Ok(Response::new(response))
+        Ok(Response::new(GetRandomResponse { data, text, provenance }))
     }
 
     fn stream_random(
@@ -251,12 +260,13 @@ impl EntropyApi {
     ) -> Result<Response<GetIntegersResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let Integers { count, range } = req.try_into()?;
+        let Integers { count, range, accept } = req.try_into()?;
         let k = range.bytes_per_draw();
         let mut values = Vec::with_capacity(count);
         if k == 0 {
+            // One possible value: no entropy is drawn, so there is no provenance.
             values.resize(count, range.min());
-            return Ok(Response::new(GetIntegersResponse { values }));
+            return Ok(Response::new(GetIntegersResponse { values, provenance: None }));
         }
         // Rejected draws are replaced in further rounds. If a round cannot be served, every
         // byte drawn so far goes back to the pool: it never left the process, and the failed
@@ -264,7 +274,7 @@ impl EntropyApi {
         let mut rounds: Vec<Drawn> = Vec::new();
         while values.len() < count {
             match self
-                .draw(call, (&metadata, &extensions), &grant, (count - values.len()) * k)
+                .draw(call, (&metadata, &extensions), &grant, ((count - values.len()) * k, accept))
                 .await
             {
                 Ok(bytes) => {
@@ -284,7 +294,10 @@ impl EntropyApi {
                 }
             }
         }
-        Ok(Response::new(GetIntegersResponse { values }))
+        let segments: Vec<Segment> =
+            rounds.iter().flat_map(|round| round.segments().iter().cloned()).collect();
+        let provenance = provenance::of_segments(&segments, Instant::now());
+        Ok(Response::new(GetIntegersResponse { values, provenance }))
     }
 
     async fn get_floats(
@@ -294,12 +307,14 @@ impl EntropyApi {
     ) -> Result<Response<GetFloatsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let Count(count) = req.try_into()?;
-        let bytes = self.draw(call, (&metadata, &extensions), &grant, count * FLOAT_BYTES).await?;
+        let Count { count, accept } = req.try_into()?;
+        let bytes =
+            self.draw(call, (&metadata, &extensions), &grant, (count * FLOAT_BYTES, accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
         let values = floats.iter().map(float_from).collect();
-        Ok(Response::new(GetFloatsResponse { values }))
+        let provenance = provenance::of_segments(bytes.segments(), Instant::now());
+        Ok(Response::new(GetFloatsResponse { values, provenance }))
     }
 
     async fn get_uuids(
@@ -309,12 +324,32 @@ impl EntropyApi {
     ) -> Result<Response<GetUuidsResponse>, Status> {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
-        let Count(count) = req.try_into()?;
-        let bytes = self.draw(call, (&metadata, &extensions), &grant, count * UUID_BYTES).await?;
+        let Count { count, accept } = req.try_into()?;
+        let bytes =
+            self.draw(call, (&metadata, &extensions), &grant, (count * UUID_BYTES, accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
         let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
-        Ok(Response::new(GetUuidsResponse { uuids }))
+        let provenance = provenance::of_segments(bytes.segments(), Instant::now());
+        Ok(Response::new(GetUuidsResponse { uuids, provenance }))
+    }
+
+    /// Draws the sample like any call (fair share, byte quota, deadline), tests it off the
+    /// async workers, and wipes it: its bytes never leave the gateway.
+    async fn check_quality(
+        &self,
+        call: &mut Call,
+        request: Request<CheckQualityRequest>,
+    ) -> Result<Response<CheckQualityResponse>, Status> {
+        let (metadata, extensions, req) = request.into_parts();
+        let grant = call.authorize(&extensions, Scope::QualityCheck)?;
+        let QualitySample { n, accept } = req.try_into()?;
+        let sample = self.draw(call, (&metadata, &extensions), &grant, (n, accept)).await?;
+        let provenance = provenance::of_segments(sample.segments(), Instant::now());
+        let report = tokio::task::spawn_blocking(move || quality::check(&sample))
+            .await
+            .map_err(|e| Status::internal(format!("quality check failed: {e}")))??;
+        Ok(Response::new(CheckQualityResponse { provenance, ..report }))
     }
 
     fn get_status(
@@ -356,6 +391,9 @@ impl EntropyApi {
                 .last_accept_unix_ms
                 .map(|t| u64::try_from(now_unix_ms.saturating_sub(t)).unwrap_or(0)),
             sources,
+            pool_by_class: provenance::class_levels(&self.pool.levels_by_class()),
+            expired_bytes_total: pool.expired_total,
+            max_byte_age_ms: self.pool.limits().max_byte_age.map_or(0, ms),
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,
             not_serving_reason: match self.readiness.explain() {

@@ -54,6 +54,9 @@ pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
         (TakeError::TooLarge { requested, capacity }, _) => Status::invalid_argument(format!(
             "request needs {requested} bytes, more than the pool holds ({capacity})"
         )),
+        (e @ TakeError::NoAcceptedClass { .. }, _) => {
+            Status::failed_precondition(format!("{e}; nothing consumed"))
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! Nothing below this module knows tonic. Each file is one concern: requests converted from
 //! their wire types once ([`requests`]), authentication ([`auth`]), deadlines ([`deadline`]),
 //! error mapping ([`errors`]), per-call metrics and log lines ([`observe`]), delivery of drawn
-//! bytes ([`delivery`]), the StreamRandom loop ([`stream_random`]), and the two services.
+//! bytes ([`delivery`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the
+//! wire ([`provenance`]), CheckQuality's report ([`quality`]), and the two services.
 
 pub mod auth;
 pub mod deadline;
@@ -12,5 +13,7 @@ pub mod entropy_service;
 pub mod errors;
 pub mod ingest_service;
 pub mod observe;
+pub mod provenance;
+pub mod quality;
 pub mod requests;
 pub mod stream_random;

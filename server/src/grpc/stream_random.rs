@@ -31,7 +31,9 @@ use super::delivery::{self, Holds};
 use super::errors::{out_of_range, take_failed};
 use super::observe::{Call, ServedMeter};
 use crate::conn_limit::ConnectionInfo;
-use crate::pool::{Drawn, Pool, TakeError, Tenant};
+use super::provenance;
+use super::requests::accept_kinds;
+use crate::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
 use crate::quota::{KeyQuota, StreamSlot};
 
 /// Default `StreamRandomRequest.chunk_bytes`.
@@ -58,6 +60,8 @@ pub struct StreamPlan {
     pub chunk: usize,
     /// Bytes in all (0: until the client leaves).
     pub total: u64,
+    /// The source kinds accepted.
+    pub accept: Kinds,
 }
 
 impl TryFrom<&StreamRandomRequest> for StreamPlan {
@@ -78,7 +82,7 @@ impl TryFrom<&StreamRandomRequest> for StreamPlan {
             }
             n => n,
         };
-        Ok(Self { chunk, total: request.total_bytes })
+        Ok(Self { chunk, total: request.total_bytes, accept: accept_kinds(&request.accept_kinds)? })
     }
 }
 
@@ -187,7 +191,8 @@ impl Producer {
                 Ok((place, unsent, hold)) => {
                     let bytes = unsent.into_bytes();
                     let n = bytes.len();
-                    let message = Ok(StreamRandomResponse { data: bytes.into_vec() });
+                    let provenance = provenance::of_segments(bytes.segments(), Instant::now());
+                    let message = Ok(StreamRandomResponse { data: bytes.into_vec(), provenance });
                     place.send(Queued { message, _holds: hold });
                     self.call.drew(n);
                 }
@@ -213,8 +218,8 @@ impl Producer {
         n: usize,
     ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, Holds), Ended>> + use<>
     {
-        let (pool, quota, tenant, max_wait) =
-            (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait);
+        let (pool, quota, tenant, max_wait, accept) =
+            (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait, self.plan.accept);
         let connection = self.connection.clone();
         async move {
             let place = match tx.clone().try_reserve_owned() {
@@ -235,7 +240,7 @@ impl Producer {
                 .await
                 .map_err(|full| Ended::Failed(full.status(n)))?;
             let bytes = pool
-                .take_for(tenant, n, Some(Instant::now() + max_wait))
+                .take_for(tenant, n, accept, Some(Instant::now() + max_wait))
                 .await
                 .map_err(|e| Ended::Failed(stream_take_failed(e, n, max_wait)))?;
             Ok((place, Unsent { pool, bytes: Some(bytes) }, hold))

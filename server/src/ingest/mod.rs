@@ -13,7 +13,7 @@ use entropy_ops::clock::unix_ms_now;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use entropy_proto::v1::PublishRequest;
+use entropy_proto::v1::{PublishRequest, SourceKind};
 use tokio::time::Instant;
 
 use self::counters::IngestCounters;
@@ -22,7 +22,7 @@ use self::provenance::{Provenance, SourceRecord};
 use self::replay::{ReplayError, ReplayGuard};
 use self::verify::{VerifyError, VerifyPolicy};
 use crate::log_safety::escape;
-use crate::pool::{Pool, PoolFull};
+use crate::pool::{ChunkOrigin, Kinds, Pool, PoolFull};
 
 /// Why a chunk was not stored. Nothing of it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -162,7 +162,7 @@ impl Ingest {
         {
             let mut replay = lock(&self.replay);
             replay.check(&chunk.stream, chunk.sequence, now)?;
-            self.pool.put(&chunk.data)?;
+            self.pool.put(&chunk.data, Arc::new(origin_of(&chunk)))?;
             replay.record(&chunk.stream, chunk.sequence, now);
         }
         lock(&self.provenance).record(&chunk.stream.0, chunk.mixing, &chunk.sources, len, now);
@@ -213,6 +213,30 @@ impl Ingest {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Every critical section leaves its state consistent before anything that could panic.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The pool's record of a verified chunk: who signed it, when, and the kinds of the sources
+/// that contributed to its bytes.
+fn origin_of(chunk: &verify::VerifiedChunk) -> ChunkOrigin {
+    let contributing = chunk.sources.iter().filter(|s| s.contributed);
+    ChunkOrigin {
+        collector: chunk.stream.0.as_str().into(),
+        epoch: chunk.stream.1,
+        sequence: chunk.sequence,
+        signed_at_unix_ms: chunk.timestamp_unix_ms,
+        kinds: contributing.clone().fold(Kinds::default(), |k, s| k.with(kind_of(s.kind))),
+        mixed: contributing.count() >= 2,
+    }
+}
+
+/// A source kind as the pool's class sets spell it.
+pub fn kind_of(kind: SourceKind) -> Kinds {
+    match kind {
+        SourceKind::Quantum => Kinds::QUANTUM,
+        SourceKind::Hardware => Kinds::HARDWARE,
+        // Verification refuses UNSPECIFIED; anything else not quantum or hardware is OS.
+        SourceKind::Os | SourceKind::Unspecified => Kinds::OS,
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,18 @@ pub const FAMILIES: &[Family] = &[
         "Bytes in the pool ready to serve.",
     ),
     Family::new(
+        "entropy_gateway_pool_class_bytes",
+        Kind::Gauge,
+        &["class"],
+        "Bytes in the pool ready to serve, by class (the source kinds behind them, as QUANTUM+OS).",
+    ),
+    Family::new(
+        "entropy_gateway_pool_expired_bytes_total",
+        Kind::Counter,
+        &[],
+        "Bytes wiped unserved for being older than max_byte_age_ms.",
+    ),
+    Family::new(
         "entropy_gateway_pool_capacity_bytes",
         Kind::Gauge,
         &[],

@@ -16,17 +16,20 @@ pub enum Method {
     GetUuids,
     /// GetStatus.
     GetStatus,
+    /// CheckQuality.
+    CheckQuality,
 }
 
 impl Method {
     /// Every method, in label order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::GetRandom,
         Self::StreamRandom,
         Self::GetIntegers,
         Self::GetFloats,
         Self::GetUuids,
         Self::GetStatus,
+        Self::CheckQuality,
     ];
 
     /// The RPC name.
@@ -38,6 +41,7 @@ impl Method {
             Self::GetFloats => "GetFloats",
             Self::GetUuids => "GetUuids",
             Self::GetStatus => "GetStatus",
+            Self::CheckQuality => "CheckQuality",
         }
     }
 }

@@ -15,7 +15,7 @@ use entropy_ops::registry::Registry;
 use metrics::{Counter, Gauge, Histogram};
 
 use crate::ingest::counters::IngestCounters;
-use crate::pool::PoolStats;
+use crate::pool::{ClassLevels, Kinds, PoolStats};
 
 mod families;
 mod labels;
@@ -71,6 +71,8 @@ impl Drop for OpenConnection {
 pub struct GatewayMetrics {
     registry: Registry,
     pool_bytes: Gauge,
+    pool_class_bytes: [Gauge; Kinds::CLASSES],
+    pool_expired: Counter,
     pool_capacity_bytes: Gauge,
     pool_low_watermark_bytes: Gauge,
     pool_waiters: Gauge,
@@ -107,6 +109,11 @@ impl GatewayMetrics {
         };
         Self {
             pool_bytes: r.gauge("entropy_gateway_pool_bytes", &[]),
+            pool_class_bytes: std::array::from_fn(|lane| {
+                let class = Kinds::of_lane(lane).to_string();
+                r.gauge("entropy_gateway_pool_class_bytes", &[("class", &class)])
+            }),
+            pool_expired: r.counter("entropy_gateway_pool_expired_bytes_total", &[]),
             pool_capacity_bytes: r.gauge("entropy_gateway_pool_capacity_bytes", &[]),
             pool_low_watermark_bytes: r.gauge("entropy_gateway_pool_low_watermark_bytes", &[]),
             pool_waiters: r.gauge("entropy_gateway_pool_waiters", &[]),
@@ -144,8 +151,17 @@ impl GatewayMetrics {
     }
 
     /// Sets the gauges that mirror the pool and readiness; called before each render.
-    pub fn refresh(&self, pool: &PoolStats, low_watermark: usize, ready: bool) {
+    pub fn refresh(
+        &self,
+        (pool, classes): (&PoolStats, &ClassLevels),
+        low_watermark: usize,
+        ready: bool,
+    ) {
         self.pool_bytes.set(pool.level as f64);
+        for (gauge, bytes) in self.pool_class_bytes.iter().zip(classes.0) {
+            gauge.set(bytes as f64);
+        }
+        self.pool_expired.absolute(pool.expired_total);
         self.pool_capacity_bytes.set(pool.capacity as f64);
         self.pool_low_watermark_bytes.set(low_watermark as f64);
         self.pool_waiters.set(pool.waiters as f64);

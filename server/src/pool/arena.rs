@@ -24,13 +24,21 @@ impl Arena {
     pub(super) fn new(capacity: usize, lanes: usize) -> Self {
         let blocks = capacity.div_ceil(BLOCK) + 2 * lanes;
         let mut buf = vec![0u8; blocks * BLOCK].into_boxed_slice();
-        // Commit the memory now, one write per page (see ring.rs for why): a host without the
-        // memory fails at start, and storing a chunk never takes page faults.
+        // Commit the memory now, one write per page (the zeroed allocation is otherwise only
+        // reserved, and committed page by page on first touch): a host without the memory
+        // fails at start, and storing a chunk never takes page faults (20% of the gateway's
+        // CPU when a fresh ring filled, bench/README.md).
         for byte in buf.iter_mut().step_by(BLOCK) {
             *std::hint::black_box(byte) = 0;
         }
         let free = (0..u32::try_from(blocks).unwrap_or(u32::MAX)).rev().collect();
         Self { buf, free }
+    }
+
+    /// Every byte of the arena, for tests that look for what was not wiped.
+    #[cfg(test)]
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buf
     }
 
     fn block(&mut self, id: u32) -> &mut [u8] {
@@ -106,14 +114,25 @@ impl Lane {
 
     /// Moves the first `n` bytes to the end of `out`, zeroizes where they were, and returns
     /// emptied blocks to the arena.
-    pub(super) fn pop_front_into(&mut self, arena: &mut Arena, out: &mut Vec<u8>, mut n: usize) {
+    pub(super) fn pop_front_into(&mut self, arena: &mut Arena, out: &mut Vec<u8>, n: usize) {
+        self.remove_front(arena, Some(out), n);
+    }
+
+    /// Zeroizes the first `n` bytes and drops them (expired bytes), returning emptied blocks.
+    pub(super) fn discard_front(&mut self, arena: &mut Arena, n: usize) {
+        self.remove_front(arena, None, n);
+    }
+
+    fn remove_front(&mut self, arena: &mut Arena, mut out: Option<&mut Vec<u8>>, mut n: usize) {
         assert!(n <= self.len, "pool takers claimed more than the bytes in the lane");
         self.len -= n;
         while n > 0 {
             let first = self.blocks[0];
             let take = n.min(BLOCK - self.head);
             let block = arena.block(first);
-            out.extend_from_slice(&block[self.head..self.head + take]);
+            if let Some(out) = out.as_deref_mut() {
+                out.extend_from_slice(&block[self.head..self.head + take]);
+            }
             // A plain fill (memset): the arena outlives this call and is read again, so these
             // stores are not dead; the fence keeps them before the lock is released.
             block[self.head..self.head + take].fill(0);

@@ -100,6 +100,7 @@ impl Scheduler {
     }
 
     /// Waiters, satisfied or not, that have not collected their bytes.
+    #[cfg(test)]
     pub(super) fn waiting(&self) -> usize {
         self.waiters.len()
     }
@@ -210,7 +211,6 @@ impl Scheduler {
     /// as too old), so the reservations again fit the bytes there are. The newest waiters give
     /// back first; one that had all it needed waits again, at its place in its tenant's line,
     /// and its tenant is not charged for what it gave back.
-    #[allow(dead_code)] // for the age limit (issue Quality, in progress)
     pub(super) fn shrink(&mut self, mut excess: usize) {
         let mut newest_first: Vec<u64> = self.waiters.keys().copied().collect();
         newest_first.sort_unstable_by(|a, b| b.cmp(a));

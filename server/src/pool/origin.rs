@@ -50,13 +50,40 @@ impl Kinds {
     }
 
     /// The set whose lane is `lane`.
-    pub(super) fn of_lane(lane: usize) -> Kinds {
+    pub fn of_lane(lane: usize) -> Kinds {
         Kinds(u8::try_from(lane + 1).unwrap_or(7))
     }
 
     /// The kinds in the set, in the proto's enum order (quantum, hardware, OS).
     pub fn iter(self) -> impl Iterator<Item = Kinds> {
         [Kinds::QUANTUM, Kinds::HARDWARE, Kinds::OS].into_iter().filter(move |k| k.within(self))
+    }
+}
+
+impl Kinds {
+    /// The set's kinds, each by its proto name without prefix, joined by `sep`.
+    fn join(self, sep: &str) -> String {
+        let names: Vec<&str> = self
+            .iter()
+            .map(|k| match k {
+                Kinds::QUANTUM => "QUANTUM",
+                Kinds::HARDWARE => "HARDWARE",
+                _ => "OS",
+            })
+            .collect();
+        names.join(sep)
+    }
+
+    /// The kinds as a list, for a caller's filter: "QUANTUM, OS".
+    pub fn list(self) -> String {
+        self.join(", ")
+    }
+}
+
+/// A class: the kinds mixed into its chunks, "QUANTUM+OS".
+impl std::fmt::Display for Kinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.join("+"))
     }
 }
 
@@ -127,6 +154,11 @@ impl Segments {
             }
         }
         out
+    }
+
+    /// Bytes in the first segment (0 when empty).
+    pub(super) fn front_len(&self) -> usize {
+        self.0.front().map_or(0, |s| s.len)
     }
 
     /// When the first byte was stored, if there is one.

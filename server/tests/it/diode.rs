@@ -114,7 +114,7 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
         "chunks flow from the simulator to the gateway"
     );
     let mut client = gw.client().await;
-    let bytes = client.get_random(authed(GetRandomRequest { num_bytes: 1024, encoding: 0 })).await;
+    let bytes = client.get_random(authed(GetRandomRequest { num_bytes: 1024, encoding: 0, ..Default::default() })).await;
     assert_eq!(bytes.expect("entropy").into_inner().data.len(), 1024);
     let status = gw.status().await;
     let source =
@@ -204,7 +204,7 @@ async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
     let mut client = gw.client().await;
     for _ in 0..4 {
         client
-            .get_random(authed(GetRandomRequest { num_bytes: 1 << 18, encoding: 0 }))
+            .get_random(authed(GetRandomRequest { num_bytes: 1 << 18, encoding: 0, ..Default::default() }))
             .await
             .expect("drain");
     }

@@ -189,7 +189,7 @@ async fn a_connection_whose_client_stops_reading_is_closed_after_the_send_timeou
     let gw = gateway("", |c| c.send_timeout_ms = 300).await;
     let mut stalled = Stalled::connect(&gw).await;
     let _unary = stalled.call("GetRandom", &one_mib()).await;
-    let stream = StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0 };
+    let stream = StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() };
     let _stream = stalled.call("StreamRandom", &stream).await;
     stalled.closed_by_the_gateway().await;
     // What was drawn for it (the unary 1 MiB, the stream's queue) was wiped and counted as
@@ -211,7 +211,7 @@ async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
     let mut client = gw.client().await;
     let request = super::support::with_key(
         "other",
-        StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 64 << 10 },
+        StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 64 << 10, ..Default::default() },
     );
     let mut stream = client.stream_random(request).await.expect("opens").into_inner();
     let mut got = 0;

@@ -161,7 +161,7 @@ async fn web_gateway() -> TestGateway {
 #[tokio::test]
 async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
     let gw = web_gateway().await;
-    let get32 = GetRandomRequest { num_bytes: 32, encoding: 0 };
+    let get32 = GetRandomRequest { num_bytes: 32, encoding: 0, ..Default::default() };
 
     let r = parse(&call(gw.public, "GetRandom", &get32, KEY, Some(PAGE)).await);
     assert_eq!(r.status, 200, "{r:?}");
@@ -179,7 +179,7 @@ async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
     assert_eq!(r.header("access-control-allow-origin"), None);
 
     // Server streaming arrives whole over HTTP/1.1.
-    let stream = StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 100_000 };
+    let stream = StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 100_000, ..Default::default() };
     let r = parse(&call(gw.public, "StreamRandom", &stream, KEY, Some(PAGE)).await);
     assert_eq!(trailer(&r, "grpc-status").as_deref(), Some("0"), "{r:?}");
     let (messages, _) = frames(&r.body);
@@ -191,7 +191,7 @@ async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
     let r = parse(&call(gw.public, "GetRandom", &get32, "wrong", Some(PAGE)).await);
     assert_eq!(trailer(&r, "grpc-status").as_deref(), Some("16"), "{r:?}");
     assert_eq!(r.header("access-control-allow-origin"), Some(PAGE), "the page may read it");
-    let too_big = GetRandomRequest { num_bytes: (1 << 20) + 1, encoding: 0 };
+    let too_big = GetRandomRequest { num_bytes: (1 << 20) + 1, encoding: 0, ..Default::default() };
     let r = parse(&call(gw.public, "GetRandom", &too_big, KEY, Some(PAGE)).await);
     assert_eq!(trailer(&r, "grpc-status").as_deref(), Some("3"), "{r:?}");
     assert!(trailer(&r, "grpc-message").unwrap().contains("num_bytes"), "{r:?}");
@@ -242,7 +242,7 @@ async fn cors_admits_exactly_the_configured_origins() {
         let r = parse(&exchange(gw.public, &preflight(other), b"").await);
         assert_eq!(r.status, 403, "{other}: {r:?}");
         assert_eq!(r.header("access-control-allow-origin"), None);
-        let get32 = GetRandomRequest { num_bytes: 32, encoding: 0 };
+        let get32 = GetRandomRequest { num_bytes: 32, encoding: 0, ..Default::default() };
         let r = parse(&call(gw.public, "GetRandom", &get32, KEY, Some(other)).await);
         assert_eq!(r.status, 403, "{other}: {r:?}");
         assert!(r.body.is_empty(), "nothing drawn for a refused origin");
@@ -263,7 +263,7 @@ async fn cors_admits_exactly_the_configured_origins() {
 async fn grpc_web_is_off_by_default() {
     let mut gw = start(test_config(|_| {})).await;
     gw.feed(1 << 20, 256 << 10, |i| i as u8).await;
-    let get32 = GetRandomRequest { num_bytes: 32, encoding: 0 };
+    let get32 = GetRandomRequest { num_bytes: 32, encoding: 0, ..Default::default() };
     let answer = call(gw.public, "GetRandom", &get32, API_KEY, Some(PAGE)).await;
     // The listener speaks HTTP/2 only: an HTTP/1.1 request gets no HTTP/1.1 answer at all.
     assert!(!answer.starts_with(b"HTTP/1"), "{:?}", String::from_utf8_lossy(&answer));

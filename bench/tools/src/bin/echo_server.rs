@@ -11,7 +11,7 @@ use clap::Parser;
 use entropy_proto::v1::entropy_service_server::{EntropyService, EntropyServiceServer};
 use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServer};
 use entropy_proto::v1::{
-    GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
+    CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
     GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest, GetUuidsResponse,
     PublishRequest, PublishResponse, StreamRandomRequest, StreamRandomResponse,
 };
@@ -46,7 +46,7 @@ impl EntropyService for Echo {
     ) -> Result<Response<GetRandomResponse>, Status> {
         let n = request.into_inner().num_bytes.min(MAX_BYTES) as usize;
         // A fresh buffer per call, as the gateway allocates one per draw.
-        Ok(Response::new(GetRandomResponse { data: vec![0; n], text: String::new() }))
+        Ok(Response::new(GetRandomResponse { data: vec![0; n], text: String::new(), ..Default::default() }))
     }
 
     type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;
@@ -67,7 +67,7 @@ impl EntropyService for Echo {
             let mut sent = 0u64;
             while total == 0 || sent < total {
                 let n = if total == 0 { chunk } else { chunk.min(total - sent) };
-                let msg = StreamRandomResponse { data: vec![0; n as usize] };
+                let msg = StreamRandomResponse { data: vec![0; n as usize], ..Default::default() };
                 if tx.send(Ok(msg)).await.is_err() {
                     break; // the client left
                 }
@@ -103,6 +103,13 @@ impl EntropyService for Echo {
         _: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
         Ok(Response::new(GetStatusResponse::default()))
+    }
+
+    async fn check_quality(
+        &self,
+        _: Request<CheckQualityRequest>,
+    ) -> Result<Response<CheckQualityResponse>, Status> {
+        Err(Status::unimplemented("echo-server serves GetRandom and StreamRandom only"))
     }
 }
 
