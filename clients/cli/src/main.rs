@@ -8,11 +8,14 @@
 //! entropy float --count 3
 //! entropy uuid --count 2
 //! entropy status
+//! entropy check --sample 1MiB                  # statistics and a verdict on bytes drawn for it
+//! entropy --accept quantum bytes 32 --hex      # only bytes all of whose sources are quantum
 //! ```
 //!
 //! Endpoint, key and CA come from `--endpoint`/`--api-key`/`--ca-file` or `ENTROPY_ENDPOINT`/
 //! `ENTROPY_API_KEY`/`ENTROPY_CA_FILE`, in the syntax every client shares (clients/README.md).
-//! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage.
+//! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage,
+//! 3 `check` ran and the sample failed the verdict.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use entropy_diode_client::{ClientBuilder, Error};
+use entropy_diode_client::{ClientBuilder, DrawProvenance, Error, QualityReport, SourceKind};
 use tokio::io::AsyncWriteExt;
 
 /// Quantum random bytes, integers, floats and UUIDs from an Entropy Diode gateway.
@@ -39,6 +42,10 @@ struct Cli {
     /// Deadline of each call, in milliseconds.
     #[arg(long, global = true, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Accept only bytes all of whose sources are of these kinds (comma-separated: quantum,
+    /// hardware, os); default any.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "KINDS")]
+    accept: Vec<Kind>,
     #[command(subcommand)]
     command: Command,
 }
@@ -91,7 +98,43 @@ enum Command {
     },
     /// The gateway's pool, counters and sources.
     Status,
+    /// Draws a sample that no one is ever served and prints the gateway's statistics on it
+    /// with a verdict (exit 3 when it fails). Needs the `quality:check` scope.
+    Check {
+        /// Bytes to test: 2500 (one FIPS 140-2 block) to 4MiB.
+        #[arg(long, value_parser = parse_size, default_value = "1MiB")]
+        sample: u64,
+        /// Print the report as JSON (the proto's field names).
+        #[arg(long)]
+        json: bool,
+    },
 }
+
+/// A source kind, as `--accept` spells it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Kind {
+    /// A quantum random number generator.
+    Quantum,
+    /// A non-quantum hardware noise source.
+    Hardware,
+    /// The operating system's CSPRNG.
+    Os,
+}
+
+impl From<Kind> for SourceKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::Quantum => SourceKind::Quantum,
+            Kind::Hardware => SourceKind::Hardware,
+            Kind::Os => SourceKind::Os,
+        }
+    }
+}
+
+/// The sample failed the quality verdict (exit code 3).
+#[derive(Debug, thiserror::Error)]
+#[error("the sample failed the quality check")]
+struct QualityFailed;
 
 /// Parses `1GiB`, `64KiB`, `10MB`, `4096`.
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -126,6 +169,7 @@ async fn main() -> ExitCode {
         {
             ExitCode::SUCCESS
         }
+        Err(e) if e.downcast_ref::<QualityFailed>().is_some() => ExitCode::from(3),
         Err(e) => {
             eprintln!("entropy: {e:#}");
             ExitCode::FAILURE
@@ -142,6 +186,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(ca) = cli.ca_file {
         builder = builder.ca_file(ca);
     }
+    builder = builder.accept_kinds(cli.accept.iter().map(|&k| SourceKind::from(k)));
     let client = builder.connect().await.map_err(|e| anyhow::anyhow!("{}: {e}", cli.endpoint))?;
     let mut out = std::io::stdout().lock();
     match cli.command {
@@ -178,6 +223,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Status => print_status(&mut out, &client.status().await?)?,
+        Command::Check { sample, json } => {
+            let sample = u32::try_from(sample)
+                .map_err(|_| Error::InvalidArgument("--sample must be at most 4MiB".into()))?;
+            let report = client.check_quality(sample).await?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report_json(&report))?;
+                writeln!(out)?;
+            } else {
+                print_report(&mut out, &report)?;
+            }
+            out_flush()?;
+            if !report.passed {
+                return Err(QualityFailed.into());
+            }
+        }
     }
     out_flush()?;
     Ok(())
@@ -225,6 +285,123 @@ async fn stream(
     Ok(())
 }
 
+/// Kind names as the proto spells them, without the prefix: `QUANTUM+OS`.
+fn kinds(values: &[i32]) -> String {
+    let names: Vec<&str> = values
+        .iter()
+        .map(|&k| {
+            SourceKind::try_from(k).map_or("?", |k| {
+                k.as_str_name().strip_prefix("SOURCE_KIND_").unwrap_or(k.as_str_name())
+            })
+        })
+        .collect();
+    names.join("+")
+}
+
+fn print_provenance(out: &mut impl Write, p: Option<&DrawProvenance>) -> std::io::Result<()> {
+    let Some(p) = p else { return writeln!(out, "provenance:     none") };
+    let chunk = |c: Option<&entropy_diode_client::proto::ChunkRef>| {
+        c.map_or_else(|| "?".into(), |c| format!("{}/{}#{}", c.collector_id, c.epoch, c.sequence))
+    };
+    writeln!(
+        out,
+        "provenance:     {}{} from {} chunk(s) of {} ({} .. {}), oldest byte {} ms in the pool",
+        kinds(&p.kinds),
+        if p.mixed { " (mixed)" } else { "" },
+        p.chunk_count,
+        p.collector_ids.join(", "),
+        chunk(p.first_chunk.as_ref()),
+        chunk(p.last_chunk.as_ref()),
+        p.oldest_byte_age_ms
+    )
+}
+
+fn print_report(out: &mut impl Write, r: &QualityReport) -> std::io::Result<()> {
+    writeln!(out, "verdict:        {}", if r.passed { "PASSED" } else { "FAILED" })?;
+    writeln!(out, "sample:         {} bytes", r.sample_bytes)?;
+    print_provenance(out, r.provenance.as_ref())?;
+    writeln!(out, "entropy:        {:.6} bits/byte (Shannon)", r.shannon_entropy_bits_per_byte)?;
+    writeln!(out, "min-entropy:    {:.6} bits/byte (SP 800-90B MCV)", r.min_entropy_bits_per_byte)?;
+    writeln!(out, "chi-square:     {:.2} (p = {:.4})", r.chi_square, r.chi_square_p_value)?;
+    writeln!(out, "mean:           {:.4} (127.5 random)", r.mean)?;
+    match r.serial_correlation {
+        Some(c) => writeln!(out, "serial corr.:   {c:.6} (0 random)")?,
+        None => writeln!(out, "serial corr.:   undefined (every byte equal)")?,
+    }
+    for (name, pi) in [("pi:", &r.pi), ("pi (OS):", &r.pi_os_reference)] {
+        if let Some(pi) = pi {
+            writeln!(
+                out,
+                "{name:<16}{:.6} (error {:+.6}, standard error {:.6}, {} points)",
+                pi.estimate, pi.error, pi.standard_error, pi.points
+            )?;
+        }
+    }
+    if let Some(f) = &r.fips140_2 {
+        writeln!(
+            out,
+            "FIPS 140-2:     {} of {} blocks failed (monobit {}, poker {}, runs {}, long run {})",
+            f.blocks_failed,
+            f.blocks,
+            f.monobit_failures,
+            f.poker_failures,
+            f.runs_failures,
+            f.long_run_failures
+        )?;
+    }
+    for failure in &r.failures {
+        writeln!(out, "failed:         {failure}")?;
+    }
+    for threshold in &r.thresholds {
+        writeln!(out, "threshold:      {threshold}")?;
+    }
+    Ok(())
+}
+
+/// The report with the proto's field names, for `--json`.
+fn report_json(r: &QualityReport) -> serde_json::Value {
+    let pi = |p: &Option<entropy_diode_client::proto::MonteCarloPi>| {
+        p.as_ref().map(|p| {
+            serde_json::json!({
+                "estimate": p.estimate, "error": p.error,
+                "standard_error": p.standard_error, "points": p.points,
+            })
+        })
+    };
+    let provenance = r.provenance.as_ref().map(|p| {
+        serde_json::json!({
+            "kinds": kinds(&p.kinds).split('+').collect::<Vec<_>>(),
+            "mixed": p.mixed,
+            "collector_ids": p.collector_ids,
+            "chunk_count": p.chunk_count,
+            "oldest_byte_age_ms": p.oldest_byte_age_ms,
+        })
+    });
+    let fips = r.fips140_2.as_ref().map(|f| {
+        serde_json::json!({
+            "blocks": f.blocks, "blocks_failed": f.blocks_failed,
+            "monobit_failures": f.monobit_failures, "poker_failures": f.poker_failures,
+            "runs_failures": f.runs_failures, "long_run_failures": f.long_run_failures,
+        })
+    });
+    serde_json::json!({
+        "passed": r.passed,
+        "sample_bytes": r.sample_bytes,
+        "provenance": provenance,
+        "shannon_entropy_bits_per_byte": r.shannon_entropy_bits_per_byte,
+        "min_entropy_bits_per_byte": r.min_entropy_bits_per_byte,
+        "chi_square": r.chi_square,
+        "chi_square_p_value": r.chi_square_p_value,
+        "mean": r.mean,
+        "serial_correlation": r.serial_correlation,
+        "pi": pi(&r.pi),
+        "pi_os_reference": pi(&r.pi_os_reference),
+        "fips140_2": fips,
+        "failures": r.failures,
+        "thresholds": r.thresholds,
+    })
+}
+
 fn print_status(out: &mut impl Write, s: &entropy_diode_client::Status) -> std::io::Result<()> {
     writeln!(out, "serving:        {}", s.serving)?;
     writeln!(
@@ -242,6 +419,13 @@ fn print_status(out: &mut impl Write, s: &entropy_diode_client::Status) -> std::
         s.chunks_deferred_total
     )?;
     writeln!(out, "served:         {} bytes", s.served_bytes_total)?;
+    for class in &s.pool_by_class {
+        writeln!(out, "class:          {} {} bytes", kinds(&class.kinds), class.bytes)?;
+    }
+    match s.max_byte_age_ms {
+        0 => writeln!(out, "byte age limit: none ({} bytes expired)", s.expired_bytes_total)?,
+        ms => writeln!(out, "byte age limit: {ms} ms ({} bytes expired)", s.expired_bytes_total)?,
+    }
     writeln!(out, "uptime:         {} ms", s.uptime_ms)?;
     match s.last_chunk_age_ms {
         Some(age) => writeln!(out, "last chunk:     {age} ms ago")?,

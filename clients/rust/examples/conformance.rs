@@ -21,11 +21,11 @@ fn code(e: &Error) -> &'static str {
         Error::QuotaExhausted(_) => "RESOURCE_EXHAUSTED",
         Error::Unavailable(_) => "UNAVAILABLE",
         Error::DeadlineExceeded(_) => "DEADLINE_EXCEEDED",
+        Error::FailedPrecondition(_) => "FAILED_PRECONDITION",
         Error::Config(_) => "CLIENT_ERROR",
         Error::Other { code, .. } => match code {
             tonic::Code::Cancelled => "CANCELLED",
             tonic::Code::Internal => "INTERNAL",
-            tonic::Code::FailedPrecondition => "FAILED_PRECONDITION",
             _ => "UNKNOWN",
         },
     }

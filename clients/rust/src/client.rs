@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::{
-    GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse,
-    GetUuidsRequest,
+    CheckQualityRequest, CheckQualityResponse, DrawProvenance, GetFloatsRequest,
+    GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
+    SourceKind,
 };
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -40,6 +41,16 @@ pub(crate) type Inner = EntropyServiceClient<InterceptedService<Channel, BearerK
 pub struct Client {
     inner: Inner,
     timeout: Option<Duration>,
+    accept_kinds: Vec<i32>,
+}
+
+/// Bytes and where they came from (see [`Client::draw`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draw {
+    /// The bytes.
+    pub data: Vec<u8>,
+    /// The source kinds, collectors and chunks behind them, and the age of the oldest byte.
+    pub provenance: Option<DrawProvenance>,
 }
 
 impl std::fmt::Debug for Client {
@@ -60,6 +71,7 @@ pub struct ClientBuilder {
     ca_file: Option<PathBuf>,
     timeout: Option<Duration>,
     connect_timeout: Duration,
+    accept_kinds: Vec<i32>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -82,6 +94,7 @@ impl ClientBuilder {
             ca_file: None,
             timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: Duration::from_secs(10),
+            accept_kinds: Vec::new(),
         }
     }
 
@@ -112,6 +125,14 @@ impl ClientBuilder {
     /// endpoint then uses TLS, loopback too.
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Accept only bytes whose contributing sources are all of these kinds, on every call and
+    /// stream (`accept_kinds`); empty (the default) accepts any. A gateway fed none of them
+    /// answers [`Error::FailedPrecondition`] naming what its pool holds.
+    pub fn accept_kinds(mut self, kinds: impl IntoIterator<Item = SourceKind>) -> Self {
+        self.accept_kinds = kinds.into_iter().map(|k| k as i32).collect();
         self
     }
 
@@ -156,7 +177,7 @@ impl ClientBuilder {
         let channel = endpoint.connect_lazy();
         let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
             .max_decoding_message_size(4 << 20);
-        Ok(Client { inner, timeout: self.timeout })
+        Ok(Client { inner, timeout: self.timeout, accept_kinds: self.accept_kinds })
     }
 }
 
@@ -201,25 +222,52 @@ impl Client {
 
     /// Exactly `n` random bytes (1..=1048576).
     pub async fn get_bytes(&self, n: u32) -> Result<Vec<u8>, Error> {
-        let request = self.request(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() });
-        Ok(self.call(self.inner.clone().get_random(request)).await?.data)
+        Ok(self.draw(n).await?.data)
+    }
+
+    /// Exactly `n` random bytes (1..=1048576) with their provenance: the source kinds,
+    /// collectors and chunks behind them, and how long the oldest waited in the gateway.
+    pub async fn draw(&self, n: u32) -> Result<Draw, Error> {
+        let request = self.request(GetRandomRequest {
+            num_bytes: n,
+            encoding: 0,
+            accept_kinds: self.accept_kinds.clone(),
+        });
+        let response = self.call(self.inner.clone().get_random(request)).await?;
+        Ok(Draw { data: response.data, provenance: response.provenance })
+    }
+
+    /// Draws `sample_bytes` (2500..=4194304) that no one is ever served, and returns the
+    /// gateway's statistics on them with one verdict (`passed`, `failures`, `thresholds`).
+    /// Needs the `quality:check` scope.
+    pub async fn check_quality(&self, sample_bytes: u32) -> Result<CheckQualityResponse, Error> {
+        let request = self.request(CheckQualityRequest {
+            sample_bytes,
+            accept_kinds: self.accept_kinds.clone(),
+        });
+        self.call(self.inner.clone().check_quality(request)).await
     }
 
     /// `count` (1..=10000) uniform integers in `[min, max]`, unbiased.
     pub async fn get_integers(&self, min: i64, max: i64, count: u32) -> Result<Vec<i64>, Error> {
-        let request = self.request(GetIntegersRequest { min, max, count, ..Default::default() });
+        let request = self.request(GetIntegersRequest {
+            min,
+            max,
+            count,
+            accept_kinds: self.accept_kinds.clone(),
+        });
         Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
     }
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
-        let request = self.request(GetFloatsRequest { count, ..Default::default() });
+        let request = self.request(GetFloatsRequest { count, accept_kinds: self.accept_kinds.clone() });
         Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
-        let request = self.request(GetUuidsRequest { count, ..Default::default() });
+        let request = self.request(GetUuidsRequest { count, accept_kinds: self.accept_kinds.clone() });
         let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids
             .iter()
@@ -246,6 +294,6 @@ impl Client {
 
     /// [`Client::stream`] with its message size and reconnect rule given.
     pub fn stream_with(&self, total: Option<u64>, options: StreamOptions) -> RandomStream {
-        RandomStream::new(self.inner.clone(), total, options)
+        RandomStream::new(self.inner.clone(), total, options, self.accept_kinds.clone())
     }
 }

@@ -24,6 +24,11 @@ pub enum Error {
     /// Your deadline passed first. Nothing was consumed.
     #[error("deadline exceeded: {0}")]
     DeadlineExceeded(String),
+    /// The call accepts only some source kinds (`accept_kinds`) and the gateway is fed none
+    /// of them; the message names what its pool holds. Nothing was consumed. Retrying does not
+    /// help until a source of an accepted kind feeds the gateway.
+    #[error("failed precondition: {0}")]
+    FailedPrecondition(String),
     /// The endpoint, key or TLS settings are unusable.
     #[error("configuration: {0}")]
     Config(String),
@@ -54,6 +59,7 @@ impl From<tonic::Status> for Error {
             Code::ResourceExhausted => Self::QuotaExhausted(message),
             Code::Unavailable => Self::Unavailable(message),
             Code::DeadlineExceeded => Self::DeadlineExceeded(message),
+            Code::FailedPrecondition => Self::FailedPrecondition(message),
             code => Self::Other { code, message },
         }
     }

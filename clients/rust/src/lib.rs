@@ -25,10 +25,11 @@ pub mod reconnect;
 pub mod rng;
 pub mod stream;
 
-pub use client::{Client, ClientBuilder};
+pub use client::{Client, ClientBuilder, Draw};
 pub use endpoint::Endpoint;
 pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
+pub use entropy_proto::v1::{CheckQualityResponse as QualityReport, DrawProvenance, SourceKind};
 pub use error::Error;
 pub use reconnect::StreamOptions;
 pub use rng::PrefetchedRng;

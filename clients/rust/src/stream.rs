@@ -67,6 +67,8 @@ impl From<Status> for Failure {
 struct State {
     inner: Inner,
     options: StreamOptions,
+    /// Sent on every attempt: the source kinds the caller accepts.
+    accept_kinds: Vec<i32>,
     /// Bytes still owed; `None` for an endless stream.
     remaining: Option<u64>,
     received: u64,
@@ -77,7 +79,12 @@ struct State {
 }
 
 impl RandomStream {
-    pub(crate) fn new(inner: Inner, total: Option<u64>, options: StreamOptions) -> Self {
+    pub(crate) fn new(
+        inner: Inner,
+        total: Option<u64>,
+        options: StreamOptions,
+        accept_kinds: Vec<i32>,
+    ) -> Self {
         let reconnects = Arc::new(AtomicU32::new(0));
         let chunks = match options.check() {
             Err(e) => stream::once(async move { Err(io::Error::other(e)) }).boxed(),
@@ -85,6 +92,7 @@ impl RandomStream {
                 let state = State {
                     inner,
                     options,
+                    accept_kinds,
                     remaining: total,
                     received: 0,
                     current: None,
@@ -145,7 +153,8 @@ impl State {
         let first_by = now + limit;
         let request = StreamRandomRequest {
             chunk_bytes: self.options.chunk_bytes,
-            total_bytes: self.remaining.unwrap_or(0), ..Default::default()
+            total_bytes: self.remaining.unwrap_or(0),
+            accept_kinds: self.accept_kinds.clone(),
         };
         let replies = timeout_at(first_by, self.inner.stream_random(request))
             .await

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use entropy_diode_client::{Client, ClientBuilder, Error, StreamOptions};
+use entropy_diode_client::{Client, ClientBuilder, Error, SourceKind, StreamOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -55,6 +55,85 @@ async fn errors_map_to_their_variants() {
         ClientBuilder::new(format!("http://{}", gw.addr), "bad\nkey").connect().await,
         Err(Error::Config(_))
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draws_say_where_they_came_from_and_quality_is_checked_on_request() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    let draw = client.draw(32).await.unwrap();
+    assert_eq!(draw.data.len(), 32);
+    let p = draw.provenance.expect("provenance");
+    assert_eq!(p.kinds, [SourceKind::Os as i32]);
+    assert!(!p.mixed);
+    assert_eq!(p.collector_ids, ["dev-collector"]);
+    let (first, last) = (p.first_chunk.expect("first"), p.last_chunk.expect("last"));
+    assert!(p.chunk_count >= 1 && first.sequence <= last.sequence);
+
+    let report = client.check_quality(4096).await.unwrap();
+    assert!(report.passed, "{:?}", report.failures);
+    assert_eq!(report.sample_bytes, 4096);
+    assert_eq!(report.fips140_2.expect("fips").blocks, 1);
+    let (pi, os) = (report.pi.expect("pi"), report.pi_os_reference.expect("os"));
+    assert!(pi.points > 0 && pi.points == os.points);
+    assert_eq!(report.thresholds.len(), 5);
+    assert_eq!(report.provenance.expect("provenance").kinds, [SourceKind::Os as i32]);
+    for (n, bound) in [(100, "2500"), (4_194_305, "4194304")] {
+        match client.check_quality(n).await {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.contains("sample_bytes") && m.contains(bound), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_the_gateway_is_not_fed_is_refused_and_a_stream_does_not_retry_it() {
+    let gw = dev_gateway().await;
+    let endpoint = format!("http://{}", gw.addr);
+    let quantum =
+        ClientBuilder::new(&endpoint, KEY).accept_kinds([SourceKind::Quantum]).connect().await;
+    let quantum = quantum.unwrap();
+    for result in [
+        quantum.get_bytes(8).await.map(|_| ()),
+        quantum.get_uuids(1).await.map(|_| ()),
+        quantum.check_quality(4096).await.map(|_| ()),
+    ] {
+        match result {
+            Err(Error::FailedPrecondition(m)) => {
+                assert!(m.contains("QUANTUM") && m.contains("OS:"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut out = Vec::new();
+    let err = quantum.stream(Some(1024), 1024).read_to_end(&mut out).await.unwrap_err();
+    assert!(err.to_string().contains("QUANTUM"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "gave up at once, no reconnect budget");
+    assert!(out.is_empty());
+
+    let os_or_quantum = ClientBuilder::new(&endpoint, KEY)
+        .accept_kinds([SourceKind::Quantum, SourceKind::Os])
+        .connect()
+        .await
+        .unwrap();
+    let draw = os_or_quantum.draw(16).await.unwrap();
+    assert_eq!(draw.provenance.expect("provenance").kinds, [SourceKind::Os as i32]);
+    let unspecified = ClientBuilder::new(&endpoint, KEY)
+        .accept_kinds([SourceKind::Unspecified])
+        .connect()
+        .await
+        .unwrap();
+    match unspecified.get_floats(1).await {
+        Err(Error::InvalidArgument(m)) => assert!(m.starts_with("accept_kinds[0] is 0"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let status = os_or_quantum.status().await.unwrap();
+    assert_eq!(status.pool_by_class.len(), 1);
+    assert_eq!(status.pool_by_class[0].kinds, [SourceKind::Os as i32]);
+    assert_eq!((status.expired_bytes_total, status.max_byte_age_ms), (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
