@@ -36,6 +36,7 @@ export {
   type Provenance,
   type QualityReport,
   SourceKind,
+  sourceKindName,
 } from "./provenance";
 export type { ClassLevel, Source, Status } from "./status";
 export {

@@ -11,6 +11,12 @@ import { invalidArgument } from "./errors";
 export const SourceKind = Object.freeze({ QUANTUM: 1, HARDWARE: 2, OS: 3 } as const);
 export type SourceKind = (typeof SourceKind)[keyof typeof SourceKind];
 
+/** "QUANTUM", "HARDWARE" or "OS"; a kind this client does not know as its number. */
+export function sourceKindName(kind: number): string {
+  const entry = Object.entries(SourceKind).find(([, value]) => value === kind);
+  return entry === undefined ? String(kind) : entry[0];
+}
+
 /** One chunk, as its collector signed it. */
 export interface ChunkRef {
   collectorId: string;

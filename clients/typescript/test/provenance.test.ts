@@ -14,6 +14,7 @@ import {
   InvalidArgumentError,
   type Provenance,
   SourceKind,
+  sourceKindName,
 } from "../src";
 import { CheckQualityResponse, GetStatusResponse } from "../src/gen/entropy/v1/entropy";
 import type { DrawProvenance } from "../src/gen/entropy/v1/provenance";
@@ -153,6 +154,8 @@ describe("provenance", () => {
     const kinds = [3, 9] as number[] as DrawProvenance["kinds"];
     const p = provenanceFromPb({ kinds, mixed: false, collectorIds: [], firstChunk: undefined, lastChunk: undefined, chunkCount: 0, oldestByteAgeMs: 0n });
     assert.deepEqual(p.kinds, [OS, 9]);
+    assert.deepEqual(p.kinds.map(sourceKindName), ["OS", "9"]);
+    assert.deepEqual([QUANTUM, HARDWARE].map(sourceKindName), ["QUANTUM", "HARDWARE"]);
     assert.equal(p.firstChunk, undefined);
     assert.equal(p.lastChunk, undefined);
   });
