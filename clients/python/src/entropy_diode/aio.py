@@ -206,7 +206,8 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> AsyncStreamReader:
         """An async reader over StreamRandom; see `AsyncStreamReader`. `options` is its
-        reconnect rule (default: the client's `stream_options`)."""
+        reconnect rule (default: the client's `stream_options`), `accept_kinds` its source filter
+        (default: the client's)."""
         return AsyncStreamReader(
             self._open_stream,
             total_bytes,

@@ -213,7 +213,8 @@ class EntropyClient:
         """A file-like reader over StreamRandom: `total_bytes` in all (None: endless),
         `chunk_bytes` per message (0: the server's 16 KiB). It reconnects after transport
         errors without losing or repeating bytes, by `options` (default: the client's
-        `stream_options`). Close it (or use `with`) to stop the stream."""
+        `stream_options`), sending `accept_kinds` (default: the client's) on every stream it
+        opens. Close it (or use `with`) to stop the stream."""
         return StreamReader(
             self._open_stream,
             total_bytes,
