@@ -75,8 +75,12 @@ final class ScriptedGateway extends EntropyServiceGrpc.EntropyServiceImplBase
   }
 
   @Override
-  public void close() throws InterruptedException {
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+  public void close() {
+    try {
+      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private void record(String method, List<Integer> numbers) {
