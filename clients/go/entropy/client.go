@@ -32,6 +32,8 @@ type Client struct {
 	rpc      entropyv1.EntropyServiceClient
 	timeout  time.Duration
 	endpoint Endpoint
+	// acceptKinds is sent as accept_kinds on every entropy call (nil: any kind).
+	acceptKinds []entropyv1.SourceKind
 }
 
 type config struct {
@@ -40,6 +42,7 @@ type config struct {
 	insecure bool
 	timeout  time.Duration
 	dialOpts []grpc.DialOption
+	kinds    []SourceKind
 }
 
 // Option configures New and NewFromEnv.
@@ -61,6 +64,19 @@ func WithCAFile(path string) Option { return func(c *config) { c.caFile = path }
 
 // WithTimeout sets the deadline given to unary calls whose context has none (0: no deadline).
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithAcceptKinds makes every entropy call of the client (Bytes, Draw, Integers, Floats,
+// UUIDs, CheckQuality, and readers) accept only bytes from sources of these kinds: a chunk
+// qualifies when every source that contributed to it has one of them, so bytes of a QUANTUM
+// source XORed with the OS source need both KindQuantum and KindOS. None (the default) accepts
+// any kind. When the pool holds no byte of an accepted class and none arrived lately, a call
+// fails at once with ErrFailedPrecondition naming what the pool holds. WithStreamAcceptKinds
+// and CheckQuality's kinds override it for one reader or call. The kinds are sent as given; the
+// gateway answers ErrInvalidArgument (naming `accept_kinds[i]`) for 0 or a kind it does not
+// know.
+func WithAcceptKinds(kinds ...SourceKind) Option {
+	return func(c *config) { c.kinds = append([]SourceKind(nil), kinds...) }
+}
 
 // WithDialOptions passes extra options to grpc.NewClient (interceptors, window sizes, ...).
 // They come after this package's own, so they win.
@@ -128,7 +144,10 @@ func New(endpoint, apiKey string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("endpoint %q: %v", endpoint, err)}
 	}
-	return &Client{conn: conn, rpc: entropyv1.NewEntropyServiceClient(conn), timeout: cfg.timeout, endpoint: ep}, nil
+	return &Client{
+		conn: conn, rpc: entropyv1.NewEntropyServiceClient(conn), timeout: cfg.timeout, endpoint: ep,
+		acceptKinds: kindsToPB(cfg.kinds),
+	}, nil
 }
 
 // NewFromEnv returns a client configured from the environment: ENTROPY_ENDPOINT (default
@@ -152,6 +171,9 @@ func NewFromEnv(opts ...Option) (*Client, error) {
 // Endpoint is the parsed endpoint this client connects to.
 func (c *Client) Endpoint() Endpoint { return c.endpoint }
 
+// AcceptKinds is the client's source filter (WithAcceptKinds); nil accepts any kind.
+func (c *Client) AcceptKinds() []SourceKind { return kindsFromPB(c.acceptKinds) }
+
 func loadCAFile(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
@@ -173,8 +195,23 @@ func (c *Client) Bytes(ctx context.Context, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{NumBytes: num})
+	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{NumBytes: num, AcceptKinds: c.acceptKinds})
 	return resp.GetData(), err
+}
+
+// Draw returns exactly n random bytes (1..=1048576) together with their provenance: the kinds
+// of the sources behind them, the collectors and chunks they came from, and how long they had
+// waited in the pool.
+func (c *Client) Draw(ctx context.Context, n int) (*Draw, error) {
+	num, err := toUint32("num_bytes", n)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{NumBytes: num, AcceptKinds: c.acceptKinds})
+	if err != nil {
+		return nil, err
+	}
+	return &Draw{Data: resp.GetData(), Provenance: provenanceFromPB(resp.GetProvenance())}, nil
 }
 
 // Integers returns count (1..=10000) uniform integers in [low, high], both inclusive; the full
@@ -184,7 +221,7 @@ func (c *Client) Integers(ctx context.Context, low, high int64, count int) ([]in
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetIntegers, &entropyv1.GetIntegersRequest{Min: low, Max: high, Count: n})
+	resp, err := unary(c, ctx, c.rpc.GetIntegers, &entropyv1.GetIntegersRequest{Min: low, Max: high, Count: n, AcceptKinds: c.acceptKinds})
 	return resp.GetValues(), err
 }
 
@@ -194,7 +231,7 @@ func (c *Client) Floats(ctx context.Context, count int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetFloats, &entropyv1.GetFloatsRequest{Count: n})
+	resp, err := unary(c, ctx, c.rpc.GetFloats, &entropyv1.GetFloatsRequest{Count: n, AcceptKinds: c.acceptKinds})
 	return resp.GetValues(), err
 }
 
@@ -204,7 +241,7 @@ func (c *Client) UUIDs(ctx context.Context, count int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetUuids, &entropyv1.GetUuidsRequest{Count: n})
+	resp, err := unary(c, ctx, c.rpc.GetUuids, &entropyv1.GetUuidsRequest{Count: n, AcceptKinds: c.acceptKinds})
 	return resp.GetUuids(), err
 }
 

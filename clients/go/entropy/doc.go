@@ -21,8 +21,9 @@
 //
 // Every call takes a context: its deadline bounds the call (the client's default applies when
 // it has none) and cancelling it stops the call. Failures are *Error values carrying the gRPC
-// status; match them with errors.Is against ErrInvalidArgument, ErrUnauthenticated, ... , and
-// context.Canceled / context.DeadlineExceeded when a context ended the call.
+// status; match them with errors.Is against ErrInvalidArgument, ErrUnauthenticated, ... ,
+// ErrFailedPrecondition, and context.Canceled / context.DeadlineExceeded when a context ended
+// the call.
 //
 // # Streams and the reconnect rule
 //
@@ -43,10 +44,21 @@
 // gateway that is back is used within about a second. Every Read is bounded by these timeouts
 // and the reader's context; ReadContext bounds one read by another context as well. When the
 // budget runs out, Read returns the last error, saying how long it tried and how many bytes it
-// had received. Any other status (a bad key, a quota) is returned at once.
+// had received. Any other status (a bad key, a quota, FailedPrecondition) is returned at once.
+//
+// # Source kinds, provenance and quality
+//
+// WithAcceptKinds(KindQuantum, ...) makes every entropy call of a client accept only bytes
+// from sources of those kinds (WithStreamAcceptKinds for one reader, CheckQuality's kinds for
+// one check); none accepts any. A pool that holds none of them answers ErrFailedPrecondition
+// at once, naming what it holds; readers do not retry it. Draw returns bytes with their
+// *Provenance (kinds, collectors, first and last chunk, age), and Reader.Provenance is that of
+// the last message read. CheckQuality has the gateway draw and test a sample (it needs the
+// quality:check scope) and returns a *QualityReport; Status reports the pool by class.
 //
 // Files: client.go (connection and unary calls), endpoint.go (the endpoint syntax), apikey.go
 // (key checks), reader.go (the stream reader and its reconnect rule), errors.go (typed errors),
-// status.go (GetStatus as Go types). The generated code is in ../gen/entropy/v1
+// status.go (GetStatus as Go types), provenance.go (source kinds and provenance), quality.go
+// (CheckQuality). The generated code is in ../gen/entropy/v1
 // (clients/generate.sh).
 package entropy

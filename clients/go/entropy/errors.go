@@ -31,15 +31,21 @@ var (
 	// ErrDeadlineExceeded: the context's deadline passed first. Nothing was consumed. Errors
 	// with this code also match context.DeadlineExceeded.
 	ErrDeadlineExceeded = errors.New("entropy: deadline exceeded")
+	// ErrFailedPrecondition: the call accepts only some source kinds (WithAcceptKinds,
+	// WithStreamAcceptKinds) and the pool holds none of them and none arrived lately; the
+	// message names what the pool holds. Nothing was consumed. Not transient: a Reader returns
+	// it at once instead of reconnecting.
+	ErrFailedPrecondition = errors.New("entropy: failed precondition")
 )
 
 var sentinels = map[codes.Code]error{
-	codes.InvalidArgument:   ErrInvalidArgument,
-	codes.Unauthenticated:   ErrUnauthenticated,
-	codes.PermissionDenied:  ErrPermissionDenied,
-	codes.ResourceExhausted: ErrResourceExhausted,
-	codes.Unavailable:       ErrUnavailable,
-	codes.DeadlineExceeded:  ErrDeadlineExceeded,
+	codes.InvalidArgument:    ErrInvalidArgument,
+	codes.Unauthenticated:    ErrUnauthenticated,
+	codes.PermissionDenied:   ErrPermissionDenied,
+	codes.ResourceExhausted:  ErrResourceExhausted,
+	codes.Unavailable:        ErrUnavailable,
+	codes.DeadlineExceeded:   ErrDeadlineExceeded,
+	codes.FailedPrecondition: ErrFailedPrecondition,
 }
 
 // Error is a failed call: the gRPC status code and the server's message.

@@ -87,12 +87,13 @@ func TestEveryDocumentedCodeMapsToItsSentinel(t *testing.T) {
 	// PERMISSION_DENIED and RESOURCE_EXHAUSTED (scopes, quotas) are in the contract but the dev
 	// gateway cannot produce them yet, so a scripted server sends each code for real.
 	cases := map[codes.Code]error{
-		codes.InvalidArgument:   entropy.ErrInvalidArgument,
-		codes.Unauthenticated:   entropy.ErrUnauthenticated,
-		codes.PermissionDenied:  entropy.ErrPermissionDenied,
-		codes.ResourceExhausted: entropy.ErrResourceExhausted,
-		codes.Unavailable:       entropy.ErrUnavailable,
-		codes.DeadlineExceeded:  entropy.ErrDeadlineExceeded,
+		codes.InvalidArgument:    entropy.ErrInvalidArgument,
+		codes.Unauthenticated:    entropy.ErrUnauthenticated,
+		codes.PermissionDenied:   entropy.ErrPermissionDenied,
+		codes.ResourceExhausted:  entropy.ErrResourceExhausted,
+		codes.Unavailable:        entropy.ErrUnavailable,
+		codes.DeadlineExceeded:   entropy.ErrDeadlineExceeded,
+		codes.FailedPrecondition: entropy.ErrFailedPrecondition,
 	}
 	for code, sentinel := range cases {
 		f := &fakeEntropy{

@@ -18,6 +18,8 @@ func TestExamples(t *testing.T) {
 		"uuids":      `^(` + uuid + `\n){5}$`,
 		"seedprng":   `^seed=[0-9a-f]{64} normal=\S+ perm=\[.*\]\n$`,
 		"streamfile": `^wrote 8388608 bytes to .*\n$`,
+		"provenance": `^32 bytes [0-9a-f]{64} kinds=\[os\] collectors=\[dev-collector\] chunks=[1-9]\d* first=\d+ last=\d+\n` +
+			`quality passed=true shannon=\S+ min-entropy=\S+ fips-blocks=26 failures=\[\]\n$`,
 	}
 	dirs, err := os.ReadDir("../examples")
 	if err != nil {

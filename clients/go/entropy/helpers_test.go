@@ -3,6 +3,7 @@ package entropy_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	entropyv1 "github.com/entropy-diode/entropy-diode/clients/go/gen/entropy/v1"
 )
@@ -32,13 +34,46 @@ type fakeEntropy struct {
 	unaryErr  error
 	trailer   metadata.MD
 
+	// provenance is attached to every GetRandom response and stream message (stream messages
+	// get a copy whose chunks' sequence is the message's number in its stream); quality and
+	// status answer CheckQuality and GetStatus.
+	provenance *entropyv1.DrawProvenance
+	quality    *entropyv1.CheckQualityResponse
+	status     *entropyv1.GetStatusResponse
+
 	mu       sync.Mutex
 	script   []step
 	requests [][2]uint64 // (chunk_bytes, total_bytes) of each StreamRandom call
 	sent     []byte
+	// kinds is the accept_kinds of each call, in order, as "Method:[kinds]".
+	kinds []string
+}
+
+func (f *fakeEntropy) record(method string, kinds []entropyv1.SourceKind) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kinds = append(f.kinds, fmt.Sprintf("%s:%v", method, kinds))
+}
+
+func (f *fakeEntropy) kindsSeen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.kinds...)
+}
+
+// messageProvenance is f.provenance with both chunks' sequence set to seq.
+func (f *fakeEntropy) messageProvenance(seq uint64) *entropyv1.DrawProvenance {
+	if f.provenance == nil {
+		return nil
+	}
+	p := proto.Clone(f.provenance).(*entropyv1.DrawProvenance)
+	p.FirstChunk = &entropyv1.ChunkRef{CollectorId: p.GetFirstChunk().GetCollectorId(), Sequence: seq}
+	p.LastChunk = &entropyv1.ChunkRef{CollectorId: p.GetLastChunk().GetCollectorId(), Sequence: seq}
+	return p
 }
 
 func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.ServerStreamingServer[entropyv1.StreamRandomResponse]) error {
+	f.record("StreamRandom", req.AcceptKinds)
 	f.mu.Lock()
 	f.requests = append(f.requests, [2]uint64{uint64(req.ChunkBytes), req.TotalBytes})
 	st := step{chunks: -1}
@@ -67,7 +102,7 @@ func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.Se
 		f.mu.Lock()
 		f.sent = append(f.sent, data...)
 		f.mu.Unlock()
-		if err := s.Send(&entropyv1.StreamRandomResponse{Data: data}); err != nil {
+		if err := s.Send(&entropyv1.StreamRandomResponse{Data: data, Provenance: f.messageProvenance(uint64(i))}); err != nil {
 			return err
 		}
 	}
@@ -82,13 +117,47 @@ func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.Se
 }
 
 func (f *fakeEntropy) GetRandom(ctx context.Context, req *entropyv1.GetRandomRequest) (*entropyv1.GetRandomResponse, error) {
+	f.record("GetRandom", req.AcceptKinds)
 	if f.unaryErr != nil {
 		_ = grpc.SetTrailer(ctx, f.trailer)
 		return nil, f.unaryErr
 	}
 	data := make([]byte, req.NumBytes)
 	_, _ = rand.Read(data)
-	return &entropyv1.GetRandomResponse{Data: data}, nil
+	return &entropyv1.GetRandomResponse{Data: data, Provenance: f.provenance}, nil
+}
+
+func (f *fakeEntropy) GetIntegers(_ context.Context, req *entropyv1.GetIntegersRequest) (*entropyv1.GetIntegersResponse, error) {
+	f.record("GetIntegers", req.AcceptKinds)
+	return &entropyv1.GetIntegersResponse{Values: make([]int64, req.Count), Provenance: f.provenance}, f.unaryErr
+}
+
+func (f *fakeEntropy) GetFloats(_ context.Context, req *entropyv1.GetFloatsRequest) (*entropyv1.GetFloatsResponse, error) {
+	f.record("GetFloats", req.AcceptKinds)
+	return &entropyv1.GetFloatsResponse{Values: make([]float64, req.Count), Provenance: f.provenance}, f.unaryErr
+}
+
+func (f *fakeEntropy) GetUuids(_ context.Context, req *entropyv1.GetUuidsRequest) (*entropyv1.GetUuidsResponse, error) {
+	f.record("GetUuids", req.AcceptKinds)
+	return &entropyv1.GetUuidsResponse{Uuids: make([]string, req.Count), Provenance: f.provenance}, f.unaryErr
+}
+
+func (f *fakeEntropy) CheckQuality(_ context.Context, req *entropyv1.CheckQualityRequest) (*entropyv1.CheckQualityResponse, error) {
+	f.record("CheckQuality", req.AcceptKinds)
+	if f.unaryErr != nil {
+		return nil, f.unaryErr
+	}
+	if f.quality == nil {
+		return nil, status.Error(codes.Unimplemented, "no scripted report")
+	}
+	return f.quality, nil
+}
+
+func (f *fakeEntropy) GetStatus(context.Context, *entropyv1.GetStatusRequest) (*entropyv1.GetStatusResponse, error) {
+	if f.status == nil {
+		return nil, status.Error(codes.Unimplemented, "no scripted status")
+	}
+	return f.status, nil
 }
 
 func (f *fakeEntropy) snapshot() ([][2]uint64, []byte) {

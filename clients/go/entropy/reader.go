@@ -38,6 +38,8 @@ const (
 type streamConfig struct {
 	budget, attempt, stall time.Duration
 	backoffMin, backoffMax time.Duration
+	kinds                  []SourceKind
+	kindsSet               bool // kinds given for this reader, overriding the client's
 	err                    error
 }
 
@@ -88,6 +90,16 @@ func WithBackoff(initial, max time.Duration) StreamOption {
 	}
 }
 
+// WithStreamAcceptKinds makes this reader accept only bytes from sources of these kinds, on
+// its first stream and every reconnect, instead of the client's WithAcceptKinds; none accepts
+// any kind. When the pool holds no byte of an accepted class and none arrived lately, Read
+// returns ErrFailedPrecondition at once: the reader does not reconnect for it.
+func WithStreamAcceptKinds(kinds ...SourceKind) StreamOption {
+	return func(c *streamConfig) {
+		c.kinds, c.kindsSet = append([]SourceKind(nil), kinds...), true
+	}
+}
+
 func (c *streamConfig) fail(format string, args ...any) {
 	if c.err == nil {
 		c.err = &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf(format, args...)}
@@ -101,7 +113,8 @@ func (c *streamConfig) fail(format string, args ...any) {
 // already received are kept, so the caller never loses a byte or sees one twice. Each attempt
 // waits for the connection to be ready, within the attempt timeout; attempts are spaced by a
 // jittered backoff and go on for at most the reconnect budget from the failure (the budget
-// starts again once bytes flow). Any other status (a bad key, a quota) is returned at once.
+// starts again once bytes flow). Any other status (a bad key, a quota, FailedPrecondition
+// for source kinds the pool does not hold) is returned at once.
 // A Reader is not safe for concurrent use.
 type Reader struct {
 	client *Client
@@ -109,6 +122,9 @@ type Reader struct {
 	total  uint64 // 0: endless
 	chunk  uint32
 	cfg    streamConfig
+	kinds  []entropyv1.SourceKind // accept_kinds of every stream
+
+	lastProvenance *entropyv1.DrawProvenance // of the last message received
 
 	received uint64
 	buf      []byte
@@ -158,8 +174,17 @@ func (c *Client) NewReader(ctx context.Context, totalBytes uint64, chunkBytes ui
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return &Reader{client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg}
+	kinds := c.acceptKinds
+	if cfg.kindsSet {
+		kinds = kindsToPB(cfg.kinds)
+	}
+	return &Reader{client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg, kinds: kinds}
 }
+
+// Provenance is where the bytes of the last message received came from: the message the bytes
+// of the last Read belong to, as the reader takes a new message only when the previous one is
+// used up. Nil before the first message, or from a gateway that sends none.
+func (r *Reader) Provenance() *Provenance { return provenanceFromPB(r.lastProvenance) }
 
 // StreamsOpened is how many StreamRandom calls the reader has made.
 func (r *Reader) StreamsOpened() int { return r.opens }
@@ -254,6 +279,9 @@ func (r *Reader) fill(ctx context.Context) error {
 		}
 		r.received += uint64(len(data))
 		r.buf = append(r.buf, data...)
+		if p := msg.GetProvenance(); p != nil {
+			r.lastProvenance = p
+		}
 		if len(data) > 0 {
 			r.broken, r.failures, r.lastErr = false, 0, nil
 		}
@@ -295,7 +323,7 @@ func (r *Reader) open(ctx context.Context) error {
 	r.opens++
 	stop := a.watch(ctx, timeout)
 	stream, err := r.client.rpc.StreamRandom(sctx, &entropyv1.StreamRandomRequest{
-		ChunkBytes: r.chunk, TotalBytes: remaining,
+		ChunkBytes: r.chunk, TotalBytes: remaining, AcceptKinds: r.kinds,
 	}, grpc.WaitForReady(true))
 	stop()
 	if err == nil && a.dead.Load() {

@@ -25,6 +25,22 @@ type Status struct {
 	LastChunkAgeMs *uint64
 	Sources        []Source
 	Serving        bool
+	// PoolByClass is the pool's bytes by class (the kinds of the sources behind them), largest
+	// first.
+	PoolByClass []ClassLevel
+	// ExpiredBytesTotal counts bytes wiped unserved because they stayed in the pool longer
+	// than MaxByteAgeMs.
+	ExpiredBytesTotal uint64
+	// MaxByteAgeMs is the longest a byte may stay in the pool, in milliseconds; 0: no limit.
+	MaxByteAgeMs uint64
+}
+
+// ClassLevel is the pool's bytes of one class.
+type ClassLevel struct {
+	// Kinds of the sources behind these bytes, each once, in enum order.
+	Kinds []SourceKind
+	// Bytes ready to be served.
+	Bytes uint64
 }
 
 // Source is one entropy source the gateway has seen. Kind is "quantum", "hardware" or "os":
@@ -53,6 +69,11 @@ func statusFromPB(m *entropyv1.GetStatusResponse) *Status {
 		UptimeMs:              m.GetUptimeMs(),
 		LastChunkAgeMs:        m.LastChunkAgeMs,
 		Serving:               m.GetServing(),
+		ExpiredBytesTotal:     m.GetExpiredBytesTotal(),
+		MaxByteAgeMs:          m.GetMaxByteAgeMs(),
+	}
+	for _, cl := range m.GetPoolByClass() {
+		s.PoolByClass = append(s.PoolByClass, ClassLevel{Kinds: kindsFromPB(cl.GetKinds()), Bytes: cl.GetBytes()})
 	}
 	for _, src := range m.GetSources() {
 		s.Sources = append(s.Sources, Source{

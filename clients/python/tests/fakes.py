@@ -1,5 +1,7 @@
 """A scripted in-process EntropyService, for what a live gateway cannot be made to do on cue:
-fail a stream after exactly k chunks, end it early, or answer with a given status."""
+fail a stream after exactly k chunks, end it early, answer with a given status, report a
+provenance of several kinds and collectors, or a quality report that failed. It records the
+`accept_kinds` of every call."""
 
 from __future__ import annotations
 
@@ -13,6 +15,25 @@ import grpc
 
 from entropy_diode._gen.entropy.v1 import entropy_pb2 as pb
 from entropy_diode._gen.entropy.v1 import entropy_pb2_grpc as pb_grpc
+from entropy_diode._gen.entropy.v1 import provenance_pb2 as ppb
+
+
+def fake_provenance(sequence: int) -> ppb.DrawProvenance:
+    """A provenance no dev gateway reports: two kinds mixed, two collectors, chunks
+    `sequence` and `sequence + 1`."""
+    return ppb.DrawProvenance(
+        kinds=[ppb.SOURCE_KIND_QUANTUM, ppb.SOURCE_KIND_OS],
+        mixed=True,
+        collector_ids=["fake-a", "fake-b"],
+        first_chunk=ppb.ChunkRef(
+            collector_id="fake-a", epoch=7, sequence=sequence, signed_at_unix_ms=1_700_000_000_000
+        ),
+        last_chunk=ppb.ChunkRef(
+            collector_id="fake-b", epoch=8, sequence=sequence + 1, signed_at_unix_ms=-5
+        ),
+        chunk_count=2,
+        oldest_byte_age_ms=42,
+    )
 
 
 @dataclass
@@ -34,11 +55,25 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     unary_error: tuple[grpc.StatusCode, str, tuple[tuple[str, str], ...]] | None = None
     requests: list[tuple[int, int]] = field(default_factory=list)
     sent: bytearray = field(default_factory=bytearray)
+    # (method, accept_kinds) of every call, in order.
+    kinds: list[tuple[str, list[int]]] = field(default_factory=list)
+    # What CheckQuality and GetStatus answer.
+    quality: pb.CheckQualityResponse = field(default_factory=pb.CheckQualityResponse)
+    status: pb.GetStatusResponse = field(default_factory=pb.GetStatusResponse)
+
+    def _unary(self, method: str, request: object, context: grpc.ServicerContext) -> None:
+        """Records the call's accept_kinds; raises the scripted error, if any."""
+        self.kinds.append((method, list(getattr(request, "accept_kinds", []))))
+        if self.unary_error is not None:
+            code, details, trailers = self.unary_error
+            context.set_trailing_metadata(trailers)
+            context.abort(code, details)
 
     def StreamRandom(
         self, request: pb.StreamRandomRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.StreamRandomResponse]:
         self.requests.append((request.chunk_bytes, request.total_bytes))
+        self.kinds.append(("StreamRandom", list(request.accept_kinds)))
         step = self.script.pop(0) if self.script else Step(None)
         size = request.chunk_bytes or self.chunk_size
         left = request.total_bytes or None
@@ -50,7 +85,8 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
             if left is not None:
                 left -= len(data)
             self.sent += data
-            yield pb.StreamRandomResponse(data=data)
+            # Its chunk sequence is the bytes sent so far: a test can tell which message came last.
+            yield pb.StreamRandomResponse(data=data, provenance=fake_provenance(len(self.sent)))
         until = time.monotonic() + step.hang
         while time.monotonic() < until and context.is_active():
             time.sleep(0.01)
@@ -60,11 +96,40 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     def GetRandom(
         self, request: pb.GetRandomRequest, context: grpc.ServicerContext
     ) -> pb.GetRandomResponse:
-        if self.unary_error is not None:
-            code, details, trailers = self.unary_error
-            context.set_trailing_metadata(trailers)
-            context.abort(code, details)
-        return pb.GetRandomResponse(data=os.urandom(request.num_bytes))
+        self._unary("GetRandom", request, context)
+        return pb.GetRandomResponse(
+            data=os.urandom(request.num_bytes), provenance=fake_provenance(request.num_bytes)
+        )
+
+    def GetIntegers(
+        self, request: pb.GetIntegersRequest, context: grpc.ServicerContext
+    ) -> pb.GetIntegersResponse:
+        self._unary("GetIntegers", request, context)
+        return pb.GetIntegersResponse(values=[request.min] * request.count)
+
+    def GetFloats(
+        self, request: pb.GetFloatsRequest, context: grpc.ServicerContext
+    ) -> pb.GetFloatsResponse:
+        self._unary("GetFloats", request, context)
+        return pb.GetFloatsResponse(values=[0.5] * request.count)
+
+    def GetUuids(
+        self, request: pb.GetUuidsRequest, context: grpc.ServicerContext
+    ) -> pb.GetUuidsResponse:
+        self._unary("GetUuids", request, context)
+        return pb.GetUuidsResponse(uuids=["5f0c3c1e-8f6e-4d3c-9a63-3b1e1c2d4e5f"] * request.count)
+
+    def GetStatus(
+        self, request: pb.GetStatusRequest, context: grpc.ServicerContext
+    ) -> pb.GetStatusResponse:
+        self._unary("GetStatus", request, context)
+        return self.status
+
+    def CheckQuality(
+        self, request: pb.CheckQualityRequest, context: grpc.ServicerContext
+    ) -> pb.CheckQualityResponse:
+        self._unary("CheckQuality", request, context)
+        return self.quality
 
 
 class FakeServer:

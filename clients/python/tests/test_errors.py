@@ -13,6 +13,7 @@ from entropy_diode import (
     DeadlineExceededError,
     EntropyClient,
     EntropyError,
+    FailedPreconditionError,
     InvalidArgumentError,
     PermissionDeniedError,
     QuotaExceededError,
@@ -89,6 +90,7 @@ def test_invalid_argument_is_a_value_error(client: EntropyClient) -> None:
         (grpc.StatusCode.RESOURCE_EXHAUSTED, QuotaExceededError),
         (grpc.StatusCode.UNAVAILABLE, UnavailableError),
         (grpc.StatusCode.DEADLINE_EXCEEDED, DeadlineExceededError),
+        (grpc.StatusCode.FAILED_PRECONDITION, FailedPreconditionError),
     ],
 )
 def test_status_from_the_wire_maps_to_its_class(code: grpc.StatusCode, cls: type) -> None:

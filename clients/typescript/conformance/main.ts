@@ -179,7 +179,7 @@ async function throughput(argv: string[]): Promise<void> {
     md.set("authorization", `Bearer ${key}`);
     try {
       const started = performance.now();
-      for await (const m of stub.streamRandom({ chunkBytes: chunk, totalBytes: BigInt(total) }, md)) {
+      for await (const m of stub.streamRandom({ chunkBytes: chunk, totalBytes: BigInt(total), acceptKinds: [] }, md)) {
         bytes += (m as { data: Uint8Array }).data.length;
       }
       seconds = (performance.now() - started) / 1000;

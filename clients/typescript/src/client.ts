@@ -16,6 +16,7 @@ import { validateApiKey } from "./apikey";
 import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endpoint";
 import { fromServiceError, invalidArgument } from "./errors";
 import { EntropyServiceClient } from "./gen/entropy/v1/entropy";
+import { checkKinds, type Draw, provenanceFromPb, type QualityReport, qualityFromPb, type SourceKind } from "./provenance";
 import { type Status, statusFromPb } from "./status";
 import { RandomStream, type StreamOptions } from "./stream";
 
@@ -51,6 +52,10 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Passed to grpc-js (window sizes, keepalive, ...), over DEFAULT_CHANNEL_OPTIONS. */
   channelOptions?: ChannelOptions;
+  /** The source kinds every entropy call accepts unless it says otherwise (its own
+   * `acceptKinds`); empty or undefined: any. A filter the pool cannot serve rejects with
+   * FailedPreconditionError. */
+  acceptKinds?: readonly SourceKind[];
 }
 
 /** `EntropyClient.fromEnv` options: each given value wins over its environment variable. */
@@ -67,6 +72,9 @@ export interface CallOptions {
   /** Aborting cancels the call; it then rejects with `signal.reason` (a DOMException named
    * "AbortError", or "TimeoutError" for `AbortSignal.timeout(ms)`). */
   signal?: AbortSignal;
+  /** The source kinds this call accepts (entropy calls only), instead of the client's
+   * `acceptKinds`; `[]`: any. */
+  acceptKinds?: readonly SourceKind[];
 }
 
 type Callback<Res> = (err: ServiceError | null, res: Res) => void;
@@ -93,6 +101,8 @@ export class EntropyClient {
   /** Where this client connects, as `http://host:port` or `https://host:port` (or as given,
    * with your own `credentials`). */
   readonly endpoint: string;
+  /** The source kinds every entropy call accepts unless it says otherwise (empty: any). */
+  readonly acceptKinds: readonly SourceKind[];
   private readonly rpc: EntropyServiceClient;
   private readonly metadata: Metadata;
   private readonly streamMetadata: Metadata;
@@ -106,6 +116,7 @@ export class EntropyClient {
    */
   constructor(endpoint: string, apiKey: string, options: ClientOptions = {}) {
     const key = validateApiKey(apiKey);
+    this.acceptKinds = Object.freeze(checkKinds(options.acceptKinds ?? []));
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       throw invalidArgument(`timeoutMs is ${timeoutMs}, must be a number >= 0 (0: none)`);
@@ -145,9 +156,22 @@ export class EntropyClient {
 
   /** Exactly `numBytes` random bytes (1..=1048576). */
   async getBytes(numBytes: number, options?: CallOptions): Promise<Buffer> {
-    const req = { numBytes: uint32("numBytes", numBytes), encoding: 0 };
+    return (await this.draw(numBytes, options)).data;
+  }
+
+  /** Exactly `numBytes` random bytes (1..=1048576) and where they came from. */
+  async draw(numBytes: number, options?: CallOptions): Promise<Draw> {
+    const req = { numBytes: uint32("numBytes", numBytes), encoding: 0, acceptKinds: this.kinds(options) };
     const res = await this.unary(this.rpc.getRandom, req, options);
-    return Buffer.from(res.data);
+    return { data: Buffer.from(res.data), provenance: provenanceFromPb(res.provenance) };
+  }
+
+  /** Has the gateway draw `sampleBytes` (2500..=4194304) from its pool, never to be served to
+   * anyone, and report how random they look. Needs a key with the `quality:check` scope; the
+   * bytes count against the key's quota. */
+  async checkQuality(sampleBytes: number, options?: CallOptions): Promise<QualityReport> {
+    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), acceptKinds: this.kinds(options) };
+    return qualityFromPb(await this.unary(this.rpc.checkQuality, req, options));
   }
 
   /** `count` (1..=10000) uniform integers in [min, max], both inclusive. Pass numbers (safe
@@ -160,7 +184,12 @@ export class EntropyClient {
     count = 1,
     options?: CallOptions,
   ): Promise<number[] | bigint[]> {
-    const req = { min: int64("min", min), max: int64("max", max), count: uint32("count", count) };
+    const req = {
+      min: int64("min", min),
+      max: int64("max", max),
+      count: uint32("count", count),
+      acceptKinds: this.kinds(options),
+    };
     const res = await this.unary(this.rpc.getIntegers, req, options);
     // Bounds that are safe integers keep every value in between safe too.
     return typeof min === "number" ? res.values.map(Number) : res.values;
@@ -168,13 +197,15 @@ export class EntropyClient {
 
   /** `count` (1..=10000) uniform floats in [0, 1), 53 random bits each. */
   async getFloats(count = 1, options?: CallOptions): Promise<number[]> {
-    const res = await this.unary(this.rpc.getFloats, { count: uint32("count", count) }, options);
+    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const res = await this.unary(this.rpc.getFloats, req, options);
     return res.values;
   }
 
   /** `count` (1..=10000) random version 4 UUIDs, canonical lowercase. */
   async getUuids(count = 1, options?: CallOptions): Promise<string[]> {
-    const res = await this.unary(this.rpc.getUuids, { count: uint32("count", count) }, options);
+    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const res = await this.unary(this.rpc.getUuids, req, options);
     return res.uuids;
   }
 
@@ -190,7 +221,7 @@ export class EntropyClient {
     // stream's attempt and stall timeouts and its reconnect budget instead.
     return new RandomStream(
       (req) => this.rpc.streamRandom(req, this.streamMetadata.clone()),
-      options,
+      { ...options, acceptKinds: options.acceptKinds ?? this.acceptKinds },
       () => {
         const state = this.rpc.getChannel().getConnectivityState(false);
         return state === connectivityState.READY ? undefined : connectivityState[state];
@@ -206,6 +237,11 @@ export class EntropyClient {
   /** Closes the channel; calls in flight fail with CANCELLED. */
   close(): void {
     this.rpc.close();
+  }
+
+  /** A call's `acceptKinds`: its own when given (empty: any), else the client's. */
+  private kinds(options: CallOptions | undefined): SourceKind[] {
+    return options?.acceptKinds === undefined ? [...this.acceptKinds] : checkKinds(options.acceptKinds);
   }
 
   private unary<Req, Res>(method: UnaryMethod<Req, Res>, req: Req, options: CallOptions = {}): Promise<Res> {

@@ -45,12 +45,19 @@ export class UnavailableError extends EntropyError {}
 /** DEADLINE_EXCEEDED: the call's own deadline passed first. Nothing was consumed. */
 export class DeadlineExceededError extends EntropyError {}
 
+/** FAILED_PRECONDITION: the call accepts only some source kinds (`acceptKinds`) and the pool
+ * holds none of them and none arrived lately; the message names what the pool holds. Nothing was
+ * consumed. Not transient: the same call fails the same way until a source of an accepted kind
+ * feeds the gateway, so a stream does not retry it. */
+export class FailedPreconditionError extends EntropyError {}
+
 const byCode = new Map<status, new (code: status, details: string) => EntropyError>([
   [status.INVALID_ARGUMENT, InvalidArgumentError],
   [status.UNAUTHENTICATED, UnauthenticatedError],
   [status.PERMISSION_DENIED, PermissionDeniedError],
   [status.UNAVAILABLE, UnavailableError],
   [status.DEADLINE_EXCEEDED, DeadlineExceededError],
+  [status.FAILED_PRECONDITION, FailedPreconditionError],
 ]);
 
 /** The error class for a status (EntropyError itself for codes without one). */

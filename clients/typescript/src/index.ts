@@ -3,7 +3,8 @@
 //
 // Layout: client.ts (promise API), stream.ts (StreamRandom as async iterable / Readable, with
 // the reconnect rule), endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one
-// class per gRPC status), status.ts (GetStatus as plain objects), gen/ (generated from proto/ by
+// class per gRPC status), status.ts (GetStatus as plain objects), provenance.ts (SourceKind,
+// provenance and quality reports as plain objects), gen/ (generated from proto/ by
 // clients/generate.sh).
 
 export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
@@ -20,13 +21,24 @@ export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint 
 export {
   DeadlineExceededError,
   EntropyError,
+  FailedPreconditionError,
   InvalidArgumentError,
   PermissionDeniedError,
   ResourceExhaustedError,
   UnauthenticatedError,
   UnavailableError,
 } from "./errors";
-export type { Source, Status } from "./status";
+export {
+  type ChunkRef,
+  type Draw,
+  type Fips1402,
+  type MonteCarloPi,
+  type Provenance,
+  type QualityReport,
+  SourceKind,
+  sourceKindName,
+} from "./provenance";
+export type { ClassLevel, Source, Status } from "./status";
 export {
   DEFAULT_ATTEMPT_TIMEOUT_MS,
   DEFAULT_INITIAL_BACKOFF_MS,

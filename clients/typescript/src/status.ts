@@ -2,6 +2,7 @@
 
 import type { GetStatusResponse } from "./gen/entropy/v1/entropy";
 import { Mixing, SourceHealth, SourceKind } from "./gen/entropy/v1/provenance";
+import type { SourceKind as Kind } from "./provenance";
 
 /** One entropy source the gateway has seen. `kind` is "quantum", "hardware" or "os": only
  * "quantum" sources are quantum, and the others are labelled as what they are. */
@@ -32,6 +33,18 @@ export interface Status {
   lastChunkAgeMs: bigint | undefined;
   sources: Source[];
   serving: boolean;
+  /** The pool's bytes by class (the kinds of the sources behind them), largest first. */
+  poolByClass: ClassLevel[];
+  /** Bytes wiped unserved because they stayed in the pool longer than `maxByteAgeMs`. */
+  expiredBytesTotal: bigint;
+  /** The longest a byte may stay in the pool (ms); 0: no limit. */
+  maxByteAgeMs: bigint;
+}
+
+/** Bytes in the pool of one class: the kinds of the sources behind them, each once. */
+export interface ClassLevel {
+  kinds: Kind[];
+  bytes: bigint;
 }
 
 export function statusFromPb(m: GetStatusResponse): Status {
@@ -57,6 +70,9 @@ export function statusFromPb(m: GetStatusResponse): Status {
       lastMixing: label(Mixing[s.lastMixing], "MIXING_", s.lastMixing),
     })),
     serving: m.serving,
+    poolByClass: m.poolByClass.map((c) => ({ kinds: c.kinds as number[] as Kind[], bytes: c.bytes })),
+    expiredBytesTotal: m.expiredBytesTotal,
+    maxByteAgeMs: m.maxByteAgeMs,
   };
 }
 

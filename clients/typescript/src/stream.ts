@@ -6,6 +6,8 @@ import { Readable } from "node:stream";
 
 import { DeadlineExceededError, EntropyError, fromServiceError, invalidArgument, UnavailableError } from "./errors";
 import type { StreamRandomRequest, StreamRandomResponse } from "./gen/entropy/v1/entropy";
+import type { DrawProvenance } from "./gen/entropy/v1/provenance";
+import { checkKinds, type Provenance, provenanceFromPb, type SourceKind } from "./provenance";
 
 /** How long a stream keeps reconnecting after a failure by default (ms). */
 export const DEFAULT_RECONNECT_BUDGET_MS = 30_000;
@@ -40,6 +42,10 @@ export interface StreamOptions {
   /** ...up to this (ms); each delay drawn uniformly from the upper half of its ceiling. Default
    * 1 s. */
   maxBackoffMs?: number;
+  /** The source kinds this stream accepts, sent on every stream it opens (reconnects too);
+   * `[]`: any. Default: the client's `acceptKinds`. A filter the pool cannot serve ends the
+   * stream with FailedPreconditionError, which is not retried. */
+  acceptKinds?: readonly SourceKind[];
 }
 
 /** What a grpc-js server-streaming call offers that RandomStream needs. */
@@ -70,7 +76,8 @@ const TIMED_OUT = Symbol("timed out");
  * attempt waiting for the channel to be ready for at most `attemptTimeoutMs`, with a jittered
  * backoff between attempts, for at most `reconnectBudgetMs` from the failure (0: forever). Bytes
  * already received are kept, and the gateway never serves a byte twice, so the caller never
- * loses a byte or sees one twice. Any other status (a bad key, a quota) is thrown at once; when
+ * loses a byte or sees one twice. Any other status (a bad key, a quota, FailedPreconditionError
+ * for `acceptKinds` the pool cannot serve) is thrown at once; when
  * the budget runs out the last error is thrown (UnavailableError, or DeadlineExceededError for a
  * timeout), saying how long it tried and what it received. A later read tries again with a new
  * budget, and bytes already received are still delivered.
@@ -87,6 +94,10 @@ export class RandomStream implements AsyncIterable<Buffer> {
   private readonly stallTimeoutMs: number;
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
+  private readonly acceptKinds: SourceKind[];
+  /** The last message's provenance as received, converted when asked for. */
+  private lastProvenance: DrawProvenance | undefined;
+  private convertedProvenance: Provenance | undefined;
   /** Aborted by cancel() or the caller's signal; its reason is what reads reject with. */
   private readonly stop = new AbortController();
   private receivedBytes = 0;
@@ -121,6 +132,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     }
     this.total = totalBytes;
     this.chunkBytes = chunkBytes;
+    this.acceptKinds = checkKinds(options.acceptKinds ?? []);
     this.budgetMs = millis("reconnectBudgetMs", options.reconnectBudgetMs, DEFAULT_RECONNECT_BUDGET_MS, 0);
     this.attemptTimeoutMs = millis("attemptTimeoutMs", options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS, 1);
     this.stallTimeoutMs = millis("stallTimeoutMs", options.stallTimeoutMs, DEFAULT_STALL_TIMEOUT_MS, 1);
@@ -156,6 +168,15 @@ export class RandomStream implements AsyncIterable<Buffer> {
   /** Bytes received from the gateway so far (returned or buffered here). */
   get received(): number {
     return this.receivedBytes;
+  }
+
+  /** Where the bytes of the last message received came from (undefined before the first). That
+   * message's bytes may still be buffered, not yet returned by `read`. */
+  get provenance(): Provenance | undefined {
+    if (this.convertedProvenance === undefined && this.lastProvenance !== undefined) {
+      this.convertedProvenance = provenanceFromPb(this.lastProvenance);
+    }
+    return this.convertedProvenance;
   }
 
   /** Exactly `n` bytes, or fewer at the end of a bounded stream (empty once it is over). */
@@ -278,6 +299,8 @@ export class RandomStream implements AsyncIterable<Buffer> {
       }
       a.gotMessage = true;
       this.receivedBytes += data.length;
+      this.lastProvenance = next.value.provenance;
+      this.convertedProvenance = undefined;
       if (data.length > 0) {
         this.brokenSince = undefined; // bytes flow: the next outage gets a whole budget
         this.failures = 0;
@@ -341,7 +364,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     const cutShort = timeoutMs < this.attemptTimeoutMs;
     this.opens++;
     const remaining = this.total === undefined ? 0 : this.total - this.receivedBytes; // 0: endless
-    const call = this.open({ chunkBytes: this.chunkBytes, totalBytes: BigInt(remaining) });
+    const call = this.open({ chunkBytes: this.chunkBytes, totalBytes: BigInt(remaining), acceptKinds: this.acceptKinds });
     // The iterator reports errors; this listener only keeps a late error (after cancel()) from
     // being an unhandled 'error' event.
     call.on("error", () => {});

@@ -12,6 +12,7 @@ import {
   DeadlineExceededError,
   EntropyClient,
   EntropyError,
+  FailedPreconditionError,
   InvalidArgumentError,
   PermissionDeniedError,
   ResourceExhaustedError,
@@ -272,6 +273,7 @@ describe("errors", () => {
       [status.RESOURCE_EXHAUSTED, ResourceExhaustedError],
       [status.UNAVAILABLE, UnavailableError],
       [status.DEADLINE_EXCEEDED, DeadlineExceededError],
+      [status.FAILED_PRECONDITION, FailedPreconditionError],
     ];
     for (const [code, Cls] of cases) {
       const fake = new FakeEntropy();

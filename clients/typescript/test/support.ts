@@ -10,11 +10,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 import { EntropyClient } from "../src";
 import {
+  CheckQualityResponse,
   EntropyServiceService,
   type EntropyServiceServer,
+  GetStatusResponse,
   type StreamRandomRequest,
   type StreamRandomResponse,
 } from "../src/gen/entropy/v1/entropy";
+import { type DrawProvenance, SourceKind as Kind } from "../src/gen/entropy/v1/provenance";
 
 export const MIB = 1 << 20;
 
@@ -151,12 +154,33 @@ export interface Step {
   hang?: boolean;
 }
 
-/** A scripted EntropyService, for what a live gateway cannot be made to do on cue. */
+/** A provenance no dev gateway reports: two kinds mixed, two collectors, chunks `sequence` and
+ * `sequence + 1`. */
+export function fakeProvenance(sequence: number): DrawProvenance {
+  return {
+    kinds: [Kind.SOURCE_KIND_QUANTUM, Kind.SOURCE_KIND_OS],
+    mixed: true,
+    collectorIds: ["fake-a", "fake-b"],
+    firstChunk: { collectorId: "fake-a", epoch: 7n, sequence: BigInt(sequence), signedAtUnixMs: 1_700_000_000_000n },
+    lastChunk: { collectorId: "fake-b", epoch: 2n ** 64n - 1n, sequence: BigInt(sequence + 1), signedAtUnixMs: -5n },
+    chunkCount: 2,
+    oldestByteAgeMs: 42n,
+  };
+}
+
+/** A scripted EntropyService, for what a live gateway cannot be made to do on cue. It records
+ * the `acceptKinds` of every call. */
 export class FakeEntropy {
   readonly requests: Array<[number, number]> = [];
+  /** [method, acceptKinds] of every call, in order. */
+  readonly kinds: Array<[string, number[]]> = [];
+  /** What CheckQuality and GetStatus answer. */
+  quality: CheckQualityResponse = CheckQualityResponse.decode(new Uint8Array());
+  status: GetStatusResponse = GetStatusResponse.decode(new Uint8Array());
   sent = Buffer.alloc(0);
   /** Stalled calls (`hang`) the client cancelled. */
   cancelledCalls = 0;
+  /** What every unary call (GetRandom, CheckQuality, GetIntegers, ...) fails with, if set. */
   unaryError: { code: grpc.status; details: string; trailers: grpc.Metadata } | undefined;
   private server = new grpc.Server();
   private active = new Set<grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>>();
@@ -169,18 +193,35 @@ export class FakeEntropy {
 
   /** Serves on 127.0.0.1:`port` (default a free one) and resolves to its address. */
   async start(onPort = 0): Promise<string> {
-    const impl: Partial<EntropyServiceServer> = {
-      streamRandom: (call) => void this.stream(call),
-      getRandom: (call, callback) => {
+    // Records the call's acceptKinds, then answers `ok()` or the scripted error.
+    const unary =
+      <Req, Res>(method: string, ok: (req: Req) => Res) =>
+      (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
+        this.kinds.push([method, [...((call.request as { acceptKinds?: number[] }).acceptKinds ?? [])]]);
         if (this.unaryError) {
           const { code, details, trailers } = this.unaryError;
           callback({ code, details, metadata: trailers, name: "", message: details });
         } else {
-          callback(null, { data: randomBytes(call.request.numBytes), text: "" });
+          callback(null, ok(call.request));
         }
-      },
+      };
+    const impl: EntropyServiceServer = {
+      streamRandom: (call) => void this.stream(call),
+      getRandom: unary("GetRandom", (req) => ({
+        data: randomBytes(req.numBytes),
+        text: "",
+        provenance: fakeProvenance(req.numBytes),
+      })),
+      getIntegers: unary("GetIntegers", (req) => ({ values: Array(req.count).fill(req.min), provenance: undefined })),
+      getFloats: unary("GetFloats", (req) => ({ values: Array(req.count).fill(0.5), provenance: undefined })),
+      getUuids: unary("GetUuids", (req) => ({
+        uuids: Array(req.count).fill("5f0c3c1e-8f6e-4d3c-9a63-3b1e1c2d4e5f"),
+        provenance: undefined,
+      })),
+      getStatus: unary("GetStatus", () => this.status),
+      checkQuality: unary("CheckQuality", () => this.quality),
     };
-    this.server.addService(EntropyServiceService, impl as EntropyServiceServer);
+    this.server.addService(EntropyServiceService, impl);
     const port = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(`127.0.0.1:${onPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
         err ? reject(err) : resolve(p),
@@ -202,6 +243,7 @@ export class FakeEntropy {
   private async stream(call: grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>) {
     const req = call.request;
     this.requests.push([req.chunkBytes, Number(req.totalBytes)]);
+    this.kinds.push(["StreamRandom", [...req.acceptKinds]]);
     const step = this.script.shift() ?? {};
     const size = req.chunkBytes || this.chunkSize;
     let left = req.totalBytes > 0n ? Number(req.totalBytes) : Infinity;
@@ -210,7 +252,9 @@ export class FakeEntropy {
       left -= data.length;
       this.sent = Buffer.concat([this.sent, data]);
       // Wait for each write to be flushed so every chunk goes out before the status.
-      await new Promise<void>((resolve) => call.write({ data }, () => resolve()));
+      // Its chunk sequence is the bytes sent so far: a test can tell which message came last.
+      const provenance = fakeProvenance(this.sent.length);
+      await new Promise<void>((resolve) => call.write({ data, provenance }, () => resolve()));
     }
     if (step.hang) {
       this.active.add(call); // until the client cancels or the server is stopped

@@ -7,8 +7,9 @@ one caller, once.
 
 Layout: client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom reader
 that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
-rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status
-views), _gen/ (generated from proto/ by clients/generate.sh).
+rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status,
+provenance and quality-report views, SourceKind), _gen/ (generated from proto/ by
+clients/generate.sh).
 """
 
 from .aio import AsyncEntropyClient, AsyncStreamReader
@@ -18,6 +19,7 @@ from .errors import (
     AuthenticationError,
     DeadlineExceededError,
     EntropyError,
+    FailedPreconditionError,
     InvalidArgumentError,
     PermissionDeniedError,
     QuotaExceededError,
@@ -25,20 +27,40 @@ from .errors import (
 )
 from .rng import EntropyRandom
 from .stream import StreamReader
-from .types import SourceStatus, Status
+from .types import (
+    ChunkRef,
+    ClassLevel,
+    Draw,
+    Fips1402,
+    MonteCarloPi,
+    Provenance,
+    QualityReport,
+    SourceKind,
+    SourceStatus,
+    Status,
+)
 
 __all__ = [
     "AsyncEntropyClient",
     "AsyncStreamReader",
     "AuthenticationError",
+    "ChunkRef",
+    "ClassLevel",
     "DeadlineExceededError",
+    "Draw",
     "Endpoint",
     "EntropyClient",
     "EntropyError",
     "EntropyRandom",
+    "FailedPreconditionError",
+    "Fips1402",
     "InvalidArgumentError",
+    "MonteCarloPi",
     "PermissionDeniedError",
+    "Provenance",
+    "QualityReport",
     "QuotaExceededError",
+    "SourceKind",
     "SourceStatus",
     "Status",
     "StreamOptions",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -15,7 +15,9 @@ from google.protobuf.message import Message
 
 from . import errors
 from ._gen.entropy.v1 import entropy_pb2 as pb
+from ._gen.entropy.v1 import provenance_pb2
 from .config import Endpoint, StreamOptions, check_api_key, parse_endpoint
+from .types import Provenance, SourceKind, provenance_from_pb
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a unary call may take by default. The gateway itself answers UNAVAILABLE after its
@@ -35,7 +37,8 @@ RECONNECT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLI
 """Statuses a stream reader reconnects after: transport failures and the server's shutdown
 surface as UNAVAILABLE, and a stream that gives no message within the attempt or stall timeout
 as DEADLINE_EXCEEDED (the reader's own; streams carry no gRPC deadline). Anything else (a bad
-key, a quota, a bad argument) would fail again the same way."""
+key, a quota, a bad argument, FAILED_PRECONDITION for `accept_kinds` the pool cannot serve)
+would fail again the same way."""
 
 CUT_SHORT_MARKERS = ("Stream removed", "Received RST_STREAM")
 """How grpcio (C-core) words a stream that ended without a gRPC status: something between the
@@ -124,6 +127,33 @@ def build(cls: type[M], **fields: Any) -> M:
         ) from None
 
 
+def check_kinds(kinds: Iterable[SourceKind]) -> tuple[int, ...]:
+    """`accept_kinds` as sent: a list of SourceKind (ints). Which kinds the gateway knows is
+    its to say (INVALID_ARGUMENT naming `accept_kinds[i]`); here only the shape is checked."""
+    if isinstance(kinds, (int, str, bytes)):
+        raise errors.InvalidArgumentError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"accept_kinds must be a list of SourceKind, not {type(kinds).__name__}"
+            " (for one kind: [SourceKind.QUANTUM])",
+        )
+    out = []
+    for i, kind in enumerate(kinds):
+        if not isinstance(kind, int) or isinstance(kind, bool):
+            raise errors.InvalidArgumentError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"accept_kinds[{i}] is {kind!r}, not a SourceKind",
+            )
+        out.append(int(kind))
+    return tuple(out)
+
+
+def pick_kinds(
+    default: tuple[int, ...], override: Iterable[SourceKind] | None
+) -> list[int]:
+    """A call's `accept_kinds`: its own when given (empty: any), else the client's default."""
+    return list(default if override is None else check_kinds(override))
+
+
 def uuids_from_pb(msg: pb.GetUuidsResponse) -> list[uuid.UUID]:
     return [uuid.UUID(u) for u in msg.uuids]
 
@@ -143,11 +173,13 @@ class StreamState:
         chunk_bytes: int,
         options: StreamOptions,
         clock: Callable[[], float] = time.monotonic,
+        accept_kinds: Sequence[int] = (),
     ) -> None:
         if total_bytes is not None and total_bytes < 0:
             raise ValueError("total_bytes must be >= 0 (or None for an endless stream)")
         self.total = total_bytes
         self.chunk_bytes = chunk_bytes
+        self.accept_kinds = list(accept_kinds)
         self.options = options
         self.clock = clock
         self.received = 0
@@ -162,6 +194,9 @@ class StreamState:
         self.clamped_timeout: errors.EntropyError | None = None
         # Whether the current stream has delivered a message (then the stall timeout applies).
         self.flowing = False
+        # The provenance of the last message received, converted when asked for.
+        self._provenance_pb: provenance_pb2.DrawProvenance | None = None
+        self._provenance: Provenance | None = None
 
     @property
     def exhausted(self) -> bool:
@@ -177,7 +212,12 @@ class StreamState:
             self.reconnects += 1
         self.flowing = False
         remaining = 0 if self.total is None else self.total - self.received
-        return build(pb.StreamRandomRequest, chunk_bytes=self.chunk_bytes, total_bytes=remaining)
+        return build(
+            pb.StreamRandomRequest,
+            chunk_bytes=self.chunk_bytes,
+            total_bytes=remaining,
+            accept_kinds=self.accept_kinds,
+        )
 
     def wait_timeout(self) -> float:
         """How long to wait for the current stream's next message: the stall timeout once it
@@ -201,6 +241,19 @@ class StreamState:
         # giving up then reports the gateway's last answer, not this local timeout.
         self.clamped_timeout = err if not self.flowing and waited < self.options.attempt_timeout else None
         return err
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where the last message received came from (None before the first)."""
+        if self._provenance is None and self._provenance_pb is not None:
+            self._provenance = provenance_from_pb(self._provenance_pb)
+        return self._provenance
+
+    def accept_message(self, msg: pb.StreamRandomResponse) -> None:
+        self.accept(msg.data)
+        # (Absent only from a gateway too old to say: then nothing is known of this message.)
+        self._provenance_pb = msg.provenance if msg.HasField("provenance") else None
+        self._provenance = None
 
     def accept(self, data: bytes) -> None:
         if self.total is not None and self.received + len(data) > self.total:

@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -15,11 +15,28 @@ import grpc
 import grpc.aio
 
 from . import errors
-from ._common import DEFAULT_TIMEOUT, StreamState, build, connection, uuids_from_pb
+from ._common import (
+    DEFAULT_TIMEOUT,
+    StreamState,
+    build,
+    check_kinds,
+    connection,
+    pick_kinds,
+    uuids_from_pb,
+)
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
 from .config import StreamOptions, from_environment
-from .types import Status, status_from_pb
+from .types import (
+    Draw,
+    Provenance,
+    QualityReport,
+    SourceKind,
+    Status,
+    provenance_from_pb,
+    quality_from_pb,
+    status_from_pb,
+)
 
 __all__ = ["AsyncEntropyClient", "AsyncStreamReader"]
 
@@ -31,8 +48,8 @@ class AsyncEntropyClient:
     ...     await client.get_bytes(32)
 
     Create it inside the running event loop (grpc.aio channels belong to one loop). The
-    arguments are those of `EntropyClient`, checked the same way; `from_env()` reads
-    ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
+    arguments are those of `EntropyClient` (`accept_kinds` too), checked the same way;
+    `from_env()` reads ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
     """
 
     def __init__(
@@ -45,8 +62,10 @@ class AsyncEntropyClient:
         timeout: float | None = DEFAULT_TIMEOUT,
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
     ) -> None:
         conn = connection(endpoint, api_key, ca_file, credentials, options)
+        self._accept_kinds = check_kinds(accept_kinds)
         self.endpoint = conn.endpoint
         if conn.credentials is None:
             self._channel = grpc.aio.insecure_channel(conn.endpoint.target, options=conn.options)
@@ -70,6 +89,7 @@ class AsyncEntropyClient:
         timeout: float | None = DEFAULT_TIMEOUT,
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
     ) -> AsyncEntropyClient:
         """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
         (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
@@ -82,31 +102,91 @@ class AsyncEntropyClient:
             timeout=timeout,
             stream_options=stream_options,
             options=options,
+            accept_kinds=accept_kinds,
         )
 
-    async def get_bytes(self, num_bytes: int, *, timeout: float | None = None) -> bytes:
+    @property
+    def accept_kinds(self) -> tuple[SourceKind, ...]:
+        """The source kinds every call accepts unless it says otherwise (empty: any)."""
+        return tuple(SourceKind(k) for k in self._accept_kinds)
+
+    async def get_bytes(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        req = build(pb.GetRandomRequest, num_bytes=num_bytes)
-        resp: pb.GetRandomResponse = await self._call(self._stub.GetRandom, req, timeout)
-        return resp.data
+        return (await self._get_random(num_bytes, timeout, accept_kinds)).data
+
+    async def draw(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> Draw:
+        """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
+        resp = await self._get_random(num_bytes, timeout, accept_kinds)
+        return Draw(resp.data, provenance_from_pb(resp.provenance))
+
+    async def check_quality(
+        self,
+        sample_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> QualityReport:
+        """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
+        served to anyone, and report how random they look. Needs a key with the
+        `quality:check` scope; the bytes count against the key's quota."""
+        req = build(
+            pb.CheckQualityRequest,
+            sample_bytes=sample_bytes,
+            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
+        )
+        resp: pb.CheckQualityResponse = await self._call(self._stub.CheckQuality, req, timeout)
+        return quality_from_pb(resp)
 
     async def get_integers(
-        self, low: int, high: int, count: int = 1, *, timeout: float | None = None
+        self,
+        low: int,
+        high: int,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        req = build(pb.GetIntegersRequest, min=low, max=high, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetIntegersRequest, min=low, max=high, count=count, accept_kinds=kinds)
         resp: pb.GetIntegersResponse = await self._call(self._stub.GetIntegers, req, timeout)
         return list(resp.values)
 
-    async def get_floats(self, count: int = 1, *, timeout: float | None = None) -> list[float]:
+    async def get_floats(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        req = build(pb.GetFloatsRequest, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetFloatsRequest, count=count, accept_kinds=kinds)
         resp: pb.GetFloatsResponse = await self._call(self._stub.GetFloats, req, timeout)
         return list(resp.values)
 
-    async def get_uuids(self, count: int = 1, *, timeout: float | None = None) -> list[uuid.UUID]:
+    async def get_uuids(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        req = build(pb.GetUuidsRequest, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetUuidsRequest, count=count, accept_kinds=kinds)
         resp: pb.GetUuidsResponse = await self._call(self._stub.GetUuids, req, timeout)
         return uuids_from_pb(resp)
 
@@ -123,11 +203,17 @@ class AsyncEntropyClient:
         *,
         chunk_bytes: int = 0,
         options: StreamOptions | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
     ) -> AsyncStreamReader:
         """An async reader over StreamRandom; see `AsyncStreamReader`. `options` is its
-        reconnect rule (default: the client's `stream_options`)."""
+        reconnect rule (default: the client's `stream_options`), `accept_kinds` its source filter
+        (default: the client's)."""
         return AsyncStreamReader(
-            self._open_stream, total_bytes, chunk_bytes, options=options or self._stream_options
+            self._open_stream,
+            total_bytes,
+            chunk_bytes,
+            options=options or self._stream_options,
+            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
         )
 
     async def close(self) -> None:
@@ -143,6 +229,14 @@ class AsyncEntropyClient:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def _get_random(
+        self, num_bytes: int, timeout: float | None, accept_kinds: Iterable[SourceKind] | None
+    ) -> pb.GetRandomResponse:
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
+        resp: pb.GetRandomResponse = await self._call(self._stub.GetRandom, req, timeout)
+        return resp
 
     def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
         # As in the sync client: no gRPC deadline (the reader bounds each wait), wait_for_ready.
@@ -174,10 +268,11 @@ class AsyncStreamReader:
         *,
         options: StreamOptions | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        accept_kinds: Sequence[int] = (),
     ) -> None:
         self._open = open_stream
         self._state = StreamState(
-            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic
+            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic, accept_kinds
         )
         self._call: Any = None
         self._sleep = sleep
@@ -197,6 +292,12 @@ class AsyncStreamReader:
     def received(self) -> int:
         """Bytes received from the gateway so far (returned or still buffered)."""
         return self._state.received
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where the bytes of the last message received came from (None before the first).
+        That message's bytes may still be buffered, not yet returned by `read`."""
+        return self._state.provenance
 
     async def read(self, size: int) -> bytes:
         if self._closed:
@@ -252,7 +353,7 @@ class AsyncStreamReader:
                 if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
                     self._drop()
                     raise state.ended_early()
-                state.accept(msg.data)
+                state.accept_message(msg)
                 if state.exhausted:
                     self._drop()
                 return True

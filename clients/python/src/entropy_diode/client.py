@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
 import grpc
 
 from . import errors
-from ._common import DEFAULT_TIMEOUT, build, connection, uuids_from_pb
+from ._common import (
+    DEFAULT_TIMEOUT,
+    build,
+    check_kinds,
+    connection,
+    pick_kinds,
+    uuids_from_pb,
+)
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
 from .config import StreamOptions, from_environment
 from .stream import StreamReader
-from .types import Status, status_from_pb
+from .types import (
+    Draw,
+    QualityReport,
+    SourceKind,
+    Status,
+    provenance_from_pb,
+    quality_from_pb,
+    status_from_pb,
+)
 
 __all__ = ["EntropyClient"]
 
@@ -36,7 +51,10 @@ class EntropyClient:
 
     Every method raises a subclass of `errors.EntropyError` on failure. `timeout` (seconds) is
     the default deadline of each unary call; None means no deadline. `stream_options` is the
-    reconnect rule of the stream readers (`reader()`). Thread-safe.
+    reconnect rule of the stream readers (`reader()`). `accept_kinds` (a list of
+    `SourceKind`; empty: any) is the source filter every entropy call sends unless it passes
+    its own `accept_kinds=` (`[]` there: any); a filter the pool cannot serve raises
+    `FailedPreconditionError`. Thread-safe.
     """
 
     def __init__(
@@ -49,8 +67,10 @@ class EntropyClient:
         timeout: float | None = DEFAULT_TIMEOUT,
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
     ) -> None:
         conn = connection(endpoint, api_key, ca_file, credentials, options)
+        self._accept_kinds = check_kinds(accept_kinds)
         self.endpoint = conn.endpoint
         if conn.credentials is None:
             self._channel = grpc.insecure_channel(conn.endpoint.target, options=conn.options)
@@ -74,6 +94,7 @@ class EntropyClient:
         timeout: float | None = DEFAULT_TIMEOUT,
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
     ) -> EntropyClient:
         """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
         (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
@@ -86,31 +107,91 @@ class EntropyClient:
             timeout=timeout,
             stream_options=stream_options,
             options=options,
+            accept_kinds=accept_kinds,
         )
 
-    def get_bytes(self, num_bytes: int, *, timeout: float | None = None) -> bytes:
+    @property
+    def accept_kinds(self) -> tuple[SourceKind, ...]:
+        """The source kinds every call accepts unless it says otherwise (empty: any)."""
+        return tuple(SourceKind(k) for k in self._accept_kinds)
+
+    def get_bytes(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        req = build(pb.GetRandomRequest, num_bytes=num_bytes)
-        resp: pb.GetRandomResponse = self._call(self._stub.GetRandom, req, timeout)
-        return resp.data
+        return self._get_random(num_bytes, timeout, accept_kinds).data
+
+    def draw(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> Draw:
+        """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
+        resp = self._get_random(num_bytes, timeout, accept_kinds)
+        return Draw(resp.data, provenance_from_pb(resp.provenance))
+
+    def check_quality(
+        self,
+        sample_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> QualityReport:
+        """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
+        served to anyone, and report how random they look. Needs a key with the
+        `quality:check` scope; the bytes count against the key's quota."""
+        req = build(
+            pb.CheckQualityRequest,
+            sample_bytes=sample_bytes,
+            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
+        )
+        resp: pb.CheckQualityResponse = self._call(self._stub.CheckQuality, req, timeout)
+        return quality_from_pb(resp)
 
     def get_integers(
-        self, low: int, high: int, count: int = 1, *, timeout: float | None = None
+        self,
+        low: int,
+        high: int,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        req = build(pb.GetIntegersRequest, min=low, max=high, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetIntegersRequest, min=low, max=high, count=count, accept_kinds=kinds)
         resp: pb.GetIntegersResponse = self._call(self._stub.GetIntegers, req, timeout)
         return list(resp.values)
 
-    def get_floats(self, count: int = 1, *, timeout: float | None = None) -> list[float]:
+    def get_floats(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        req = build(pb.GetFloatsRequest, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetFloatsRequest, count=count, accept_kinds=kinds)
         resp: pb.GetFloatsResponse = self._call(self._stub.GetFloats, req, timeout)
         return list(resp.values)
 
-    def get_uuids(self, count: int = 1, *, timeout: float | None = None) -> list[uuid.UUID]:
+    def get_uuids(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+    ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        req = build(pb.GetUuidsRequest, count=count)
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetUuidsRequest, count=count, accept_kinds=kinds)
         resp: pb.GetUuidsResponse = self._call(self._stub.GetUuids, req, timeout)
         return uuids_from_pb(resp)
 
@@ -127,13 +208,19 @@ class EntropyClient:
         *,
         chunk_bytes: int = 0,
         options: StreamOptions | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
     ) -> StreamReader:
         """A file-like reader over StreamRandom: `total_bytes` in all (None: endless),
         `chunk_bytes` per message (0: the server's 16 KiB). It reconnects after transport
         errors without losing or repeating bytes, by `options` (default: the client's
-        `stream_options`). Close it (or use `with`) to stop the stream."""
+        `stream_options`), sending `accept_kinds` (default: the client's) on every stream it
+        opens. Close it (or use `with`) to stop the stream."""
         return StreamReader(
-            self._open_stream, total_bytes, chunk_bytes, options=options or self._stream_options
+            self._open_stream,
+            total_bytes,
+            chunk_bytes,
+            options=options or self._stream_options,
+            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
         )
 
     def close(self) -> None:
@@ -149,6 +236,14 @@ class EntropyClient:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _get_random(
+        self, num_bytes: int, timeout: float | None, accept_kinds: Iterable[SourceKind] | None
+    ) -> pb.GetRandomResponse:
+        kinds = pick_kinds(self._accept_kinds, accept_kinds)
+        req = build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
+        resp: pb.GetRandomResponse = self._call(self._stub.GetRandom, req, timeout)
+        return resp
 
     def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
         # No gRPC deadline: a stream lives as long as its reader, which bounds each wait itself

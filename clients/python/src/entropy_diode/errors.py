@@ -20,6 +20,7 @@ __all__ = [
     "QuotaExceededError",
     "UnavailableError",
     "DeadlineExceededError",
+    "FailedPreconditionError",
     "from_rpc_error",
 ]
 
@@ -63,12 +64,20 @@ class DeadlineExceededError(EntropyError, TimeoutError):
     """DEADLINE_EXCEEDED: the call's own timeout passed first. Nothing was consumed."""
 
 
+class FailedPreconditionError(EntropyError):
+    """FAILED_PRECONDITION: the call accepts only some source kinds (`accept_kinds`) and the
+    pool holds none of them and none arrived lately; the message names what the pool holds.
+    Nothing was consumed. Not transient: retrying the same call fails the same way until a
+    source of an accepted kind feeds the gateway, so stream readers do not retry it."""
+
+
 _BY_CODE: dict[grpc.StatusCode, type[EntropyError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
 }
 
 

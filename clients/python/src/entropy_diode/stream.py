@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import grpc
@@ -25,6 +25,7 @@ from . import errors
 from ._common import StreamState
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from .config import StreamOptions
+from .types import Provenance
 
 __all__ = ["StreamReader"]
 
@@ -116,7 +117,9 @@ class StreamReader(io.BufferedIOBase):
     Bytes already received are kept, so the caller never loses or sees twice a byte. Every
     read is bounded: when the rule gives up it raises the last error (`UnavailableError` or
     `DeadlineExceededError`, a `TimeoutError`) saying how long it tried; any other status
-    (a bad key, a quota) is raised at once. Not thread-safe: one reader at a time.
+    (a bad key, a quota, `FailedPreconditionError` for `accept_kinds` the gateway's pool
+    cannot serve) is raised at once. `accept_kinds` is sent on every stream it opens. Not
+    thread-safe: one reader at a time.
     """
 
     def __init__(
@@ -127,10 +130,13 @@ class StreamReader(io.BufferedIOBase):
         *,
         options: StreamOptions | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        accept_kinds: Sequence[int] = (),
     ) -> None:
         super().__init__()
         self._open = open_stream
-        self._state = StreamState(total_bytes, chunk_bytes, options or StreamOptions())
+        self._state = StreamState(
+            total_bytes, chunk_bytes, options or StreamOptions(), accept_kinds=accept_kinds
+        )
         self._attempt: _Attempt | None = None
         self._sleep = sleep
 
@@ -148,6 +154,12 @@ class StreamReader(io.BufferedIOBase):
     def received(self) -> int:
         """Bytes received from the gateway so far (returned or still buffered)."""
         return self._state.received
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where the bytes of the last message received came from (None before the first).
+        That message's bytes may still be buffered, not yet returned by `read`."""
+        return self._state.provenance
 
     def readable(self) -> bool:
         return True
@@ -205,7 +217,7 @@ class StreamReader(io.BufferedIOBase):
             timeout = state.wait_timeout()
             event = self._attempt.next(timeout)
             if isinstance(event, pb.StreamRandomResponse):
-                state.accept(event.data)
+                state.accept_message(event)
                 if state.exhausted:
                     # Everything owed has arrived; the server is about to close with OK anyway.
                     self._drop()

@@ -1,12 +1,136 @@
-"""Plain Python views of the gateway's status, so callers never handle protobuf messages."""
+"""Plain Python views of what the gateway reports (status, provenance, quality reports), so
+callers never handle protobuf messages."""
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ._gen.entropy.v1 import entropy_pb2, provenance_pb2
 
-__all__ = ["Status", "SourceStatus"]
+__all__ = [
+    "ChunkRef",
+    "ClassLevel",
+    "Draw",
+    "Fips1402",
+    "MonteCarloPi",
+    "Provenance",
+    "QualityReport",
+    "SourceKind",
+    "SourceStatus",
+    "Status",
+]
+
+
+class SourceKind(enum.IntEnum):
+    """What kind of source bytes came from (proto `SourceKind`); the values are the wire's.
+    Only QUANTUM is quantum. A kind this client does not know (from a newer gateway) shows up
+    as a member named UNKNOWN_<number> rather than failing."""
+
+    QUANTUM = 1
+    HARDWARE = 2
+    OS = 3
+
+    @classmethod
+    def _missing_(cls, value: object) -> SourceKind | None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        member = int.__new__(cls, value)
+        member._name_ = f"UNKNOWN_{value}"
+        member._value_ = value
+        return member
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """One chunk, as its collector signed it."""
+
+    collector_id: str
+    epoch: int
+    sequence: int
+    signed_at_unix_ms: int
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the bytes of one response came from. `kinds`: the kinds of the sources behind
+    them, each once, in enum order (two or three when the collector mixed kinds); `mixed`: any
+    chunk mixed two or more sources; `collector_ids` in the order first served; the first and
+    last chunk (None only from a gateway that did not say); how many chunks; and how long the
+    oldest byte had been in the gateway's pool. A gateway too old to report provenance gives an
+    empty one (no kinds, `chunk_count` 0)."""
+
+    kinds: tuple[SourceKind, ...]
+    mixed: bool
+    collector_ids: tuple[str, ...]
+    first_chunk: ChunkRef | None
+    last_chunk: ChunkRef | None
+    chunk_count: int
+    oldest_byte_age_ms: int
+
+
+@dataclass(frozen=True)
+class Draw:
+    """Random bytes and where they came from (`EntropyClient.draw`)."""
+
+    data: bytes
+    provenance: Provenance
+
+
+@dataclass(frozen=True)
+class MonteCarloPi:
+    """A Monte Carlo estimate of pi: `error` is estimate minus pi, `standard_error` that of the
+    estimate for this many `points`."""
+
+    estimate: float
+    error: float
+    standard_error: float
+    points: int
+
+
+@dataclass(frozen=True)
+class Fips1402:
+    """FIPS 140-2 block tests: blocks tested, failures per test, and blocks that failed any."""
+
+    blocks: int
+    monobit_failures: int
+    poker_failures: int
+    runs_failures: int
+    long_run_failures: int
+    blocks_failed: int
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """What CheckQuality found in a sample drawn from the pool (and wiped, never served):
+    ent's statistics, the SP 800-90B min-entropy estimate, FIPS 140-2 block tests, and one
+    verdict. `failures` has one line per failed check, `thresholds` one per check and its bound.
+    `serial_correlation` is None when undefined (every byte equal). `pi_os_reference` is the
+    same Monte Carlo test on as many bytes of the gateway's OS CSPRNG, for comparison."""
+
+    sample_bytes: int
+    provenance: Provenance
+    shannon_entropy_bits_per_byte: float
+    min_entropy_bits_per_byte: float
+    chi_square: float
+    chi_square_p_value: float
+    mean: float
+    serial_correlation: float | None
+    pi: MonteCarloPi
+    pi_os_reference: MonteCarloPi
+    fips140_2: Fips1402
+    passed: bool
+    failures: tuple[str, ...]
+    thresholds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClassLevel:
+    """Bytes in the pool of one class: the kinds of the sources behind them."""
+
+    kinds: tuple[SourceKind, ...]
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -40,6 +164,12 @@ class Status:
     last_chunk_age_ms: int | None
     sources: tuple[SourceStatus, ...]
     serving: bool
+    # The pool's bytes by class, largest first.
+    pool_by_class: tuple[ClassLevel, ...] = ()
+    # Bytes wiped unserved because they stayed in the pool longer than `max_byte_age_ms`.
+    expired_bytes_total: int = 0
+    # The longest a byte may stay in the pool (ms); 0: no limit.
+    max_byte_age_ms: int = 0
 
 
 def _enum_label(enum: object, value: int, prefix: str) -> str:
@@ -78,4 +208,72 @@ def status_from_pb(msg: entropy_pb2.GetStatusResponse) -> Status:
             for s in msg.sources
         ),
         serving=msg.serving,
+        pool_by_class=tuple(
+            ClassLevel(kinds=kinds_from_pb(c.kinds), bytes=c.bytes) for c in msg.pool_by_class
+        ),
+        expired_bytes_total=msg.expired_bytes_total,
+        max_byte_age_ms=msg.max_byte_age_ms,
+    )
+
+
+def kinds_from_pb(kinds: Iterable[int]) -> tuple[SourceKind, ...]:
+    return tuple(SourceKind(k) for k in kinds)
+
+
+def _chunk(msg: provenance_pb2.ChunkRef) -> ChunkRef:
+    return ChunkRef(
+        collector_id=msg.collector_id,
+        epoch=msg.epoch,
+        sequence=msg.sequence,
+        signed_at_unix_ms=msg.signed_at_unix_ms,
+    )
+
+
+def provenance_from_pb(msg: provenance_pb2.DrawProvenance) -> Provenance:
+    return Provenance(
+        kinds=kinds_from_pb(msg.kinds),
+        mixed=msg.mixed,
+        collector_ids=tuple(msg.collector_ids),
+        first_chunk=_chunk(msg.first_chunk) if msg.HasField("first_chunk") else None,
+        last_chunk=_chunk(msg.last_chunk) if msg.HasField("last_chunk") else None,
+        chunk_count=msg.chunk_count,
+        oldest_byte_age_ms=msg.oldest_byte_age_ms,
+    )
+
+
+def _pi(msg: entropy_pb2.MonteCarloPi) -> MonteCarloPi:
+    return MonteCarloPi(
+        estimate=msg.estimate,
+        error=msg.error,
+        standard_error=msg.standard_error,
+        points=msg.points,
+    )
+
+
+def quality_from_pb(msg: entropy_pb2.CheckQualityResponse) -> QualityReport:
+    f = msg.fips140_2
+    return QualityReport(
+        sample_bytes=msg.sample_bytes,
+        provenance=provenance_from_pb(msg.provenance),
+        shannon_entropy_bits_per_byte=msg.shannon_entropy_bits_per_byte,
+        min_entropy_bits_per_byte=msg.min_entropy_bits_per_byte,
+        chi_square=msg.chi_square,
+        chi_square_p_value=msg.chi_square_p_value,
+        mean=msg.mean,
+        serial_correlation=(
+            msg.serial_correlation if msg.HasField("serial_correlation") else None
+        ),
+        pi=_pi(msg.pi),
+        pi_os_reference=_pi(msg.pi_os_reference),
+        fips140_2=Fips1402(
+            blocks=f.blocks,
+            monobit_failures=f.monobit_failures,
+            poker_failures=f.poker_failures,
+            runs_failures=f.runs_failures,
+            long_run_failures=f.long_run_failures,
+            blocks_failed=f.blocks_failed,
+        ),
+        passed=msg.passed,
+        failures=tuple(msg.failures),
+        thresholds=tuple(msg.thresholds),
     )

@@ -1,8 +1,10 @@
 package io.github.entropydiode.client;
 
+import entropy.v1.Entropy.CheckQualityRequest;
 import entropy.v1.Entropy.GetFloatsRequest;
 import entropy.v1.Entropy.GetIntegersRequest;
 import entropy.v1.Entropy.GetRandomRequest;
+import entropy.v1.Entropy.GetRandomResponse;
 import entropy.v1.Entropy.GetStatusRequest;
 import entropy.v1.Entropy.GetUuidsRequest;
 import entropy.v1.EntropyServiceGrpc;
@@ -55,6 +57,8 @@ public final class EntropyClient implements AutoCloseable {
   private final EntropyServiceGrpc.EntropyServiceStub async;
   private final Duration timeout;
   private final Endpoint endpoint;
+  /** accept_kinds of every entropy call, as wire numbers; empty: any kind. */
+  private final List<Integer> acceptKinds;
 
   private EntropyClient(Builder b, String key) {
     this.endpoint = Endpoint.parse(b.endpoint, b.caFile != null);
@@ -81,6 +85,7 @@ public final class EntropyClient implements AutoCloseable {
     this.blocking = EntropyServiceGrpc.newBlockingStub(channel);
     this.async = EntropyServiceGrpc.newStub(channel);
     this.timeout = b.timeout;
+    this.acceptKinds = b.acceptKinds;
   }
 
   /** A builder; {@link Builder#build()} needs at least an API key. */
@@ -101,6 +106,11 @@ public final class EntropyClient implements AutoCloseable {
     return endpoint;
   }
 
+  /** The source kinds every entropy call of this client accepts; empty: any kind. */
+  public List<SourceKind> acceptKinds() {
+    return SourceKind.fromNumbers(acceptKinds);
+  }
+
   /**
    * Exactly {@code numBytes} random bytes (1..=1048576), or an error and nothing consumed.
    *
@@ -108,8 +118,30 @@ public final class EntropyClient implements AutoCloseable {
    * @return the bytes
    */
   public byte[] getBytes(int numBytes) {
-    GetRandomRequest req = GetRandomRequest.newBuilder().setNumBytes(uint32("numBytes", numBytes)).build();
-    return call(s -> s.getRandom(req)).getData().toByteArray();
+    return getRandom(numBytes).getData().toByteArray();
+  }
+
+  /**
+   * Exactly {@code numBytes} random bytes (1..=1048576) together with their provenance: the kinds
+   * of the sources behind them, the collectors and chunks they came from, and how long they had
+   * waited in the pool.
+   *
+   * @param numBytes how many bytes
+   * @return the bytes and their provenance
+   */
+  public Draw draw(int numBytes) {
+    GetRandomResponse resp = getRandom(numBytes);
+    return new Draw(
+        resp.getData().toByteArray(), Provenance.fromProto(resp.hasProvenance(), resp.getProvenance()));
+  }
+
+  private GetRandomResponse getRandom(int numBytes) {
+    GetRandomRequest req =
+        GetRandomRequest.newBuilder()
+            .setNumBytes(uint32("numBytes", numBytes))
+            .addAllAcceptKindsValue(acceptKinds)
+            .build();
+    return call(s -> s.getRandom(req));
   }
 
   /**
@@ -123,7 +155,12 @@ public final class EntropyClient implements AutoCloseable {
    */
   public long[] getIntegers(long min, long max, int count) {
     GetIntegersRequest req =
-        GetIntegersRequest.newBuilder().setMin(min).setMax(max).setCount(uint32("count", count)).build();
+        GetIntegersRequest.newBuilder()
+            .setMin(min)
+            .setMax(max)
+            .setCount(uint32("count", count))
+            .addAllAcceptKindsValue(acceptKinds)
+            .build();
     return call(s -> s.getIntegers(req)).getValuesList().stream().mapToLong(Long::longValue).toArray();
   }
 
@@ -134,7 +171,11 @@ public final class EntropyClient implements AutoCloseable {
    * @return the floats
    */
   public double[] getFloats(int count) {
-    GetFloatsRequest req = GetFloatsRequest.newBuilder().setCount(uint32("count", count)).build();
+    GetFloatsRequest req =
+        GetFloatsRequest.newBuilder()
+            .setCount(uint32("count", count))
+            .addAllAcceptKindsValue(acceptKinds)
+            .build();
     return call(s -> s.getFloats(req)).getValuesList().stream().mapToDouble(Double::doubleValue).toArray();
   }
 
@@ -145,8 +186,54 @@ public final class EntropyClient implements AutoCloseable {
    * @return the UUIDs
    */
   public List<UUID> getUuids(int count) {
-    GetUuidsRequest req = GetUuidsRequest.newBuilder().setCount(uint32("count", count)).build();
+    GetUuidsRequest req =
+        GetUuidsRequest.newBuilder()
+            .setCount(uint32("count", count))
+            .addAllAcceptKindsValue(acceptKinds)
+            .build();
     return call(s -> s.getUuids(req)).getUuidsList().stream().map(UUID::fromString).toList();
+  }
+
+  /**
+   * Has the gateway draw {@code sampleBytes} (2500..=4194304) from its pool, never to be served to
+   * anyone, and report how random they look, from the source kinds this client accepts. Needs a
+   * key with the {@code quality:check} scope ({@link PermissionDeniedException} otherwise); the
+   * drawn bytes count against the key's byte quota. An out-of-range size is an
+   * {@link InvalidArgumentException} naming {@code sample_bytes} and the bound.
+   *
+   * @param sampleBytes how many bytes to draw and test
+   * @return the report
+   */
+  public QualityReport checkQuality(int sampleBytes) {
+    return checkQuality(sampleBytes, acceptKinds);
+  }
+
+  /**
+   * {@link #checkQuality(int)} on bytes of these source kinds only, instead of the client's
+   * (none: any kind).
+   *
+   * @param sampleBytes how many bytes to draw and test
+   * @param acceptKinds QUANTUM, HARDWARE or OS
+   * @return the report
+   * @throws InvalidArgumentException for a null or {@link SourceKind#UNKNOWN} kind, before sending
+   */
+  public QualityReport checkQuality(int sampleBytes, SourceKind... acceptKinds) {
+    List<Integer> kinds;
+    try {
+      kinds = SourceKind.toNumbers("acceptKinds", acceptKinds);
+    } catch (IllegalArgumentException e) {
+      throw new InvalidArgumentException(e.getMessage(), e);
+    }
+    return checkQuality(sampleBytes, kinds);
+  }
+
+  private QualityReport checkQuality(int sampleBytes, List<Integer> kinds) {
+    CheckQualityRequest req =
+        CheckQualityRequest.newBuilder()
+            .setSampleBytes(uint32("sampleBytes", sampleBytes))
+            .addAllAcceptKindsValue(kinds)
+            .build();
+    return QualityReport.fromProto(call(s -> s.checkQuality(req)));
   }
 
   /** The gateway's pool, counters and sources. */
@@ -173,7 +260,8 @@ public final class EntropyClient implements AutoCloseable {
    * @return the stream; close it when done
    */
   public RandomStream stream(long totalBytes, StreamOptions options) {
-    return new RandomStream(async, channel, totalBytes, Objects.requireNonNull(options, "options"));
+    Objects.requireNonNull(options, "options");
+    return new RandomStream(async, channel, totalBytes, options, options.acceptKindsOr(acceptKinds));
   }
 
   /** Closes the connection; calls in flight fail with CANCELLED or UNAVAILABLE. */
@@ -219,6 +307,7 @@ public final class EntropyClient implements AutoCloseable {
     private String apiKey;
     private Path caFile;
     private Duration timeout = DEFAULT_TIMEOUT;
+    private List<Integer> acceptKinds = List.of();
 
     private Builder() {
       String env = System.getenv("ENTROPY_ENDPOINT");
@@ -275,6 +364,25 @@ public final class EntropyClient implements AutoCloseable {
         throw new IllegalArgumentException("timeout must not be negative");
       }
       this.timeout = timeout;
+      return this;
+    }
+
+    /**
+     * The source kinds every entropy call accepts ({@code getBytes}, {@code draw},
+     * {@code getIntegers}, {@code getFloats}, {@code getUuids}, {@code checkQuality}, streams):
+     * a chunk qualifies when every source that contributed to it has one of these kinds, so bytes
+     * of a QUANTUM source XORed with the OS source need both QUANTUM and OS. None (the default)
+     * accepts any kind. When the pool holds no byte of an accepted class and none arrived lately,
+     * a call throws {@link FailedPreconditionException} at once, naming what the pool holds.
+     * {@link StreamOptions#withAcceptKinds} and {@link EntropyClient#checkQuality(int,
+     * SourceKind...)} override it for one stream or check.
+     *
+     * @param kinds QUANTUM, HARDWARE or OS
+     * @return this builder
+     * @throws IllegalArgumentException for a null or {@link SourceKind#UNKNOWN} kind
+     */
+    public Builder acceptKinds(SourceKind... kinds) {
+      this.acceptKinds = SourceKind.toNumbers("acceptKinds", kinds);
       return this;
     }
 

@@ -68,6 +68,7 @@ public class EntropyException extends RuntimeException {
       case UNAVAILABLE -> new UnavailableException(details, cause);
       case DEADLINE_EXCEEDED -> new DeadlineExceededException(details, cause);
       case CANCELLED -> new CancelledException(details, cause);
+      case FAILED_PRECONDITION -> new FailedPreconditionException(details, cause);
       default -> new EntropyException(code, details, cause);
     };
   }

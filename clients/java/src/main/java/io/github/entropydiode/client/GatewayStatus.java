@@ -24,6 +24,11 @@ import java.util.OptionalLong;
  * @param sources every source a collector reported, most recently seen first
  * @param serving whether the gateway is serving (the same rule as grpc.health.v1)
  * @param notServingReason why not, in one line; empty while serving
+ * @param poolByClass the pool's bytes by class (the kinds of the sources behind them), largest
+ *     first
+ * @param expiredBytesTotal bytes wiped unserved because they were in the pool longer than
+ *     {@code maxByteAgeMs}
+ * @param maxByteAgeMs the longest a byte may stay in the pool, ms; 0: no limit
  */
 public record GatewayStatus(
     long poolBytes,
@@ -39,7 +44,18 @@ public record GatewayStatus(
     OptionalLong lastChunkAgeMs,
     List<Source> sources,
     boolean serving,
-    String notServingReason) {
+    String notServingReason,
+    List<ClassLevel> poolByClass,
+    long expiredBytesTotal,
+    long maxByteAgeMs) {
+
+  /**
+   * The pool's bytes of one class.
+   *
+   * @param kinds the kinds of the sources behind these bytes, each once, in enum order
+   * @param bytes bytes ready to be served
+   */
+  public record ClassLevel(List<SourceKind> kinds, long bytes) {}
 
   /**
    * One entropy source. {@code kind} is "quantum", "hardware" or "os": only "quantum" sources are
@@ -79,7 +95,12 @@ public record GatewayStatus(
         m.hasLastChunkAgeMs() ? OptionalLong.of(m.getLastChunkAgeMs()) : OptionalLong.empty(),
         sources,
         m.getServing(),
-        m.getNotServingReason());
+        m.getNotServingReason(),
+        m.getPoolByClassList().stream()
+            .map(c -> new ClassLevel(SourceKind.fromNumbers(c.getKindsValueList()), c.getBytes()))
+            .toList(),
+        m.getExpiredBytesTotal(),
+        m.getMaxByteAgeMs());
   }
 
   private static Source source(SourceStatus s) {

@@ -11,6 +11,7 @@ import io.grpc.stub.ClientResponseObserver;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
@@ -23,9 +24,10 @@ import java.util.concurrent.TimeUnit;
  * <p>After a transport error (the gateway restarted, the connection dropped) it opens a new stream
  * for exactly the bytes still owed, following the reconnect rule of {@link StreamOptions}. Nothing
  * it received is lost and nothing is repeated, because the gateway never serves a byte twice.
- * When the rule gives up, or the gateway refuses the call (a bad key, a quota), {@code read}
- * throws an {@link IOException} whose cause is the {@link EntropyException}; an interrupted
- * reader gets an {@link InterruptedIOException}.
+ * When the rule gives up, or the gateway refuses the call (a bad key, a quota, source kinds the
+ * pool does not hold: {@link FailedPreconditionException}), {@code read} throws an
+ * {@link IOException} whose cause is the {@link EntropyException}; an interrupted reader gets an
+ * {@link InterruptedIOException}.
  *
  * <p>Not thread-safe, like most streams: one reader at a time. {@link #close()} cancels the call.
  */
@@ -39,8 +41,12 @@ public final class RandomStream extends InputStream {
   private final ManagedChannel channel;
   private final long total;
   private final StreamOptions options;
+  /** accept_kinds of every call, as wire numbers. */
+  private final List<Integer> acceptKinds;
 
   private long received;
+  /** The provenance of the last message received, or null. */
+  private entropy.v1.Provenance.DrawProvenance lastProvenance;
   private ByteString chunk = ByteString.EMPTY;
   private int position;
   private Attempt attempt;
@@ -54,7 +60,11 @@ public final class RandomStream extends InputStream {
   private int reconnects;
 
   RandomStream(
-      EntropyServiceStub stub, ManagedChannel channel, long totalBytes, StreamOptions options) {
+      EntropyServiceStub stub,
+      ManagedChannel channel,
+      long totalBytes,
+      StreamOptions options,
+      List<Integer> acceptKinds) {
     if (totalBytes < 0) {
       throw new InvalidArgumentException(
           "totalBytes is " + totalBytes + ", must be >= 0 (0: no limit)", null);
@@ -63,11 +73,21 @@ public final class RandomStream extends InputStream {
     this.channel = channel;
     this.total = totalBytes;
     this.options = options;
+    this.acceptKinds = acceptKinds;
   }
 
   /** Bytes received from the gateway so far (delivered or buffered here). */
   public long received() {
     return received;
+  }
+
+  /**
+   * Where the bytes of the last message received came from: the message the bytes of the last
+   * {@code read} belong to, as the stream takes a new message only when the previous one is used
+   * up. Null before the first message, or from a gateway that sends none.
+   */
+  public Provenance provenance() {
+    return lastProvenance == null ? null : Provenance.fromProto(true, lastProvenance);
   }
 
   /** How many times a new stream was opened after a failure. */
@@ -138,7 +158,11 @@ public final class RandomStream extends InputStream {
         Thread.currentThread().interrupt();
         throw new InterruptedIOException("interrupted while waiting for entropy");
       }
-      if (event instanceof ByteString data) {
+      if (event instanceof StreamRandomResponse message) {
+        ByteString data = message.getData();
+        if (message.hasProvenance()) {
+          lastProvenance = message.getProvenance();
+        }
         attempt.gotMessage = true;
         attempt.call.request(1);
         if (total > 0 && data.size() > total - received) {
@@ -283,6 +307,7 @@ public final class RandomStream extends InputStream {
         StreamRandomRequest.newBuilder()
             .setChunkBytes(options.chunkBytes())
             .setTotalBytes(total == 0 ? 0 : total - received)
+            .addAllAcceptKindsValue(acceptKinds)
             .build();
     Attempt a = new Attempt(timeoutMs);
     stub.withWaitForReady().streamRandom(request, a);
@@ -309,7 +334,7 @@ public final class RandomStream extends InputStream {
 
     @Override
     public void onNext(StreamRandomResponse value) {
-      events.add(value.getData());
+      events.add(value);
     }
 
     @Override

@@ -1,7 +1,9 @@
 package io.github.entropydiode.client;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * How a {@link RandomStream} asks for bytes and how it reconnects. Immutable; each {@code with}
@@ -30,7 +32,8 @@ public final class StreamOptions {
           DEFAULT_ATTEMPT_TIMEOUT,
           DEFAULT_STALL_TIMEOUT,
           Duration.ofMillis(50),
-          Duration.ofSeconds(1));
+          Duration.ofSeconds(1),
+          null);
 
   private final int chunkBytes;
   private final Duration reconnectBudget;
@@ -38,6 +41,8 @@ public final class StreamOptions {
   private final Duration stallTimeout;
   private final Duration initialBackoff;
   private final Duration maxBackoff;
+  /** accept_kinds as wire numbers; null: the client's. */
+  private final List<Integer> acceptKinds;
 
   private StreamOptions(
       int chunkBytes,
@@ -45,13 +50,15 @@ public final class StreamOptions {
       Duration attemptTimeout,
       Duration stallTimeout,
       Duration initialBackoff,
-      Duration maxBackoff) {
+      Duration maxBackoff,
+      List<Integer> acceptKinds) {
     this.chunkBytes = chunkBytes;
     this.reconnectBudget = reconnectBudget;
     this.attemptTimeout = attemptTimeout;
     this.stallTimeout = stallTimeout;
     this.initialBackoff = initialBackoff;
     this.maxBackoff = maxBackoff;
+    this.acceptKinds = acceptKinds;
   }
 
   /** The defaults: 64 KiB messages, 30 s budget, 2 s per attempt, 10 s stall, 50 ms..1 s backoff. */
@@ -71,7 +78,8 @@ public final class StreamOptions {
           "chunkBytes is " + chunkBytes + ", must be 1..=1048576", null);
     }
     return new StreamOptions(
-        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff);
+        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff,
+        acceptKinds);
   }
 
   /**
@@ -83,7 +91,7 @@ public final class StreamOptions {
   public StreamOptions withReconnectBudget(Duration budget) {
     return new StreamOptions(
         chunkBytes, nonNegative("reconnectBudget", budget), attemptTimeout, stallTimeout,
-        initialBackoff, maxBackoff);
+        initialBackoff, maxBackoff, acceptKinds);
   }
 
   /**
@@ -95,7 +103,7 @@ public final class StreamOptions {
   public StreamOptions withAttemptTimeout(Duration timeout) {
     return new StreamOptions(
         chunkBytes, reconnectBudget, positive("attemptTimeout", timeout), stallTimeout,
-        initialBackoff, maxBackoff);
+        initialBackoff, maxBackoff, acceptKinds);
   }
 
   /**
@@ -108,7 +116,7 @@ public final class StreamOptions {
   public StreamOptions withStallTimeout(Duration timeout) {
     return new StreamOptions(
         chunkBytes, reconnectBudget, attemptTimeout, positive("stallTimeout", timeout),
-        initialBackoff, maxBackoff);
+        initialBackoff, maxBackoff, acceptKinds);
   }
 
   /**
@@ -124,7 +132,34 @@ public final class StreamOptions {
     if (positive("max backoff", max).compareTo(initial) < 0) {
       throw new IllegalArgumentException("max backoff must be at least the initial backoff");
     }
-    return new StreamOptions(chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initial, max);
+    return new StreamOptions(
+        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initial, max, acceptKinds);
+  }
+
+  /**
+   * The source kinds this stream accepts, on its first call and every reconnect, instead of the
+   * client's ({@link EntropyClient.Builder#acceptKinds}); none: any kind. When the pool holds no
+   * byte of an accepted class and none arrived lately, {@code read} throws at once with a
+   * {@link FailedPreconditionException} as the cause: the stream does not reconnect for it.
+   *
+   * @param kinds QUANTUM, HARDWARE or OS
+   * @return a changed copy
+   * @throws IllegalArgumentException for a null or {@link SourceKind#UNKNOWN} entry
+   */
+  public StreamOptions withAcceptKinds(SourceKind... kinds) {
+    return new StreamOptions(
+        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff,
+        SourceKind.toNumbers("acceptKinds", kinds));
+  }
+
+  /** The kinds set by {@link #withAcceptKinds}; empty when the client's apply. */
+  public Optional<List<SourceKind>> acceptKinds() {
+    return Optional.ofNullable(acceptKinds).map(SourceKind::fromNumbers);
+  }
+
+  /** accept_kinds to send: this stream's, else the client's. */
+  List<Integer> acceptKindsOr(List<Integer> clients) {
+    return acceptKinds != null ? acceptKinds : clients;
   }
 
   /** Bytes per message. */
