@@ -52,9 +52,10 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  * key's large or many requests never hold up another key's small one, and keys under
  * contention receive equal shares.
  *   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
- *   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the pool
- *                       holds none of them and none arrived lately; the message names what
- *                       the pool holds. Nothing was consumed.
+ *   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
+ *                       gateway is fed other kinds only (none of the accepted ones in the pool
+ *                       or arrived lately); the message names what the pool holds. Nothing was
+ *                       consumed.
  */
 
 /** How GetRandom returns its bytes. */
@@ -83,9 +84,11 @@ export interface GetRandomRequest {
   /**
    * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
    * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
-   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
-   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
-   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * XORed with the OS source need both QUANTUM and OS listed. When the gateway is fed other
+   * kinds only (no byte of an accepted class in the pool, none arrived within
+   * `ingest_stale_after_ms`, while other classes did), the call fails at once with
+   * FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
+   * gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
    * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
    */
   acceptKinds: SourceKind[];
@@ -119,9 +122,11 @@ export interface StreamRandomRequest {
   /**
    * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
    * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
-   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
-   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
-   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * XORed with the OS source need both QUANTUM and OS listed. When the gateway is fed other
+   * kinds only (no byte of an accepted class in the pool, none arrived within
+   * `ingest_stale_after_ms`, while other classes did), the call fails at once with
+   * FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
+   * gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
    * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
    */
   acceptKinds: SourceKind[];
@@ -149,9 +154,11 @@ export interface GetIntegersRequest {
   /**
    * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
    * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
-   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
-   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
-   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * XORed with the OS source need both QUANTUM and OS listed. When the gateway is fed other
+   * kinds only (no byte of an accepted class in the pool, none arrived within
+   * `ingest_stale_after_ms`, while other classes did), the call fails at once with
+   * FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
+   * gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
    * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
    */
   acceptKinds: SourceKind[];
@@ -172,9 +179,11 @@ export interface GetFloatsRequest {
   /**
    * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
    * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
-   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
-   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
-   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * XORed with the OS source need both QUANTUM and OS listed. When the gateway is fed other
+   * kinds only (no byte of an accepted class in the pool, none arrived within
+   * `ingest_stale_after_ms`, while other classes did), the call fails at once with
+   * FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
+   * gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
    * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
    */
   acceptKinds: SourceKind[];
@@ -195,9 +204,11 @@ export interface GetUuidsRequest {
   /**
    * The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
    * every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
-   * XORed with the OS source need both QUANTUM and OS listed. When no byte of an accepted
-   * class is in the pool and none arrived within `ingest_stale_after_ms`, the call fails with
-   * FAILED_PRECONDITION naming what the pool holds; otherwise it waits as any call does.
+   * XORed with the OS source need both QUANTUM and OS listed. When the gateway is fed other
+   * kinds only (no byte of an accepted class in the pool, none arrived within
+   * `ingest_stale_after_ms`, while other classes did), the call fails at once with
+   * FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
+   * gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
    * SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
    */
   acceptKinds: SourceKind[];
