@@ -278,7 +278,8 @@ mod tests {
 
     #[test]
     fn thresholds_state_each_bound_for_the_sample_size() {
-        let sample: Vec<u8> = (0..26 * 2500u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let sample: Vec<u8> =
+            (0..26 * 2500u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
         let (pi, serial, fips) =
             (MonteCarloPi::of(&sample), SerialCorrelation::of(&sample), Fips140_2::of(&sample));
         let lines = thresholds(&pi, &serial, &fips);

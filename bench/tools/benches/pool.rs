@@ -1,7 +1,7 @@
 //! Pool throughput: how fast verified bytes go in and come out, by request size.
 //!
 //! `put_take`: one put of N bytes followed by one take of N (the copy in, the copy out and the
-//! zeroize of the freed ring region), single-threaded: the pool's own cost per byte.
+//! zeroize of the freed arena region, the chunk's origin record), single-threaded: the pool's own cost per byte.
 //! `contended_take`: 8 tasks on a 2-worker runtime draining a pre-filled pool in N-byte takes,
 //! i.e. the semaphore and mutex under contention, as concurrent GetRandom calls use them.
 //!
@@ -10,7 +10,19 @@
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use entropy_gateway::pool::Pool;
+use entropy_gateway::pool::{ChunkOrigin, Kinds, Pool};
+
+/// The record every stored chunk carries (one allocation per put, as ingest does).
+fn origin() -> Arc<ChunkOrigin> {
+    Arc::new(ChunkOrigin {
+        collector: "bench".into(),
+        epoch: 1,
+        sequence: 0,
+        signed_at_unix_ms: 0,
+        kinds: Kinds::QUANTUM,
+        mixed: false,
+    })
+}
 
 const SIZES: &[usize] = &[32, 1024, 64 << 10, 1 << 20];
 
@@ -22,7 +34,7 @@ fn put_take(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(n as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             b.iter(|| {
-                pool.put(&data).expect("room");
+                pool.put(&data, origin()).expect("room");
                 let drawn = pool.try_take(n).expect("bytes");
                 std::hint::black_box(drawn);
             });
@@ -44,7 +56,7 @@ fn contended_take(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             let pool = Arc::new(Pool::new(total.max(1 << 20)));
             b.iter(|| {
-                pool.put(&refill).expect("room");
+                pool.put(&refill, origin()).expect("room");
                 runtime.block_on(async {
                     let mut tasks = Vec::with_capacity(TAKERS);
                     for _ in 0..TAKERS {

@@ -60,15 +60,22 @@ async fn the_cli_does_what_its_help_says() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.starts_with("verdict:        PASSED"), "{text}");
     assert!(text.contains("provenance:     OS from") && text.contains("dev-collector"), "{text}");
-    assert!(text.contains("FIPS 140-2:     0 of 26 blocks failed") || text.contains("of 26 blocks"));
+    assert!(
+        text.contains("FIPS 140-2:     0 of 26 blocks failed") || text.contains("of 26 blocks")
+    );
     let out = run(KEY, &["check", "--sample", "4096", "--json"]).await;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((report["passed"].as_bool(), report["sample_bytes"].as_u64()), (Some(true), Some(4096)));
+    assert_eq!(
+        (report["passed"].as_bool(), report["sample_bytes"].as_u64()),
+        (Some(true), Some(4096))
+    );
     assert_eq!(report["provenance"]["kinds"], serde_json::json!(["OS"]));
     assert_eq!(report["thresholds"].as_array().map(Vec::len), Some(5));
     let out = run(KEY, &["check", "--sample", "100"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("sample_bytes is 100, must be 2500..="));
+    assert!(
+        String::from_utf8(out.stderr).unwrap().contains("sample_bytes is 100, must be 2500..=")
+    );
 
     // A kind the dev gateway is not fed: refused, naming what its pool holds.
     let out = run(KEY, &["--accept", "quantum", "bytes", "8"]).await;

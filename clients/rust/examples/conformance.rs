@@ -114,7 +114,8 @@ async fn throughput(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         let mut stub = EntropyServiceClient::connect(uri).await?;
         let mut request = tonic::Request::new(StreamRandomRequest {
             chunk_bytes: u32::try_from(chunk)?,
-            total_bytes: total, ..Default::default()
+            total_bytes: total,
+            ..Default::default()
         });
         let key = std::env::var("ENTROPY_API_KEY").unwrap_or_default();
         request.metadata_mut().insert("authorization", format!("Bearer {key}").parse()?);

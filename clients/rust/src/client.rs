@@ -241,10 +241,8 @@ impl Client {
     /// gateway's statistics on them with one verdict (`passed`, `failures`, `thresholds`).
     /// Needs the `quality:check` scope.
     pub async fn check_quality(&self, sample_bytes: u32) -> Result<CheckQualityResponse, Error> {
-        let request = self.request(CheckQualityRequest {
-            sample_bytes,
-            accept_kinds: self.accept_kinds.clone(),
-        });
+        let request = self
+            .request(CheckQualityRequest { sample_bytes, accept_kinds: self.accept_kinds.clone() });
         self.call(self.inner.clone().check_quality(request)).await
     }
 
@@ -261,13 +259,15 @@ impl Client {
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
-        let request = self.request(GetFloatsRequest { count, accept_kinds: self.accept_kinds.clone() });
+        let request =
+            self.request(GetFloatsRequest { count, accept_kinds: self.accept_kinds.clone() });
         Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
-        let request = self.request(GetUuidsRequest { count, accept_kinds: self.accept_kinds.clone() });
+        let request =
+            self.request(GetUuidsRequest { count, accept_kinds: self.accept_kinds.clone() });
         let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids
             .iter()

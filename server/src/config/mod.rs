@@ -72,7 +72,8 @@ impl GatewayConfig {
     /// before calls that accept only it are refused (`ingest_stale_after_ms`, or a minute
     /// when that check is off).
     pub fn pool_limits(&self) -> crate::pool::PoolLimits {
-        let absent_ms = if self.ingest_stale_after_ms == 0 { 60_000 } else { self.ingest_stale_after_ms };
+        let absent_ms =
+            if self.ingest_stale_after_ms == 0 { 60_000 } else { self.ingest_stale_after_ms };
         crate::pool::PoolLimits {
             max_byte_age: (self.max_byte_age_ms > 0)
                 .then(|| Duration::from_millis(self.max_byte_age_ms)),

@@ -6,9 +6,8 @@ use std::time::Duration;
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, Encoding, GetFloatsRequest, GetFloatsResponse,
-    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse,
-    GetStatusRequest, GetStatusResponse, GetUuidsRequest, GetUuidsResponse, SourceStatus,
-    StreamRandomRequest,
+    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
+    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, SourceStatus, StreamRandomRequest,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -308,8 +307,9 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Count { count, accept } = req.try_into()?;
-        let bytes =
-            self.draw(call, (&metadata, &extensions), &grant, (count * FLOAT_BYTES, accept)).await?;
+        let bytes = self
+            .draw(call, (&metadata, &extensions), &grant, (count * FLOAT_BYTES, accept))
+            .await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
         let values = floats.iter().map(float_from).collect();

@@ -74,8 +74,16 @@ mod tests {
         let biased: Vec<u8> = good.iter().map(|b| b & 0x7f).collect();
         let report = check(&biased).expect("analyzed");
         assert!(!report.passed);
-        assert!(report.failures.iter().any(|f| f.starts_with("chi-square")), "{:?}", report.failures);
-        assert!(report.failures.iter().any(|f| f.starts_with("FIPS 140-2")), "{:?}", report.failures);
+        assert!(
+            report.failures.iter().any(|f| f.starts_with("chi-square")),
+            "{:?}",
+            report.failures
+        );
+        assert!(
+            report.failures.iter().any(|f| f.starts_with("FIPS 140-2")),
+            "{:?}",
+            report.failures
+        );
         assert!((report.mean - 63.5).abs() < 1.0, "{}", report.mean);
     }
 }

@@ -184,7 +184,8 @@ mod tests {
         assert_eq!(accept_kinds(&[]).ok(), Some(Kinds::ANY));
         assert_eq!(accept_kinds(&[1]).ok(), Some(Kinds::QUANTUM));
         assert_eq!(accept_kinds(&[1, 3, 1]).ok(), Some(Kinds::QUANTUM.with(Kinds::OS)));
-        for (values, field) in [(&[0][..], "accept_kinds[0] is 0"), (&[1, 9], "accept_kinds[1] is 9")]
+        for (values, field) in
+            [(&[0][..], "accept_kinds[0] is 0"), (&[1, 9], "accept_kinds[1] is 9")]
         {
             let e = accept_kinds(values).unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument);
@@ -202,8 +203,7 @@ mod tests {
         };
         assert_eq!(sample(2500).ok().map(|s| (s.n, s.accept)), Some((2500, Kinds::OS)));
         assert!(sample(4 << 20).is_ok());
-        for (n, bound) in [(2499, "2500..=4194304"), (0, "2500..=4194304"), (4194305, "2500..=")]
-        {
+        for (n, bound) in [(2499, "2500..=4194304"), (0, "2500..=4194304"), (4194305, "2500..=")] {
             let e = sample(n).unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument);
             assert!(e.message().starts_with(&format!("sample_bytes is {n}, must be {bound}")));

@@ -30,9 +30,9 @@ use super::deadline::Limit;
 use super::delivery::{self, Holds};
 use super::errors::{out_of_range, take_failed};
 use super::observe::{Call, ServedMeter};
-use crate::conn_limit::ConnectionInfo;
 use super::provenance;
 use super::requests::accept_kinds;
+use crate::conn_limit::ConnectionInfo;
 use crate::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
 use crate::quota::{KeyQuota, StreamSlot};
 

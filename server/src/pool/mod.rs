@@ -56,8 +56,8 @@ use crate::secret::SecretBytes;
 use arena::{Arena, Lane};
 use fair::{Progress, Scheduler};
 pub use fair::{QUANTUM, Tenant};
-pub use origin::{ChunkOrigin, Kinds, Provenance, Segment};
 use origin::Segments;
+pub use origin::{ChunkOrigin, Kinds, Provenance, Segment};
 
 /// Bytes drawn from the pool, with the record of the chunks they came from. The bytes are
 /// wiped when dropped unless moved out with [`Drawn::into_vec`].

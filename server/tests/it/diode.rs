@@ -8,15 +8,18 @@ use entropy_collector::Collector;
 use entropy_collector::config::CollectorConfig;
 use entropy_collector::publisher::{Delivery, Publisher, RetryPolicy};
 use entropy_collector::runner::RunStats;
-use entropy_collector::simulator::{self, Simulator, SimulatorOptions};
+use entropy_collector::simulator::{self, Fault, Simulator, SimulatorOptions};
 use entropy_collector::tls::cert_sha256;
 use entropy_proto::v1::{GetRandomRequest, SourceKind};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
+use tonic::Code;
 use tonic::transport::Endpoint;
 
-use super::support::{MAC_KEY, MAC_KEY_ID, TestGateway, authed, start, start_on, test_config};
+use super::support::{
+    MAC_KEY, MAC_KEY_ID, TestGateway, assert_status, authed, start, start_on, test_config,
+};
 
 /// The `[[source]]` table of one OS source.
 const OS_SOURCE: &str = "[[source]]\nname = \"os\"\ntype = \"os\"\n";
@@ -114,7 +117,9 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
         "chunks flow from the simulator to the gateway"
     );
     let mut client = gw.client().await;
-    let bytes = client.get_random(authed(GetRandomRequest { num_bytes: 1024, encoding: 0, ..Default::default() })).await;
+    let bytes = client
+        .get_random(authed(GetRandomRequest { num_bytes: 1024, encoding: 0, ..Default::default() }))
+        .await;
     assert_eq!(bytes.expect("entropy").into_inner().data.len(), 1024);
     let status = gw.status().await;
     let source =
@@ -204,7 +209,11 @@ async fn a_full_gateway_slows_the_collector_and_nothing_is_lost() {
     let mut client = gw.client().await;
     for _ in 0..4 {
         client
-            .get_random(authed(GetRandomRequest { num_bytes: 1 << 18, encoding: 0, ..Default::default() }))
+            .get_random(authed(GetRandomRequest {
+                num_bytes: 1 << 18,
+                encoding: 0,
+                ..Default::default()
+            }))
             .await
             .expect("drain");
     }
@@ -349,5 +358,127 @@ async fn chunks_kept_back_by_a_full_pool_longer_than_the_freshness_window_are_no
     let status = gw.status().await;
     assert_eq!(status.chunks_accepted_total, stats.stored.load(Ordering::Relaxed));
     assert_eq!(status.chunks_rejected_total, 0);
+    gw.stop().await;
+}
+
+/// Bytes ready in the pool of the class made of exactly `kinds`.
+fn class_bytes(status: &entropy_proto::v1::GetStatusResponse, kinds: &[SourceKind]) -> u64 {
+    let kinds: Vec<i32> = kinds.iter().map(|&k| k as i32).collect();
+    status.pool_by_class.iter().find(|c| c.kinds == kinds).map_or(0, |c| c.bytes)
+}
+
+fn quantis_health(status: &entropy_proto::v1::GetStatusResponse) -> i32 {
+    status.sources.iter().find(|s| s.name == "quantis-sim").map_or(0, |s| s.health)
+}
+
+/// Issue Quality, end to end: a quantum-only call is served through the diode and says so; a
+/// quantum source XORed with the OS source is not quantum-only; and when the appliance turns
+/// biased, stuck or replaying, the collector's health tests drop it and nothing of it is stored
+/// (hence served) while the OS source keeps the gateway fed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quantum_only_calls_are_served_through_the_diode_and_a_faulty_source_never_is() {
+    use entropy_proto::v1::SourceHealth;
+    let sim = Simulator::new(SimulatorOptions { rate_bytes_per_s: 400_000, ..Default::default() });
+    let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
+    let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
+    let listener = simulator::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let sim_addr = listener.local_addr().unwrap();
+    let sim_stop = CancellationToken::new();
+    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls, sim_stop.clone()));
+    let quantis = format!(
+        "[[source]]\nname = \"quantis-sim\"\ntype = \"quantis\"\nurl = \"https://{sim_addr}\"\n\
+         pinned_cert_sha256 = \"{}\"\nrequest_timeout_ms = 500\nattempts = 1\n",
+        hex::encode(pin)
+    );
+    let quantum_only = |n| GetRandomRequest {
+        num_bytes: n,
+        accept_kinds: vec![SourceKind::Quantum as i32],
+        ..Default::default()
+    };
+
+    // The appliance alone: quantum-only calls are served, and the bytes say where from.
+    let gw = start(test_config(|_| {})).await;
+    let collector = RunningCollector::start(&quantis, &[&gw], 8192, 4);
+    let quantum = [SourceKind::Quantum];
+    assert!(
+        eventually(Duration::from_secs(15), async || class_bytes(&gw.status().await, &quantum)
+            >= 4096)
+        .await,
+        "quantum chunks arrive"
+    );
+    let mut client = gw.client().await;
+    let reply = client.get_random(authed(quantum_only(4096))).await.expect("quantum bytes");
+    let p = reply.into_inner().provenance.expect("provenance");
+    assert_eq!((p.kinds, p.mixed), (vec![SourceKind::Quantum as i32], false));
+    assert_eq!(p.collector_ids, ["diode-test"]);
+    collector.stop().await;
+    gw.stop().await;
+
+    // The appliance XORed with the OS source: the class is QUANTUM+OS.
+    let gw = start(test_config(|c| c.pool_capacity_bytes = 64 << 20)).await;
+    let both = format!("{quantis}{OS_SOURCE}");
+    let collector = RunningCollector::start(&both, &[&gw], 8192, 4);
+    let mut client = gw.client().await;
+    let q_os = [SourceKind::Quantum, SourceKind::Os];
+    assert!(
+        eventually(Duration::from_secs(15), async || class_bytes(&gw.status().await, &q_os) > 0)
+            .await,
+        "mixed chunks arrive"
+    );
+    assert_status(
+        client.get_random(authed(quantum_only(16))).await,
+        Code::FailedPrecondition,
+        &["QUANTUM only", "QUANTUM+OS:"],
+    );
+
+    for fault in [Fault::Bias, Fault::Stuck, Fault::Repeat] {
+        sim.set_fault(fault);
+        assert!(
+            eventually(Duration::from_secs(15), async || {
+                quantis_health(&gw.status().await) == SourceHealth::Quarantined as i32
+            })
+            .await,
+            "{fault:?}: the health tests quarantine the appliance"
+        );
+        // Chunks are stored in the order they were mixed: once one reports the appliance
+        // quarantined, no later chunk has its bytes until it passes a fresh start-up test.
+        let before = gw.status().await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let after = gw.status().await;
+        assert_eq!(
+            class_bytes(&after, &q_os),
+            class_bytes(&before, &q_os),
+            "{fault:?}: no bytes of the faulty appliance were stored"
+        );
+        assert!(
+            after.chunks_accepted_total > before.chunks_accepted_total,
+            "{fault:?}: the OS source alone keeps the gateway fed"
+        );
+        let os_only = client
+            .get_random(authed(GetRandomRequest {
+                num_bytes: 64,
+                accept_kinds: vec![SourceKind::Os as i32],
+                ..Default::default()
+            }))
+            .await
+            .expect("OS bytes");
+        let p = os_only.into_inner().provenance.expect("provenance");
+        assert_eq!(p.kinds, [SourceKind::Os as i32], "{fault:?}");
+
+        // Healthy again: after a fresh start-up test, mixed chunks flow again.
+        sim.set_fault(Fault::None);
+        let level = class_bytes(&gw.status().await, &q_os);
+        assert!(
+            eventually(Duration::from_secs(15), async || {
+                let s = gw.status().await;
+                quantis_health(&s) == SourceHealth::Healthy as i32 && class_bytes(&s, &q_os) > level
+            })
+            .await,
+            "{fault:?}: the appliance recovers"
+        );
+    }
+    collector.stop().await;
+    sim_stop.cancel();
+    sim_task.await.unwrap().unwrap();
     gw.stop().await;
 }

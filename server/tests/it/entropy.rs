@@ -19,7 +19,11 @@ async fn get_random_returns_exactly_the_bytes_asked_for() {
     let mut client = gw.client().await;
     for n in [1u32, 32, 1000, 1 << 20] {
         let resp = client
-            .get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() }))
+            .get_random(authed(GetRandomRequest {
+                num_bytes: n,
+                encoding: 0,
+                ..Default::default()
+            }))
             .await
             .expect("bytes")
             .into_inner();
@@ -27,7 +31,11 @@ async fn get_random_returns_exactly_the_bytes_asked_for() {
         assert!(resp.text.is_empty());
     }
     let hex = client
-        .get_random(authed(GetRandomRequest { num_bytes: 16, encoding: Encoding::Hex as i32, ..Default::default() }))
+        .get_random(authed(GetRandomRequest {
+            num_bytes: 16,
+            encoding: Encoding::Hex as i32,
+            ..Default::default()
+        }))
         .await
         .expect("hex")
         .into_inner();
@@ -35,7 +43,11 @@ async fn get_random_returns_exactly_the_bytes_asked_for() {
     assert_eq!(hex.text.len(), 32);
     assert!(hex.text.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     let b64 = client
-        .get_random(authed(GetRandomRequest { num_bytes: 16, encoding: Encoding::Base64 as i32, ..Default::default() }))
+        .get_random(authed(GetRandomRequest {
+            num_bytes: 16,
+            encoding: Encoding::Base64 as i32,
+            ..Default::default()
+        }))
         .await
         .expect("base64")
         .into_inner();
@@ -50,13 +62,25 @@ async fn get_random_bounds_name_the_field() {
     let mut client = gw.client().await;
     for n in [0u32, (1 << 20) + 1, u32::MAX] {
         assert_status(
-            client.get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() })).await,
+            client
+                .get_random(authed(GetRandomRequest {
+                    num_bytes: n,
+                    encoding: 0,
+                    ..Default::default()
+                }))
+                .await,
             Code::InvalidArgument,
             &["num_bytes", "1..=1048576"],
         );
     }
     assert_status(
-        client.get_random(authed(GetRandomRequest { num_bytes: 1, encoding: 7, ..Default::default() })).await,
+        client
+            .get_random(authed(GetRandomRequest {
+                num_bytes: 1,
+                encoding: 7,
+                ..Default::default()
+            }))
+            .await,
         Code::InvalidArgument,
         &["encoding"],
     );
@@ -98,7 +122,11 @@ async fn stream_delivers_exactly_total_bytes() {
     gw.feed(3 << 20, 256 << 10, |i| i as u8).await;
     let mut client = gw.client().await;
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: 65536, total_bytes: 1 << 20, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 65536,
+            total_bytes: 1 << 20,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();
@@ -110,7 +138,11 @@ async fn stream_delivers_exactly_total_bytes() {
 
     // Default chunk size, and a total that is not a multiple of it.
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: 0, total_bytes: 40_000, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 0,
+            total_bytes: 40_000,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();
@@ -123,7 +155,8 @@ async fn stream_delivers_exactly_total_bytes() {
         client
             .stream_random(authed(StreamRandomRequest {
                 chunk_bytes: (1 << 20) + 1,
-                total_bytes: 0, ..Default::default()
+                total_bytes: 0,
+                ..Default::default()
             }))
             .await,
         Code::InvalidArgument,
@@ -138,7 +171,12 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     gw.feed(1 << 20, 64 << 10, |i| (i * 7 + 3) as u8).await;
     let mut client = gw.client().await;
     let dice = client
-        .get_integers(authed(GetIntegersRequest { min: 1, max: 6, count: 10_000, ..Default::default() }))
+        .get_integers(authed(GetIntegersRequest {
+            min: 1,
+            max: 6,
+            count: 10_000,
+            ..Default::default()
+        }))
         .await
         .expect("dice")
         .into_inner()
@@ -149,14 +187,24 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     assert_eq!(faces.len(), 6, "every face shows up in 10,000 rolls");
 
     let full = client
-        .get_integers(authed(GetIntegersRequest { min: i64::MIN, max: i64::MAX, count: 100, ..Default::default() }))
+        .get_integers(authed(GetIntegersRequest {
+            min: i64::MIN,
+            max: i64::MAX,
+            count: 100,
+            ..Default::default()
+        }))
         .await
         .expect("full range")
         .into_inner()
         .values;
     assert_eq!(full.len(), 100);
     let constant = client
-        .get_integers(authed(GetIntegersRequest { min: -5, max: -5, count: 3, ..Default::default() }))
+        .get_integers(authed(GetIntegersRequest {
+            min: -5,
+            max: -5,
+            count: 3,
+            ..Default::default()
+        }))
         .await
         .expect("one-value range")
         .into_inner()
@@ -164,13 +212,27 @@ async fn integers_are_in_range_and_bounds_are_checked() {
     assert_eq!(constant, vec![-5, -5, -5]);
 
     assert_status(
-        client.get_integers(authed(GetIntegersRequest { min: 2, max: 1, count: 1, ..Default::default() })).await,
+        client
+            .get_integers(authed(GetIntegersRequest {
+                min: 2,
+                max: 1,
+                count: 1,
+                ..Default::default()
+            }))
+            .await,
         Code::InvalidArgument,
         &["min", "max"],
     );
     for count in [0, 10_001] {
         assert_status(
-            client.get_integers(authed(GetIntegersRequest { min: 0, max: 1, count, ..Default::default() })).await,
+            client
+                .get_integers(authed(GetIntegersRequest {
+                    min: 0,
+                    max: 1,
+                    count,
+                    ..Default::default()
+                }))
+                .await,
             Code::InvalidArgument,
             &["count", "1..=10000"],
         );
@@ -229,7 +291,13 @@ async fn an_empty_pool_times_out_and_consumes_nothing() {
 
     // The server's max wait ends it: UNAVAILABLE, saying so.
     assert_status(
-        client.get_random(authed(GetRandomRequest { num_bytes: 101, encoding: 0, ..Default::default() })).await,
+        client
+            .get_random(authed(GetRandomRequest {
+                num_bytes: 101,
+                encoding: 0,
+                ..Default::default()
+            }))
+            .await,
         Code::Unavailable,
         &["within the server's maximum wait", "nothing consumed"],
     );
@@ -252,7 +320,9 @@ async fn an_empty_pool_times_out_and_consumes_nothing() {
         assert_eq!((s.pool_bytes, s.served_bytes_total), (100, 0), "nothing consumed");
     }
     // The bytes are still there for the next caller.
-    let r = client.get_random(authed(GetRandomRequest { num_bytes: 100, encoding: 0, ..Default::default() })).await;
+    let r = client
+        .get_random(authed(GetRandomRequest { num_bytes: 100, encoding: 0, ..Default::default() }))
+        .await;
     assert_eq!(r.expect("bytes").into_inner().data, vec![9; 100]);
     gw.stop().await;
     gw2.stop().await;
@@ -263,7 +333,10 @@ async fn status_reports_pool_counters_and_provenance() {
     let mut gw = start(test_config(|_| {})).await;
     gw.feed(10_000, 1000, |_| 0).await;
     let mut client = gw.client().await;
-    client.get_random(authed(GetRandomRequest { num_bytes: 300, encoding: 0, ..Default::default() })).await.expect("ok");
+    client
+        .get_random(authed(GetRandomRequest { num_bytes: 300, encoding: 0, ..Default::default() }))
+        .await
+        .expect("ok");
     let s = gw.status().await;
     assert_eq!(s.pool_capacity_bytes, 4 << 20);
     assert_eq!((s.ingested_bytes_total, s.served_bytes_total, s.pool_bytes), (10_000, 300, 9_700));
@@ -292,7 +365,11 @@ async fn thirty_two_concurrent_takers_never_share_a_byte() {
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             if t % 4 == 0 {
-                let req = StreamRandomRequest { chunk_bytes: 8 * (64 + t), total_bytes: 8 * 4096, ..Default::default() };
+                let req = StreamRandomRequest {
+                    chunk_bytes: 8 * (64 + t),
+                    total_bytes: 8 * 4096,
+                    ..Default::default()
+                };
                 // Streams wait for entropy without limit; the deadline ends them once the
                 // unary takers have drained the pool.
                 let mut req = authed(req);
@@ -303,8 +380,13 @@ async fn thirty_two_concurrent_takers_never_share_a_byte() {
                 }
             } else {
                 let n = 8 * (1 + t * 37 % 512);
-                while let Ok(r) =
-                    client.get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() })).await
+                while let Ok(r) = client
+                    .get_random(authed(GetRandomRequest {
+                        num_bytes: n,
+                        encoding: 0,
+                        ..Default::default()
+                    }))
+                    .await
                 {
                     got.extend_from_slice(&r.into_inner().data);
                 }

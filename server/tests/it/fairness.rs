@@ -77,8 +77,10 @@ async fn a_key_streaming_big_chunks_does_not_hold_up_another_keys_small_call() {
     let mut streams = Vec::new();
     for _ in 0..4 {
         let mut client = gw.client().await;
-        let request =
-            with_key("greedy", StreamRandomRequest { chunk_bytes: 1 << 20, total_bytes: 0, ..Default::default() });
+        let request = with_key(
+            "greedy",
+            StreamRandomRequest { chunk_bytes: 1 << 20, total_bytes: 0, ..Default::default() },
+        );
         let stream = client.stream_random(request).await.expect("stream opens").into_inner();
         streams.push(stream);
     }
@@ -113,8 +115,10 @@ async fn contending_keys_receive_equal_shares_whatever_their_stream_count() {
     for (key, count) in [("many", 4), ("one", 1)] {
         for _ in 0..count {
             let mut client = gw.client().await;
-            let request =
-                with_key(key, StreamRandomRequest { chunk_bytes: 8 << 10, total_bytes: 0, ..Default::default() });
+            let request = with_key(
+                key,
+                StreamRandomRequest { chunk_bytes: 8 << 10, total_bytes: 0, ..Default::default() },
+            );
             let mut stream = client.stream_random(request).await.expect("opens").into_inner();
             let received = received.clone();
             readers.push(tokio::spawn(async move {
@@ -155,7 +159,10 @@ async fn a_stream_waits_for_entropy_with_a_limit_and_consumes_nothing() {
     let mut gw = gateway(&["reader"], |c| c.stream_max_wait_ms = 300).await;
     gw.feed(4 << 10, 4 << 10, |i| i as u8).await;
     let mut client = gw.client().await;
-    let request = with_key("reader", StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() });
+    let request = with_key(
+        "reader",
+        StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() },
+    );
     let mut stream = client.stream_random(request).await.expect("opens").into_inner();
     let ended = match stream.next().await {
         Some(Err(ended)) => ended,

@@ -167,11 +167,18 @@ async fn extreme_fields(client: &mut EntropyServiceClient<Channel>, expect: &mut
         ("num_bytes 1 MiB + 1", (1 << 20) + 1),
         ("num_bytes u32::MAX", u32::MAX),
     ] {
-        let result = client.get_random(authed(GetRandomRequest { num_bytes, encoding: 0, ..Default::default() })).await;
+        let result = client
+            .get_random(authed(GetRandomRequest { num_bytes, encoding: 0, ..Default::default() }))
+            .await;
         expect.status(case, result, Code::InvalidArgument, &["num_bytes", "1048576"]);
     }
-    let result =
-        client.get_random(authed(GetRandomRequest { num_bytes: 8, encoding: 1 << 30, ..Default::default() })).await;
+    let result = client
+        .get_random(authed(GetRandomRequest {
+            num_bytes: 8,
+            encoding: 1 << 30,
+            ..Default::default()
+        }))
+        .await;
     expect.status("unknown encoding", result, Code::InvalidArgument, &["encoding"]);
 
     for (case, chunk_bytes) in
@@ -187,7 +194,8 @@ async fn extreme_fields(client: &mut EntropyServiceClient<Channel>, expect: &mut
         expect.status(case, result, Code::InvalidArgument, &["chunk_bytes"]);
     }
 
-    let ints = |min, max, count| authed(GetIntegersRequest { min, max, count, ..Default::default() });
+    let ints =
+        |min, max, count| authed(GetIntegersRequest { min, max, count, ..Default::default() });
     for (case, count) in [
         ("integers count 0", 0),
         ("integers count 10001", 10_001),
@@ -211,7 +219,8 @@ async fn extreme_fields(client: &mut EntropyServiceClient<Channel>, expect: &mut
     assert!(top.into_inner().values.iter().all(|v| *v >= i64::MAX - 1));
 
     for count in [0, 10_001, u32::MAX] {
-        let floats = client.get_floats(authed(GetFloatsRequest { count, ..Default::default() })).await;
+        let floats =
+            client.get_floats(authed(GetFloatsRequest { count, ..Default::default() })).await;
         expect.status(&format!("floats count {count}"), floats, Code::InvalidArgument, &["count"]);
         let uuids = client.get_uuids(authed(GetUuidsRequest { count, ..Default::default() })).await;
         expect.status(&format!("uuids count {count}"), uuids, Code::InvalidArgument, &["count"]);
@@ -252,7 +261,8 @@ async fn malformed_messages(channel: &Channel, expect: &mut Expect) {
         &["decode"],
     );
     // Past the public listener's 16 KiB request cap (an unknown field of 64 KiB).
-    let mut big = GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }.encode_to_vec();
+    let mut big =
+        GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }.encode_to_vec();
     prost::encoding::bytes::encode(99, &vec![0u8; 64 << 10], &mut big);
     expect.status(
         "64 KiB request",
@@ -261,7 +271,8 @@ async fn malformed_messages(channel: &Channel, expect: &mut Expect) {
         &["message length too large"],
     );
     // Unknown fields inside the cap are ignored, as protobuf says.
-    let mut padded = GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }.encode_to_vec();
+    let mut padded =
+        GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }.encode_to_vec();
     prost::encoding::bytes::encode(99, &vec![0u8; 1024], &mut padded);
     let ok = raw_call(channel, GET_RANDOM, padded, key).await.expect("unknown field ignored");
     assert_eq!(entropy_proto::v1::GetRandomResponse::decode(ok).unwrap().data.len(), 8);
@@ -437,7 +448,9 @@ async fn the_gateway_survives_hostile_input_and_every_byte_is_accounted_for() {
     let mut health = HealthClient::new(channel.clone());
     let check = health.check(HealthCheckRequest { service: String::new() }).await.unwrap();
     assert_eq!(check.into_inner().status, ServingStatus::Serving as i32);
-    let data = client.get_random(authed(GetRandomRequest { num_bytes: 1000, encoding: 0, ..Default::default() })).await;
+    let data = client
+        .get_random(authed(GetRandomRequest { num_bytes: 1000, encoding: 0, ..Default::default() }))
+        .await;
     assert_eq!(data.expect("still serving").into_inner().data.len(), 1000);
 
     // Every byte accounted for: nothing a failed call touched was lost or handed out.

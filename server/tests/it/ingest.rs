@@ -150,7 +150,8 @@ async fn a_full_pool_refuses_whole_chunks_and_takes_them_later() {
 
     // Make room; the same signed chunk is then accepted (a refusal for room is not a replay).
     let mut client = gw.client().await;
-    let req = entropy_proto::v1::GetRandomRequest { num_bytes: 1000, encoding: 0, ..Default::default() };
+    let req =
+        entropy_proto::v1::GetRandomRequest { num_bytes: 1000, encoding: 0, ..Default::default() };
     client.get_random(super::support::authed(req)).await.expect("draw");
     ingest.publish(extra).await.expect("accepted once there is room");
     assert_eq!(gw.status().await.pool_bytes, 1 << 20);

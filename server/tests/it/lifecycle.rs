@@ -25,7 +25,11 @@ async fn a_cancelled_stream_stops_drawing() {
         .unwrap();
     let mut client = entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel);
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: 4096, total_bytes: 0, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 4096,
+            total_bytes: 0,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();
@@ -61,7 +65,11 @@ async fn a_stalled_reader_of_large_messages_pins_a_bounded_number_of_bytes() {
         .max_decoding_message_size(1 << 20);
     let chunk = 256 << 10;
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: chunk, total_bytes: 0, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: chunk,
+            total_bytes: 0,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();
@@ -87,7 +95,11 @@ async fn shutdown_ends_an_open_stream_with_unavailable() {
     let mut client = gw.client().await;
     // The pool is empty: the stream is parked waiting for entropy when shutdown comes.
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: 0, total_bytes: 0, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 0,
+            total_bytes: 0,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();

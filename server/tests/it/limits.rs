@@ -136,7 +136,8 @@ async fn a_stream_longer_than_the_idle_timeout_keeps_its_connection() {
     let mut gw = start(test_config(|c| c.idle_timeout_ms = 200)).await;
     let mut client = gw.client().await;
     // The pool is empty: the stream waits for entropy far longer than the idle timeout.
-    let request = StreamRandomRequest { chunk_bytes: 1024, total_bytes: 8192, ..Default::default() };
+    let request =
+        StreamRandomRequest { chunk_bytes: 1024, total_bytes: 8192, ..Default::default() };
     let mut stream = client.stream_random(authed(request)).await.expect("stream").into_inner();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     gw.feed(8192, 4096, |i| i as u8).await;

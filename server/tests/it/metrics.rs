@@ -99,11 +99,21 @@ async fn metrics_follow_traffic_and_match_the_docs() {
     // Successful calls: count what the client receives.
     let mut received = std::collections::BTreeMap::<&str, u64>::new();
     for n in [32u32, 1000, 4096] {
-        let r = client.get_random(authed(GetRandomRequest { num_bytes: n, encoding: 0, ..Default::default() })).await;
+        let r = client
+            .get_random(authed(GetRandomRequest {
+                num_bytes: n,
+                encoding: 0,
+                ..Default::default()
+            }))
+            .await;
         *received.entry("GetRandom").or_default() += r.expect("ok").into_inner().data.len() as u64;
     }
     let mut stream = client
-        .stream_random(authed(StreamRandomRequest { chunk_bytes: 4096, total_bytes: 40_000, ..Default::default() }))
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 4096,
+            total_bytes: 40_000,
+            ..Default::default()
+        }))
         .await
         .expect("stream")
         .into_inner();
@@ -111,14 +121,25 @@ async fn metrics_follow_traffic_and_match_the_docs() {
         *received.entry("StreamRandom").or_default() += msg.data.len() as u64;
     }
     let ints = client
-        .get_integers(authed(GetIntegersRequest { min: 0, max: 255, count: 100, ..Default::default() }))
+        .get_integers(authed(GetIntegersRequest {
+            min: 0,
+            max: 255,
+            count: 100,
+            ..Default::default()
+        }))
         .await
         .expect("ints");
     // A full byte range needs one byte per value and rejects none.
     received.insert("GetIntegers", ints.into_inner().values.len() as u64);
-    let floats = client.get_floats(authed(GetFloatsRequest { count: 10, ..Default::default() })).await.expect("floats");
+    let floats = client
+        .get_floats(authed(GetFloatsRequest { count: 10, ..Default::default() }))
+        .await
+        .expect("floats");
     received.insert("GetFloats", floats.into_inner().values.len() as u64 * 8);
-    let uuids = client.get_uuids(authed(GetUuidsRequest { count: 5, ..Default::default() })).await.expect("uuids");
+    let uuids = client
+        .get_uuids(authed(GetUuidsRequest { count: 5, ..Default::default() }))
+        .await
+        .expect("uuids");
     received.insert("GetUuids", uuids.into_inner().uuids.len() as u64 * 16);
 
     let status = t.status().await;
@@ -172,7 +193,9 @@ async fn metrics_follow_traffic_and_match_the_docs() {
     client.get_status(with_key(SLOW_KEY, GetStatusRequest {})).await.expect("first slow call");
     let again = client.get_status(with_key(SLOW_KEY, GetStatusRequest {})).await;
     assert_status(again, Code::ResourceExhausted, &["rate"]);
-    let zero = client.get_random(authed(GetRandomRequest { num_bytes: 0, encoding: 0, ..Default::default() })).await;
+    let zero = client
+        .get_random(authed(GetRandomRequest { num_bytes: 0, encoding: 0, ..Default::default() }))
+        .await;
     assert_status(zero, Code::InvalidArgument, &["num_bytes"]);
 
     let mut ingest = t.ingest_client().await;
@@ -302,8 +325,13 @@ fn the_binary_logs_json_per_call_and_names_a_taken_metrics_port() {
             entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel);
         let mut ok = false;
         for _ in 0..100 {
-            let r =
-                client.get_random(authed(GetRandomRequest { num_bytes: 16, encoding: 0, ..Default::default() })).await;
+            let r = client
+                .get_random(authed(GetRandomRequest {
+                    num_bytes: 16,
+                    encoding: 0,
+                    ..Default::default()
+                }))
+                .await;
             if r.is_ok() {
                 ok = true;
                 break;
@@ -311,8 +339,10 @@ fn the_binary_logs_json_per_call_and_names_a_taken_metrics_port() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(ok, "dev gateway serves");
-        let r = client
-            .get_random(with_key("wrong-key", GetRandomRequest { num_bytes: 16, encoding: 0, ..Default::default() }));
+        let r = client.get_random(with_key(
+            "wrong-key",
+            GetRandomRequest { num_bytes: 16, encoding: 0, ..Default::default() },
+        ));
         assert_status(r.await, Code::Unauthenticated, &[]);
         let body = http_get(metrics.parse().unwrap(), "/metrics").await.1;
         let e = Exposition::parse(&body).expect("exposition");

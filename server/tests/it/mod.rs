@@ -9,6 +9,7 @@ mod ingest;
 mod lifecycle;
 mod limits;
 mod metrics;
+mod quality;
 mod quota;
 mod support;
 mod surface;

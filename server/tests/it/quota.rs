@@ -48,7 +48,10 @@ async fn a_key_without_the_scope_is_permission_denied() {
     let mut client = gw.client().await;
     assert_status(
         client
-            .get_random(with_key("watcher", GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }))
+            .get_random(with_key(
+                "watcher",
+                GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() },
+            ))
             .await,
         Code::PermissionDenied,
         &["watcher", "entropy:read"],
@@ -58,7 +61,10 @@ async fn a_key_without_the_scope_is_permission_denied() {
         .await
         .expect("status:read suffices");
     client
-        .get_random(with_key("reader", GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }))
+        .get_random(with_key(
+            "reader",
+            GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() },
+        ))
         .await
         .expect("entropy");
     assert_status(
@@ -78,12 +84,18 @@ async fn the_request_rate_is_enforced_with_a_retry_delay() {
     let mut client = gw.client().await;
     for _ in 0..3 {
         client
-            .get_random(with_key("slow", GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }))
+            .get_random(with_key(
+                "slow",
+                GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() },
+            ))
             .await
             .expect("burst");
     }
     let refused = client
-        .get_random(with_key("slow", GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }))
+        .get_random(with_key(
+            "slow",
+            GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() },
+        ))
         .await
         .expect_err("over the rate");
     assert_eq!(refused.code(), Code::ResourceExhausted, "{}", refused.message());
@@ -99,7 +111,10 @@ async fn the_request_rate_is_enforced_with_a_retry_delay() {
     assert_eq!(served(&gw, "watcher").await, 24, "the refused call drew nothing");
     tokio::time::sleep(Duration::from_millis(retry_ms + 50)).await;
     client
-        .get_random(with_key("slow", GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() }))
+        .get_random(with_key(
+            "slow",
+            GetRandomRequest { num_bytes: 8, encoding: 0, ..Default::default() },
+        ))
         .await
         .expect("after the delay");
     gw.stop().await;
@@ -113,11 +128,17 @@ async fn the_byte_rate_refuses_unary_calls_that_would_exceed_it() {
     let mut client = gw.client().await;
     // The burst admits one request of up to 1 MiB, then the bucket is empty.
     client
-        .get_random(with_key("thin", GetRandomRequest { num_bytes: 1 << 20, encoding: 0, ..Default::default() }))
+        .get_random(with_key(
+            "thin",
+            GetRandomRequest { num_bytes: 1 << 20, encoding: 0, ..Default::default() },
+        ))
         .await
         .expect("burst");
     let refused = client
-        .get_random(with_key("thin", GetRandomRequest { num_bytes: 4096, encoding: 0, ..Default::default() }))
+        .get_random(with_key(
+            "thin",
+            GetRandomRequest { num_bytes: 4096, encoding: 0, ..Default::default() },
+        ))
         .await;
     assert_status(refused, Code::ResourceExhausted, &["byte rate"]);
     assert_eq!(served(&gw, "watcher").await, 1 << 20);
@@ -128,8 +149,12 @@ async fn the_byte_rate_refuses_unary_calls_that_would_exceed_it() {
 async fn streams_are_capped_per_key_and_metered_as_they_flow() {
     let gw = gateway(&[("one", "max_streams = 1\nbytes_per_second = 2097152")]).await;
     let mut client = gw.client().await;
-    let open =
-        |total| with_key("one", StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: total, ..Default::default() });
+    let open = |total| {
+        with_key(
+            "one",
+            StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: total, ..Default::default() },
+        )
+    };
     let mut first = client.stream_random(open(0)).await.expect("first stream").into_inner();
     first.next().await.expect("a message").expect("ok");
     assert_status(

@@ -189,7 +189,8 @@ async fn a_connection_whose_client_stops_reading_is_closed_after_the_send_timeou
     let gw = gateway("", |c| c.send_timeout_ms = 300).await;
     let mut stalled = Stalled::connect(&gw).await;
     let _unary = stalled.call("GetRandom", &one_mib()).await;
-    let stream = StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() };
+    let stream =
+        StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() };
     let _stream = stalled.call("StreamRandom", &stream).await;
     stalled.closed_by_the_gateway().await;
     // What was drawn for it (the unary 1 MiB, the stream's queue) was wiped and counted as

@@ -179,7 +179,8 @@ async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
     assert_eq!(r.header("access-control-allow-origin"), None);
 
     // Server streaming arrives whole over HTTP/1.1.
-    let stream = StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 100_000, ..Default::default() };
+    let stream =
+        StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: 100_000, ..Default::default() };
     let r = parse(&call(gw.public, "StreamRandom", &stream, KEY, Some(PAGE)).await);
     assert_eq!(trailer(&r, "grpc-status").as_deref(), Some("0"), "{r:?}");
     let (messages, _) = frames(&r.body);

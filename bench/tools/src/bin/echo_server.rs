@@ -11,9 +11,10 @@ use clap::Parser;
 use entropy_proto::v1::entropy_service_server::{EntropyService, EntropyServiceServer};
 use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServer};
 use entropy_proto::v1::{
-    CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
-    GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest, GetUuidsResponse,
-    PublishRequest, PublishResponse, StreamRandomRequest, StreamRandomResponse,
+    CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
+    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
+    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, PublishRequest, PublishResponse,
+    StreamRandomRequest, StreamRandomResponse,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -46,7 +47,11 @@ impl EntropyService for Echo {
     ) -> Result<Response<GetRandomResponse>, Status> {
         let n = request.into_inner().num_bytes.min(MAX_BYTES) as usize;
         // A fresh buffer per call, as the gateway allocates one per draw.
-        Ok(Response::new(GetRandomResponse { data: vec![0; n], text: String::new(), ..Default::default() }))
+        Ok(Response::new(GetRandomResponse {
+            data: vec![0; n],
+            text: String::new(),
+            ..Default::default()
+        }))
     }
 
     type StreamRandomStream = ReceiverStream<Result<StreamRandomResponse, Status>>;

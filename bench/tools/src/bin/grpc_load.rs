@@ -236,8 +236,11 @@ async fn stream(addr: &str, key: Option<&str>, o: StreamOpts) -> anyhow::Result<
     for i in 0..o.streams {
         let mut client = EntropyServiceClient::new(chans[i % chans.len()].clone())
             .max_decoding_message_size(8 << 20);
-        let mut req =
-            tonic::Request::new(StreamRandomRequest { chunk_bytes: o.chunk_bytes, total_bytes: 0, ..Default::default() });
+        let mut req = tonic::Request::new(StreamRandomRequest {
+            chunk_bytes: o.chunk_bytes,
+            total_bytes: 0,
+            ..Default::default()
+        });
         authorize(&mut req, key)?;
         let (counters, errors, arrivals) = (counters.clone(), errors.clone(), arrivals.clone());
         let record = i == 0 && !o.burst_gap.is_zero();

@@ -1,0 +1,246 @@
+//! Issue Quality: provenance on every response, the source filter, the byte age limit and
+//! CheckQuality, against a real gateway fed signed chunks directly. Feeding the gateway this
+//! way skips the collector's health tests: it is the test-only path by which a biased source's
+//! bytes reach the pool, so that CheckQuality can be shown to flag them.
+
+use std::time::Duration;
+
+use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_proto::v1::{
+    CheckQualityRequest, GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetUuidsRequest,
+    SourceKind, StreamRandomRequest,
+};
+use tonic::Code;
+
+use super::support::{
+    API_KEY, assert_status, authed, start, start_with_keys, test_config, with_key,
+};
+
+/// A well-mixed byte for position `i` (splitmix64): what a healthy source looks like.
+fn good(i: usize) -> u8 {
+    let mut z = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u8
+}
+
+/// A byte whose bits are each 1 with probability 9/16: a detector drifting off balance.
+fn biased(i: usize) -> u8 {
+    let (a, b, c, d) = (good(4 * i), good(4 * i + 1), good(4 * i + 2), good(4 * i + 3));
+    a | (b & c & d)
+}
+
+fn check(sample_bytes: u32) -> tonic::Request<CheckQualityRequest> {
+    authed(CheckQualityRequest { sample_bytes, accept_kinds: vec![] })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_quality_passes_a_healthy_feed_and_flags_a_biased_one() {
+    let mut gw = start(test_config(|_| {})).await;
+    let mut client = gw.client().await;
+
+    gw.feed(256 << 10, 64 << 10, good).await;
+    let report = client.check_quality(check(256 << 10)).await.expect("report").into_inner();
+    assert!(report.passed, "{:?}", report.failures);
+    assert_eq!(report.sample_bytes, 256 << 10);
+    let provenance = report.provenance.expect("provenance");
+    assert_eq!(provenance.kinds, [SourceKind::Os as i32]);
+    assert_eq!((provenance.chunk_count, provenance.collector_ids.len()), (4, 1));
+    let (pi, os) = (report.pi.expect("pi"), report.pi_os_reference.expect("reference"));
+    assert_eq!(pi.points, os.points, "the OS reference runs on as many bytes");
+    assert!(os.error.abs() < 5.0 * os.standard_error, "{os:?}");
+
+    gw.feed(256 << 10, 64 << 10, biased).await;
+    let report = client.check_quality(check(256 << 10)).await.expect("report").into_inner();
+    assert!(!report.passed, "a 9/16 bit bias passed: {report:?}");
+    assert!(report.mean > 135.0, "{}", report.mean);
+    assert!(report.failures.iter().any(|f| f.starts_with("chi-square")), "{:?}", report.failures);
+    assert!(report.failures.iter().any(|f| f.starts_with("FIPS 140-2")), "{:?}", report.failures);
+    assert!(report.fips140_2.expect("fips").monobit_failures > 90, "most blocks fail monobit");
+    assert_eq!(report.thresholds.len(), 5);
+
+    let status = gw.status().await;
+    assert_eq!(status.pool_bytes, 0, "the samples were drawn, never to be served");
+    assert_eq!(status.served_bytes_total, 512 << 10, "and counted as drawn");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_quality_refuses_bad_input_and_keys_without_its_scope_drawing_nothing() {
+    let digest = |s: &str| hex::encode(digest(s.as_bytes()));
+    let text = format!(
+        "[[key]]\nname = \"reader\"\nsha256 = \"{}\"\n\n[[key]]\nname = \"checker\"\nsha256 = \
+         \"{}\"\nscopes = [\"quality:check\", \"status:read\"]\n",
+        digest("reader-secret"),
+        digest("checker-secret"),
+    );
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), text).expect("write keys");
+    let keys = ApiKeys::load_file(file.path()).expect("keys");
+    let mut gw = start_with_keys(test_config(|_| {}), keys).await;
+    gw.feed(64 << 10, 64 << 10, good).await;
+    let mut client = gw.client().await;
+    let request = |key, sample_bytes, accept_kinds| {
+        with_key(key, CheckQualityRequest { sample_bytes, accept_kinds })
+    };
+
+    assert_status(
+        client.check_quality(request("reader-secret", 4096, vec![])).await,
+        Code::PermissionDenied,
+        &["quality:check"],
+    );
+    for (n, bound) in [(2499, "2500..=4194304"), (4_194_305, "2500..=4194304")] {
+        assert_status(
+            client.check_quality(request("checker-secret", n, vec![])).await,
+            Code::InvalidArgument,
+            &["sample_bytes", bound],
+        );
+    }
+    assert_status(
+        client.check_quality(request("checker-secret", 4096, vec![1, 0])).await,
+        Code::InvalidArgument,
+        &["accept_kinds[1] is 0"],
+    );
+    assert_status(
+        client
+            .check_quality(request("checker-secret", 4096, vec![SourceKind::Quantum as i32]))
+            .await,
+        Code::FailedPrecondition,
+        &["QUANTUM only", "the pool holds OS: 65536 bytes", "nothing consumed"],
+    );
+    // A key with only quality:check cannot draw entropy to keep.
+    assert_status(
+        client
+            .get_random(with_key(
+                "checker-secret",
+                GetRandomRequest { num_bytes: 8, ..Default::default() },
+            ))
+            .await,
+        Code::PermissionDenied,
+        &["entropy:read"],
+    );
+    let status = client
+        .get_status(with_key("checker-secret", Default::default()))
+        .await
+        .expect("status")
+        .into_inner();
+    assert_eq!((status.pool_bytes, status.served_bytes_total), (64 << 10, 0), "nothing drawn");
+    let report = client.check_quality(request("checker-secret", 4096, vec![3])).await;
+    assert!(report.expect("report").into_inner().passed);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_that_carries_entropy_says_where_it_came_from() {
+    let mut gw = start(test_config(|_| {})).await;
+    gw.feed(256 << 10, 4096, good).await; // 64 chunks, sequences 0..64 of one epoch
+    let mut client = gw.client().await;
+
+    // Across two chunks: both ends named, in order.
+    let r = client
+        .get_random(authed(GetRandomRequest { num_bytes: 6000, ..Default::default() }))
+        .await
+        .expect("bytes")
+        .into_inner();
+    let p = r.provenance.expect("provenance");
+    let (first, last) = (p.first_chunk.expect("first"), p.last_chunk.expect("last"));
+    assert_eq!((p.chunk_count, last.sequence - first.sequence), (2, 1));
+    assert_eq!((first.collector_id.as_str(), first.epoch), ("test-collector", last.epoch));
+    assert_eq!((p.kinds, p.mixed), (vec![SourceKind::Os as i32], false));
+    assert!(p.oldest_byte_age_ms < 60_000);
+
+    let ints = client
+        .get_integers(authed(GetIntegersRequest {
+            min: 1,
+            max: 6,
+            count: 100,
+            ..Default::default()
+        }))
+        .await
+        .expect("ints")
+        .into_inner();
+    let floats = client
+        .get_floats(authed(GetFloatsRequest { count: 10, ..Default::default() }))
+        .await
+        .expect("floats")
+        .into_inner();
+    let uuids = client
+        .get_uuids(authed(GetUuidsRequest { count: 3, ..Default::default() }))
+        .await
+        .expect("uuids")
+        .into_inner();
+    for p in [ints.provenance, floats.provenance, uuids.provenance] {
+        let p = p.expect("provenance");
+        assert_eq!(
+            (p.collector_ids.as_slice(), p.chunk_count >= 1),
+            (&["test-collector".to_owned()][..], true)
+        );
+    }
+    // A range of one value draws nothing, so it has no provenance.
+    let one = client
+        .get_integers(authed(GetIntegersRequest { min: 5, max: 5, count: 3, ..Default::default() }))
+        .await
+        .expect("ints")
+        .into_inner();
+    assert_eq!((one.values, one.provenance), (vec![5, 5, 5], None));
+
+    let mut stream = client
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 8192,
+            total_bytes: 64 << 10,
+            accept_kinds: vec![SourceKind::Os as i32],
+        }))
+        .await
+        .expect("stream")
+        .into_inner();
+    let mut messages = 0;
+    let mut last_sequence = 0;
+    while let Some(message) = stream.message().await.expect("message") {
+        let p = message.provenance.expect("every message has one");
+        let first = p.first_chunk.expect("first").sequence;
+        assert!(first >= last_sequence, "chunks come out in order");
+        last_sequence = p.last_chunk.expect("last").sequence;
+        messages += 1;
+    }
+    assert_eq!(messages, 8);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_older_than_max_byte_age_are_wiped_counted_and_never_served() {
+    let mut gw = start(test_config(|c| c.max_byte_age_ms = 300)).await;
+    gw.feed(64 << 10, 16 << 10, good).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let status = gw.status().await;
+    assert_eq!((status.pool_bytes, status.expired_bytes_total), (0, 64 << 10));
+    assert_eq!(status.max_byte_age_ms, 300);
+    let mut client = gw.client().await;
+    assert_status(
+        client.get_random(authed(GetRandomRequest { num_bytes: 16, ..Default::default() })).await,
+        Code::Unavailable,
+        &["nothing consumed"],
+    );
+    // Fresh bytes are served, and say how young they are.
+    gw.feed(16 << 10, 16 << 10, |i| good(i + 1_000_000)).await;
+    let r = client
+        .get_random(authed(GetRandomRequest { num_bytes: 16, ..Default::default() }))
+        .await
+        .expect("fresh bytes")
+        .into_inner();
+    assert!(r.provenance.expect("provenance").oldest_byte_age_ms < 300);
+    gw.stop().await;
+}
+
+/// The key the harness uses everywhere has every scope (dev mode's single key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_single_dev_key_may_check_quality() {
+    let mut gw = start(test_config(|_| {})).await;
+    gw.feed(8192, 8192, good).await;
+    let mut client = gw.client().await;
+    let report = client.check_quality(with_key(
+        API_KEY,
+        CheckQualityRequest { sample_bytes: 8192, accept_kinds: vec![] },
+    ));
+    assert!(report.await.expect("report").into_inner().passed);
+    gw.stop().await;
+}
