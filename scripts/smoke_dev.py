@@ -319,6 +319,26 @@ def main(binary):
         kinds = {s.get("kind") for s in status.get("sources", [])}
         check("GetStatus labels the dev source as OS", kinds == {"SOURCE_KIND_OS"}, r.stdout + r.stderr)
 
+        r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 32})
+        provenance = json.loads(r.stdout).get("provenance", {}) if r.returncode == 0 else {}
+        check("GetRandom shows its provenance (OS, dev-collector)",
+              provenance.get("kinds") == ["SOURCE_KIND_OS"]
+              and provenance.get("collectorIds") == ["dev-collector"]
+              and int(provenance.get("chunkCount", 0)) >= 1, r.stdout + r.stderr)
+        r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom",
+                    data={"num_bytes": 32, "accept_kinds": ["SOURCE_KIND_QUANTUM"]})
+        check("a quantum-only GetRandom on a dev gateway is FAILED_PRECONDITION naming the OS bytes",
+              error_code(r) == 9 and "QUANTUM only" in r.stderr and "the pool holds OS:" in r.stderr,
+              r.stdout + r.stderr)
+        r = grpcurl(addr, "entropy.v1.EntropyService/CheckQuality", data={"sample_bytes": 65536})
+        report = json.loads(r.stdout) if r.returncode == 0 else {}
+        check("CheckQuality on 64 KiB of dev bytes passes with five thresholds",
+              report.get("passed") is True and len(report.get("thresholds", [])) == 5,
+              r.stdout + r.stderr)
+        r = grpcurl(addr, "entropy.v1.EntropyService/CheckQuality", data={"sample_bytes": 100})
+        check("CheckQuality below 2500 bytes is INVALID_ARGUMENT naming sample_bytes",
+              error_code(r) == 3 and "sample_bytes is 100, must be 2500..=4194304" in r.stderr, r.stderr)
+
         recipes = readme_recipes()
         check("README has grpcurl recipes", len(recipes) >= 5, str(len(recipes)))
         for recipe in recipes:
