@@ -93,23 +93,50 @@ async fn eventually<F: AsyncFnMut() -> bool>(limit: Duration, mut f: F) -> bool 
     false
 }
 
+/// A simulated Quantis appliance at 400 KB/s over HTTPS on an ephemeral port.
+struct HttpsSim {
+    sim: Arc<Simulator>,
+    tls: Arc<rustls::ServerConfig>,
+    addr: std::net::SocketAddr,
+    /// The collector's `[[source]]` table for it, pinned to its certificate.
+    source: String,
+}
+
+impl HttpsSim {
+    fn new() -> Self {
+        let sim =
+            Simulator::new(SimulatorOptions { rate_bytes_per_s: 400_000, ..Default::default() });
+        let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
+        let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        Self { sim, tls, addr, source: hex::encode(pin) }
+    }
+
+    /// Serves on its address (a fresh port the first time, the same one after), until the
+    /// returned token is cancelled.
+    async fn serve(&mut self) -> (CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>) {
+        let listener = simulator::bind(self.addr).await.unwrap();
+        if self.addr.port() == 0 {
+            self.addr = listener.local_addr().unwrap();
+            self.source = format!(
+                "[[source]]\nname = \"quantis-sim\"\ntype = \"quantis\"\nurl = \"https://{}\"\n\
+                 pinned_cert_sha256 = \"{}\"\nrequest_timeout_ms = 500\nattempts = 1\n",
+                self.addr, self.source
+            );
+        }
+        let stop = CancellationToken::new();
+        let task =
+            tokio::spawn(self.sim.clone().serve_https(listener, self.tls.clone(), stop.clone()));
+        (stop, task)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
-    let sim = Simulator::new(SimulatorOptions { rate_bytes_per_s: 400_000, ..Default::default() });
-    let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
-    let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
-    let listener = simulator::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let sim_addr = listener.local_addr().unwrap();
-    let sim_stop = CancellationToken::new();
-    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls.clone(), sim_stop.clone()));
-
+    let mut sim = HttpsSim::new();
+    let (sim_stop, sim_task) = sim.serve().await;
     let gw = start(test_config(|_| {})).await;
-    let quantis = format!(
-        "[[source]]\nname = \"quantis-sim\"\ntype = \"quantis\"\nurl = \"https://{sim_addr}\"\n\
-         pinned_cert_sha256 = \"{}\"\nrequest_timeout_ms = 500\nattempts = 1\n",
-        hex::encode(pin)
-    );
-    let collector = RunningCollector::start(&quantis, &[&gw], 8192, 4);
+    let collector = RunningCollector::start(&sim.source, &[&gw], 8192, 4);
 
     assert!(
         eventually(Duration::from_secs(15), async || gw.status().await.chunks_accepted_total >= 3)
@@ -140,9 +167,7 @@ async fn simulator_to_collector_to_gateway_and_back_after_an_outage() {
 
     // Bring it back on the same address with the same certificate: flow resumes after a
     // fresh start-up test.
-    let listener = simulator::bind(sim_addr).await.unwrap();
-    let sim_stop = CancellationToken::new();
-    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls, sim_stop.clone()));
+    let (sim_stop, sim_task) = sim.serve().await;
     assert!(
         eventually(Duration::from_secs(20), async || gw.status().await.chunks_accepted_total
             > before)
@@ -378,18 +403,9 @@ fn quantis_health(status: &entropy_proto::v1::GetStatusResponse) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quantum_only_calls_are_served_through_the_diode_and_a_faulty_source_never_is() {
     use entropy_proto::v1::SourceHealth;
-    let sim = Simulator::new(SimulatorOptions { rate_bytes_per_s: 400_000, ..Default::default() });
-    let (tls, pem) = simulator::self_signed_tls(&["127.0.0.1"]).unwrap();
-    let pin = cert_sha256(&CertificateDer::from_pem_slice(pem.as_bytes()).unwrap());
-    let listener = simulator::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let sim_addr = listener.local_addr().unwrap();
-    let sim_stop = CancellationToken::new();
-    let sim_task = tokio::spawn(sim.clone().serve_https(listener, tls, sim_stop.clone()));
-    let quantis = format!(
-        "[[source]]\nname = \"quantis-sim\"\ntype = \"quantis\"\nurl = \"https://{sim_addr}\"\n\
-         pinned_cert_sha256 = \"{}\"\nrequest_timeout_ms = 500\nattempts = 1\n",
-        hex::encode(pin)
-    );
+    let mut https = HttpsSim::new();
+    let (sim_stop, sim_task) = https.serve().await;
+    let (sim, quantis) = (https.sim.clone(), https.source.clone());
     let quantum_only = |n| GetRandomRequest {
         num_bytes: n,
         accept_kinds: vec![SourceKind::Quantum as i32],
