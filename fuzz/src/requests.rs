@@ -25,7 +25,7 @@ use entropy_gateway::health::Readiness;
 use entropy_gateway::ingest::Ingest;
 use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::ingest::verify::VerifyPolicy;
-use entropy_gateway::pool::Pool;
+use entropy_gateway::pool::{ChunkOrigin, Kinds, Pool};
 use entropy_gateway::quota::{KeyQuota, Limits};
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
@@ -108,7 +108,15 @@ struct Rig {
 impl Rig {
     fn new(bytes: Vec<u8>) -> Self {
         let pool = Arc::new(Pool::new(bytes.len().max(MAX_RANDOM)));
-        if let Err(e) = pool.put(&bytes) {
+        let origin = Arc::new(ChunkOrigin {
+            collector: "fuzz".into(),
+            epoch: 1,
+            sequence: 0,
+            signed_at_unix_ms: 0,
+            kinds: Kinds::OS,
+            mixed: false,
+        });
+        if let Err(e) = pool.put(&bytes, origin) {
             panic!("harness pool too small: {e}");
         }
         let policy = VerifyPolicy {
@@ -165,6 +173,30 @@ fn request<T>(message: T) -> Request<T> {
     req
 }
 
+/// Whether `accept_kinds` lets the rig's OS bytes through: `None` when an entry is not a
+/// known kind (INVALID_ARGUMENT), `Some(false)` when the call accepts other kinds only
+/// (FAILED_PRECONDITION: the pool holds OS bytes only).
+fn accepts_os(kinds: &[i32]) -> Option<bool> {
+    if kinds.iter().any(|&k| !(1..=3).contains(&k)) {
+        return None;
+    }
+    Some(kinds.is_empty() || kinds.contains(&3))
+}
+
+/// Checks a refusal: FAILED_PRECONDITION when the call accepts no kind the pool holds, else
+/// INVALID_ARGUMENT naming one of `fields` (or `accept_kinds`) first. Nothing is consumed.
+fn refused(status: &Status, kinds: &[i32], fields: &[&str], rig: &Rig) {
+    if status.code() == Code::FailedPrecondition {
+        assert_eq!(accepts_os(kinds), Some(false), "{status:?}");
+        assert!(status.message().contains("the pool holds"), "{status:?}");
+    } else {
+        let mut named = fields.to_vec();
+        named.push("accept_kinds");
+        invalid_argument(status, &named);
+    }
+    assert_eq!(rig.pool.stats().served_total, 0, "a refused call consumes nothing");
+}
+
 /// Checks an error: INVALID_ARGUMENT naming one of `fields` first.
 fn invalid_argument(status: &Status, fields: &[&str]) {
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
@@ -202,7 +234,7 @@ async fn random(body: &[u8], pattern: u8) {
     let n = msg.num_bytes as usize;
     let n = if n <= MAX_RANDOM { n } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_random(request(msg)).await.map(delivered);
+    let result = rig.api.get_random(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -219,10 +251,7 @@ async fn random(body: &[u8], pattern: u8) {
             assert_eq!(got, rig.served(), "GetRandom serves the pool's bytes in order");
             assert_eq!(rig.pool.level(), 0);
         }
-        Err(status) => {
-            invalid_argument(&status, &["num_bytes", "encoding"]);
-            assert_eq!(rig.pool.stats().served_total, 0, "a refused call consumes nothing");
-        }
+        Err(status) => refused(&status, &msg.accept_kinds, &["num_bytes", "encoding"], &rig),
     }
 }
 
@@ -239,7 +268,7 @@ async fn stream(body: &[u8], pattern: u8) {
     let ends = msg.total_bytes != 0 && msg.total_bytes <= room;
     let filled = if ends { msg.total_bytes } else { room } as usize;
     let rig = Rig::new(fill(pattern, filled, body));
-    match rig.api.stream_random(request(msg)).await {
+    match rig.api.stream_random(request(msg.clone())).await {
         Ok(resp) => {
             let mut stream = resp.into_inner();
             let mut got = Vec::new();
@@ -251,6 +280,17 @@ async fn stream(body: &[u8], pattern: u8) {
                         assert_eq!(m.data.len(), expected, "message {messages} size");
                         got.extend_from_slice(&m.data);
                         messages += 1;
+                    }
+                    Some(Err(status)) if status.code() == Code::FailedPrecondition => {
+                        // The stream opened; its first draw found no accepted class.
+                        assert_eq!(accepts_os(&msg.accept_kinds), Some(false), "{status:?}");
+                        assert!(got.is_empty());
+                        drop(stream);
+                        rig.tracker.close();
+                        rig.tracker.wait().await;
+                        rig.check_balance();
+                        assert_eq!(rig.pool.stats().served_total, 0, "nothing consumed");
+                        return;
                     }
                     Some(Err(status)) => panic!("stream failed: {status:?}"),
                     None => break,
@@ -264,9 +304,8 @@ async fn stream(body: &[u8], pattern: u8) {
             assert_eq!(got, rig.served(), "a stream serves the pool's bytes in order");
         }
         Err(status) => {
-            invalid_argument(&status, &["chunk_bytes"]);
             rig.check_balance();
-            assert_eq!(rig.pool.stats().served_total, 0);
+            refused(&status, &msg.accept_kinds, &["chunk_bytes"], &rig);
         }
     }
 }
@@ -278,7 +317,7 @@ async fn integers(body: &[u8], pattern: u8) {
     // Twice the bytes of one round (draws are rejected with probability < 1/2), plus slack.
     let n = if msg.count <= 10_000 { msg.count as usize * k * 2 + 64 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_integers(request(msg)).await.map(delivered);
+    let result = rig.api.get_integers(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -295,10 +334,7 @@ async fn integers(body: &[u8], pattern: u8) {
             assert_eq!(rig.pool.stats().served_total, 0, "a failed call consumes nothing");
             assert_eq!(rig.pool.level(), n, "every drawn byte went back");
         }
-        Err(status) => {
-            invalid_argument(&status, &["count", "min"]);
-            assert_eq!(rig.pool.stats().served_total, 0);
-        }
+        Err(status) => refused(&status, &msg.accept_kinds, &["count", "min"], &rig),
     }
 }
 
@@ -306,7 +342,7 @@ async fn floats(body: &[u8], pattern: u8) {
     let Ok(msg) = GetFloatsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 8 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_floats(request(msg)).await.map(delivered);
+    let result = rig.api.get_floats(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -314,10 +350,7 @@ async fn floats(body: &[u8], pattern: u8) {
             assert_eq!(values.len(), msg.count as usize);
             assert!(values.iter().all(|v| (0.0..1.0).contains(v)), "{values:?}");
         }
-        Err(status) => {
-            invalid_argument(&status, &["count"]);
-            assert_eq!(rig.pool.stats().served_total, 0);
-        }
+        Err(status) => refused(&status, &msg.accept_kinds, &["count"], &rig),
     }
 }
 
@@ -325,7 +358,7 @@ async fn uuids(body: &[u8], pattern: u8) {
     let Ok(msg) = GetUuidsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 16 } else { 0 };
     let rig = Rig::new(fill(pattern, n, body));
-    let result = rig.api.get_uuids(request(msg)).await.map(delivered);
+    let result = rig.api.get_uuids(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
@@ -337,10 +370,7 @@ async fn uuids(body: &[u8], pattern: u8) {
                 assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{u}");
             }
         }
-        Err(status) => {
-            invalid_argument(&status, &["count"]);
-            assert_eq!(rig.pool.stats().served_total, 0);
-        }
+        Err(status) => refused(&status, &msg.accept_kinds, &["count"], &rig),
     }
 }
 

@@ -46,16 +46,26 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  *   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
  *                       wait (a stream: for its next message within `stream_max_wait_ms`), or
  *                       the server is shutting down. Nothing was consumed: retry.
- *
- * Sharing: while callers wait for entropy, each arriving byte goes to the waiting key that has
- * received the fewest so far (4 KiB at a time), and within one key to its oldest call. So one
- * key's large or many requests never hold up another key's small one, and keys under
- * contention receive equal shares.
  *   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
  *   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
  *                       gateway is fed other kinds only (none of the accepted ones in the pool
  *                       or arrived lately); the message names what the pool holds. Nothing was
  *                       consumed.
+ *
+ * Sharing: while callers wait for entropy, each arriving byte goes to the waiting key that has
+ * received the fewest so far (4 KiB at a time), and within one key to its oldest call. So one
+ * key's large or many requests never hold up another key's small one, and keys under
+ * contention receive equal shares.
+ *
+ * Source classes: the pool keeps the bytes of each class of chunks (the set of kinds of the
+ * sources that contributed to a chunk, e.g. QUANTUM, or QUANTUM and OS for a XOR of the two)
+ * apart, in arrival order, within one capacity. A call's bytes all come from one class it
+ * accepts: at once from the accepted class whose oldest byte is oldest when it holds enough
+ * and no one waits there; otherwise the call waits in line in every accepted class at once and
+ * is served, whole, by the first class that fills its share, its places in the others given
+ * up. Sharing (above) holds within each class; every byte still goes to one caller, once, and
+ * a call that fails consumes nothing. Each response says where its bytes came from
+ * (`DrawProvenance`).
  */
 
 /** How GetRandom returns its bytes. */
