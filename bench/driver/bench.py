@@ -84,6 +84,8 @@ class Ctx:
         self.resources: list[dict] = []
         self._drain: stack.Gateway | None = None
         self._echo: stack.Echo | None = None
+        self._rest: stack.Rest | None = None
+        self._rest_checked: dict[int, bool] = {}
         self.procs: list[stack.Proc] = []
 
     # -- shared processes ---------------------------------------------------------------------
@@ -103,6 +105,41 @@ class Ctx:
 
     def fill(self) -> int:
         return stack.top_up(self.drain_gateway(), self.p["budget"])
+
+    def rest(self, num_bytes: int) -> stack.Rest | None:
+        """The REST baseline, when it serves `num_bytes` (the original refuses above 64 KiB) and
+        answered one call of that size correctly (checked once per size)."""
+        if num_bytes > stack.REST_MAX_BYTES:
+            return None
+        if self._rest is None:
+            self._rest = stack.start_rest(self.work)
+            self.procs.append(self._rest.proc)
+        if num_bytes not in self._rest_checked:
+            wrong = loadgen.rest_check(self._rest, num_bytes)
+            if wrong:
+                self.problems.append(f"rest-baseline {num_bytes} B: {wrong}")
+            self._rest_checked[num_bytes] = not wrong
+        return self._rest if self._rest_checked[num_bytes] else None
+
+    def rest_point(self, scenario: str, point: str, tag: str, num_bytes: int, connections: int,
+                   duration_s: float) -> dict | None:
+        """One `h2load --h1` point against the REST baseline (None when it does not serve the
+        size): its CPU sampled, its request log counted (one line per answered call)."""
+        rest = self.rest(num_bytes)
+        if rest is None:
+            return None
+        rest.clear_log()
+        r = self.measure(scenario, point, rest.proc,
+                         lambda: loadgen.h2load_rest(self.raw, tag, rest, num_bytes, connections,
+                                                     duration_s=duration_s))
+        self.check(scenario, f"rest {num_bytes} B x{connections}", r)
+        lines = rest.log_lines()
+        self.resources[-1]["log_lines"] = lines  # measure() appended this point's row
+        # Calls answered after h2load stopped counting are logged too: up to one per connection.
+        if not r["ok"] <= lines <= r["requests"] + connections:
+            self.problems.append(f"{scenario} {point}: {lines} log lines for {r['ok']} answered "
+                                 "calls (the REST baseline logs one per call)")
+        return {"server": "rest", "log_lines": lines, **r}
 
     # -- bookkeeping --------------------------------------------------------------------------
     def write(self, name: str, rows: list[dict]) -> None:
@@ -126,6 +163,9 @@ class Ctx:
         if r.get("grpc_ok_fraction", 1.0) < 0.999:
             self.problems.append(f"{scenario} {point}: only {r['grpc_ok_fraction']:.4f} of h2load's "
                                  "HTTP 200 answers carried the bytes (grpc-status not 0)")
+        if r.get("body_ok_fraction", 1.0) < 0.999:
+            self.problems.append(f"{scenario} {point}: the body bytes received are "
+                                 f"{r['body_ok_fraction']:.4f} of the 2xx answers x the size asked")
 
     def measure(self, scenario: str, point: str, proc: stack.Proc, fn, extra: dict | None = None,
                 busy_secs=None):
@@ -187,8 +227,12 @@ def baselines(ctx: Ctx) -> None:
     ctx.write("baselines", rows)
 
 
+DEV_POINT = "dev 1 KiB, 50 in flight"
+
+
 def sustained(ctx: Ctx) -> None:
-    """Seed 000 test 1: one client, 1 KiB, 20 ms think time; dev gateway with its feed."""
+    """Seed 000 test 1 and 2 (one client, 1 KiB, 20 ms think time, and none) on a dev gateway
+    with its feed; then the dev-mode point: GetRandom 1 KiB at 50 in flight (h2load)."""
     gw = stack.start_gateway(ctx.work / "dev", "gateway-dev", 16 * MiB, dev=True)
     ctx.procs.append(gw.proc)
     time.sleep(1.0)  # the feed's start-up health test
@@ -217,6 +261,17 @@ def sustained(ctx: Ctx) -> None:
         rows.append({"test": "burst (no think)", "tool": "grpc-load", "requests": r["requests"],
                      "ok": r["ok"], "success_rate": r["success_rate"], "rps": r["rps"],
                      "duration_s": r["elapsed_secs"], **r["latency"]})
+        # The dev-mode target: the drain gateway's 1 KiB point at 50 in flight (concurrency),
+        # served here with the feed sharing the core.
+        status = loadgen.grpc_status_check(ctx.work, gw.public, 1024)
+        if status != 0:
+            ctx.problems.append(f"sustained: the h2load frame gets grpc-status {status} from dev")
+        conns, streams = in_flight_shape(50)
+        r = ctx.measure("sustained", DEV_POINT, gw.proc,
+                        lambda: loadgen.h2load(ctx.work, ctx.raw, "dev-1024-50", gw.public, 1024,
+                                               conns, streams, duration_s=ctx.p["sweep_s"]))
+        ctx.check("sustained", "h2load dev 1 KiB x50", r)
+        rows.append({"test": DEV_POINT, "success_rate": r["ok"] / max(1, r["requests"]), **r})
         ctx.note_idle("after sustained/burst", gw.proc, "sustained")
     finally:
         gw.proc.stop()
@@ -224,7 +279,8 @@ def sustained(ctx: Ctx) -> None:
 
 
 def burst(ctx: Ctx) -> None:
-    """The burst figures' ceiling: the same one-client shapes against the echo server."""
+    """The burst figures' ceiling: the same one-client shapes against the echo server, the drain
+    gateway and the REST baseline."""
     echo = ctx.echo()
     rows = []
     r = loadgen.ghz(ctx.raw, "burst-echo", echo.public, 1024, 1, 1, ctx.p["burst_s"], auth=False)
@@ -241,6 +297,9 @@ def burst(ctx: Ctx) -> None:
                                            duration_s=ctx.p["burst_s"]))
     ctx.check("burst", "h2load gateway", r)
     rows.append({"server": "gateway", **r})
+    r = ctx.rest_point("burst", "REST h2load 1 client", "burst-rest", 1024, 1, ctx.p["burst_s"])
+    if r:
+        rows.append(r)
     ctx.write("burst", rows)
 
 
@@ -266,6 +325,11 @@ def concurrency(ctx: Ctx) -> None:
                                duration_s=ctx.p["sweep_s"], auth=False)
             ctx.check("concurrency", f"echo {nb} B x{n}", r)
             rows.append({"server": "echo", **r})
+            # HTTP/1.1: n connections, one call in flight on each.
+            r = ctx.rest_point("concurrency", f"REST {nb} B, {n} in flight", f"c{n}-{nb}-rest", nb,
+                               n, ctx.p["sweep_s"])
+            if r:
+                rows.append(r)
         for n in ctx.p["ghz_levels"]:
             conns = max(1, n // 5)
             ctx.fill()
@@ -279,7 +343,8 @@ def concurrency(ctx: Ctx) -> None:
 
 
 def payload(ctx: Ctx) -> None:
-    """Seed 003: GetRandom 32 B .. 1 MiB at 50 in flight; large sizes drain the pre-filled pool."""
+    """Seed 003: GetRandom 32 B .. 1 MiB at 50 in flight; large sizes drain the pre-filled pool.
+    The REST baseline runs the sizes the original serves (up to 64 KiB)."""
     gw, echo = ctx.drain_gateway(), ctx.echo()
     rows = []
     conns, streams = in_flight_shape(50)
@@ -300,6 +365,11 @@ def payload(ctx: Ctx) -> None:
                            auth=False, **kw)
         ctx.check("payload", f"echo {nb} B", r)
         rows.append({"server": "echo", **r})
+        # The REST baseline never runs dry (its queue wraps): a timed point at every size it
+        # serves, 50 connections.
+        r = ctx.rest_point("payload", f"REST {nb} B", f"p{nb}-rest", nb, 50, ctx.p["payload_s"])
+        if r:
+            rows.append(r)
     ctx.note_idle("after payload sweep")
     ctx.write("payload", rows)
 

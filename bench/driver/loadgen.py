@@ -1,5 +1,6 @@
-"""Wrappers around the load generators: h2load (headline figures), ghz (what users run) and
-nghttp (the separate grpc-status check h2load needs). Each returns a flat dict of results.
+"""Wrappers around the load generators: h2load (headline figures; `--h1` against the REST
+baseline), ghz (what users run) and nghttp (the separate grpc-status check h2load needs). Each
+returns a flat dict of results.
 
 Kept because only this turns those tools' text output into the figures the report compares
 (h2load does not read grpc-status, so the DATA frames it counts are checked here; ghz is what
@@ -12,9 +13,11 @@ import math
 import re
 import struct
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
-from stack import API_KEY, BIN, LOAD_CPU, BenchError
+from stack import API_KEY, BIN, LOAD_CPU, BenchError, Rest
 
 METHOD = "/entropy.v1.EntropyService/GetRandom"
 
@@ -78,27 +81,21 @@ def percentiles_ms(durations_us: list[int]) -> dict:
             "mean_ms": sum(d) / len(d) / 1000}
 
 
-def h2load(work: Path, raw: Path, tag: str, addr: str, num_bytes: int, connections: int,
-           streams: int, duration_s: float | None = None, requests: int | None = None,
-           auth: bool = True) -> dict:
-    """GetRandom(num_bytes) under h2load; percentiles from its per-request log."""
+def run_h2load(raw: Path, tag: str, args: list[str], url: str) -> dict:
+    """h2load on the load core: its summary plus percentiles from its per-request log (calls
+    answered 200). `args` picks the protocol, load shape and duration."""
     log = raw / f"h2load-{tag}.log"
-    cmd = LOAD_CPU + ["h2load", "-t", "1", "-c", str(connections), "-m", str(streams),
-                      "-d", str(frame_file(work, num_bytes)), "--log-file", str(log)]
-    cmd += grpc_headers(auth)
-    cmd += ["-D", str(duration_s)] if duration_s else ["-n", str(requests)]
-    cmd += [f"http://{addr}{METHOD}"]
+    cmd = LOAD_CPU + ["h2load", "-t", "1", "--log-file", str(log)] + args + [url]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     (raw / f"h2load-{tag}.txt").write_text(p.stdout + p.stderr)
     out = p.stdout
     fin = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
     req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
                     r"(\d+) failed, (\d+) errored, (\d+) timeout", out)
+    codes = re.search(r"status codes: (\d+) 2xx", out)
     data = re.search(r"traffic: .*?([\d]+)\) data", out)
-    if not (fin and req and data):
+    if not (fin and req and codes and data):
         raise BenchError(f"h2load output not understood: {out[-500:]} {p.stderr[-300:]}")
-    secs = float(fin.group(1)) / (1000 if fin.group(2) == "ms" else 1)
-    succeeded, failed = int(req.group(4)), int(req.group(5)) + int(req.group(6)) + int(req.group(7))
     durations = []
     if log.exists():
         for line in log.read_text().splitlines():
@@ -106,16 +103,76 @@ def h2load(work: Path, raw: Path, tag: str, addr: str, num_bytes: int, connectio
             if len(parts) == 3 and parts[1] == "200":
                 durations.append(int(parts[2]))
         log.unlink()  # per-request logs are large; the percentiles are kept
+    return {"duration_s": float(fin.group(1)) / (1000 if fin.group(2) == "ms" else 1),
+            "rps": float(fin.group(3)), "done": int(req.group(3)), "succeeded": int(req.group(4)),
+            "failed": int(req.group(5)) + int(req.group(6)) + int(req.group(7)),
+            "status_2xx": int(codes.group(1)), "data_bytes": int(data.group(1)),
+            "latency": percentiles_ms(durations)}
+
+
+def h2load(work: Path, raw: Path, tag: str, addr: str, num_bytes: int, connections: int,
+           streams: int, duration_s: float | None = None, requests: int | None = None,
+           auth: bool = True) -> dict:
+    """GetRandom(num_bytes) under h2load (gRPC over HTTP/2)."""
+    args = ["-c", str(connections), "-m", str(streams), "-d", str(frame_file(work, num_bytes))]
+    args += grpc_headers(auth)
+    args += ["-D", str(duration_s)] if duration_s else ["-n", str(requests)]
+    h = run_h2load(raw, tag, args, f"http://{addr}{METHOD}")
+    succeeded, failed = h["succeeded"], h["failed"]
     expected = succeeded * response_frame_bytes(num_bytes)
     # h2load sees HTTP 200 even when grpc-status is not 0 (then no DATA comes back): the DATA
     # received over the DATA expected is the share of calls that really returned the bytes.
-    grpc_ok = min(1.0, int(data.group(1)) / expected) if expected else 0.0
-    rps = float(fin.group(3))
+    grpc_ok = min(1.0, h["data_bytes"] / expected) if expected else 0.0
     return {"tool": "h2load", "num_bytes": num_bytes, "connections": connections,
             "streams_per_conn": streams, "in_flight": connections * streams,
-            "duration_s": secs, "requests": succeeded + failed, "ok": succeeded,
-            "failed": failed, "grpc_ok_fraction": round(grpc_ok, 5), "rps": rps,
-            "bytes_per_s": rps * num_bytes, **percentiles_ms(durations)}
+            "duration_s": h["duration_s"], "requests": succeeded + failed, "ok": succeeded,
+            "failed": failed, "grpc_ok_fraction": round(grpc_ok, 5), "rps": h["rps"],
+            "bytes_per_s": h["rps"] * num_bytes,
+            **h["latency"]}
+
+
+def h2load_rest(raw: Path, tag: str, rest: Rest, num_bytes: int, connections: int,
+                duration_s: float | None = None, requests: int | None = None) -> dict:
+    """The REST baseline's GET under `h2load --h1`: one request at a time per connection, so
+    `connections` calls in flight. A call counts when it is answered 2xx; the body bytes
+    received must be those calls x `num_bytes` (`body_ok_fraction`)."""
+    args = ["--h1", "-c", str(connections), "-H", f"authorization: Bearer {API_KEY}"]
+    args += ["-D", str(duration_s)] if duration_s else ["-n", str(requests)]
+    h = run_h2load(raw, tag, args, rest.url(num_bytes))
+    ok = h["status_2xx"]
+    failed = h["done"] - ok + h["failed"]
+    # Answers still in flight when h2load stops can add up to one body per connection.
+    expected = ok * num_bytes
+    body_ok = min(1.0, h["data_bytes"] / expected) if expected else 0.0
+    if h["data_bytes"] > (ok + connections) * num_bytes:
+        body_ok = 0.0  # more bytes than calls: the bodies are not what was asked for
+    return {"tool": "h2load --h1", "num_bytes": num_bytes, "connections": connections,
+            "streams_per_conn": 1, "in_flight": connections, "duration_s": h["duration_s"],
+            "requests": ok + failed, "ok": ok, "failed": failed,
+            "body_ok_fraction": round(body_ok, 5), "rps": h["rps"],
+            "bytes_per_s": h["rps"] * num_bytes,
+            **h["latency"]}
+
+
+def rest_check(rest: Rest, num_bytes: int) -> str | None:
+    """One GET with the key and one without, checked as nghttp checks the gRPC frame: what is
+    wrong, or None."""
+    headers = {"authorization": f"Bearer {API_KEY}"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(rest.url(num_bytes), headers=headers),
+                                    timeout=10) as r:
+            body, ctype = r.read(), r.headers.get("content-type")
+    except OSError as e:
+        return f"with the key: {e}"
+    if len(body) != num_bytes or ctype != "application/octet-stream":
+        return f"{num_bytes} B asked, {len(body)} B of {ctype} answered"
+    try:
+        urllib.request.urlopen(rest.url(num_bytes), timeout=10).close()
+        return "a call without the key was answered"
+    except urllib.error.HTTPError as e:
+        return None if e.code == 401 else f"without the key: HTTP {e.code}, not 401"
+    except OSError as e:
+        return f"without the key: {e}"
 
 
 def ghz(raw: Path, tag: str, addr: str, num_bytes: int, concurrency: int, connections: int,

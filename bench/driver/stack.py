@@ -186,6 +186,48 @@ def start_echo(work: Path) -> Echo:
     return Echo(proc, public, ingest)
 
 
+@dataclass
+class Rest:
+    """The original REST gateway's hot path (`rest-baseline`): HTTP/1.1, one log line per call."""
+    proc: Proc
+    addr: str
+    requests_log: Path
+
+    def url(self, num_bytes: int) -> str:
+        """GetRandom's REST twin: the bytes raw, so the body is what a gRPC response carries."""
+        return f"http://{self.addr}/api/random?bytes={num_bytes}&encoding=binary"
+
+    def clear_log(self) -> None:
+        """Empties the request log (the server appends, so it carries on at the new end): a
+        point's lines can then be counted, and a 10 s point at ~80k req/s stays ~250 MB."""
+        self.requests_log.write_bytes(b"")
+
+    def log_lines(self) -> int:
+        lines = 0
+        with open(self.requests_log, "rb") as f:
+            while block := f.read(1 << 20):
+                lines += block.count(b"\n")
+        return lines
+
+
+# The original refuses larger requests (its MAX_REQUEST_SIZE); so does rest-baseline.
+REST_MAX_BYTES = 64 << 10
+
+
+def start_rest(work: Path, prefill_bytes: int = 64 << 20) -> Rest:
+    log = work / "rest-baseline.log"
+    requests_log = work / "rest-baseline-requests.log"
+    proc = _start("rest-baseline", SERVER_CPU + [
+        str(BIN / "rest-baseline"), "--key", API_KEY, "--log-file", str(requests_log),
+        "--prefill-bytes", str(prefill_bytes)], log, stdout_pipe=True)
+    assert proc.popen.stdout is not None
+    line = proc.popen.stdout.readline().split()
+    if not line:
+        proc.stop()
+        raise BenchError(f"rest-baseline did not start: {log.read_text()[-400:]}")
+    return Rest(proc, line[-1], requests_log)
+
+
 def start_proxy(work: Path, target: str, one_way_us: int) -> tuple[Proc, str]:
     """The latency proxy, on the load core (it is part of the simulated network)."""
     log = work / f"proxy-{one_way_us}.log"
