@@ -101,15 +101,16 @@ class Report:
         return f"![{name}]({name})\n"
 
     def chart_concurrency(self) -> str:
-        rows = [r for r in self.data["concurrency"] if r.get("tool") == "h2load"]
+        rows = [r for r in self.data["concurrency"] if str(r.get("tool")).startswith("h2load")]
         if not rows:
             return ""
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
         for nb in sorted({r["num_bytes"] for r in rows}):
-            for server, style in [("gateway", "-o"), ("echo", "--x")]:
+            for server, style in [("gateway", "-o"), ("echo", "--x"), ("rest", ":s")]:
                 pts = sorted((r["in_flight"], r["rps"]) for r in rows
                              if r["num_bytes"] == nb and r["server"] == server)
-                a.plot(*zip(*pts), style, label=f"{server} {size(nb)}")
+                if pts:
+                    a.plot(*zip(*pts), style, label=f"{'REST' if server == 'rest' else server} {size(nb)}")
             g = sorted((r["in_flight"], r["p50_ms"], r["p90_ms"], r["p99_ms"]) for r in rows
                        if r["num_bytes"] == nb and r["server"] == "gateway")
             for i, q in [(1, "p50"), (2, "p90"), (3, "p99")]:
@@ -131,9 +132,10 @@ class Report:
         if not rows:
             return ""
         fig, a = plt.subplots(figsize=(7, 4))
-        for server, style in [("gateway", "-o"), ("echo", "--x")]:
+        for server, style in [("gateway", "-o"), ("echo", "--x"), ("rest", ":s")]:
             pts = sorted((r["num_bytes"], r["bytes_per_s"] / MiB) for r in rows if r["server"] == server)
-            a.plot(*zip(*pts), style, label=server)
+            if pts:
+                a.plot(*zip(*pts), style, label="REST baseline" if server == "rest" else server)
         a.set(xscale="log", yscale="log", xlabel="bytes per GetRandom", ylabel="MiB/s",
               title="Throughput vs payload (50 in flight, h2load)")
         a.legend()
@@ -190,10 +192,10 @@ class Report:
 
     # -- targets -------------------------------------------------------------------------------
     def target(self, what: str, goal: str, value: str, met: bool | None,
-               where: tuple[str, str] | None = None) -> None:
+               where: tuple[str, str] | None = None, verdict: str | None = None) -> None:
         cpu = self.cpu(*where) if where else "-"
-        self.targets.append([what, goal, value, cpu,
-                             "not measured" if met is None else ("met" if met else "**missed**")])
+        self.targets.append([what, goal, value, cpu, verdict or (
+            "not measured" if met is None else ("met" if met else "**missed**"))])
 
     def cpu(self, scenario: str, point: str) -> str:
         """The server's CPU use (cores) during a point: near 1.0 means the gateway's core was
@@ -205,34 +207,54 @@ class Report:
         return "-"
 
     def evaluate(self) -> None:
+        """Issue Performance's targets (the original's figures at 32 B, 1 KiB and 64 KiB, as
+        measured under the same pinning), then the earlier issues' that still apply."""
         c = [r for r in self.data["concurrency"] if r.get("tool") == "h2load" and r["server"] == "gateway"]
-        r32 = pick(c, num_bytes=32.0, in_flight=50.0)
-        self.target("GetRandom 32 B, 50 in flight", ">= 75,000 req/s, p99 <= 2 ms",
-                    f"{num(r32['rps'])} req/s, p99 {ms(r32['p99_ms'])} ms" if r32 else "-",
-                    (r32["rps"] >= 75000 and r32["p99_ms"] <= 2) if r32 else None,
-                    ("concurrency", "32 B, 50 in flight"))
-        r1k = pick(c, num_bytes=1024.0, in_flight=50.0)
-        self.target("GetRandom 1 KiB, 50 in flight", ">= 67,000 req/s",
-                    f"{num(r1k['rps'])} req/s" if r1k else "-", (r1k["rps"] >= 67000) if r1k else None,
-                    ("concurrency", "1024 B, 50 in flight"))
+        for nb, goal_rps, original in [(32, 87000, "86,374"), (1024, 80000, "79,618")]:
+            r = pick(c, num_bytes=float(nb), in_flight=50.0)
+            self.target(f"GetRandom {size(nb)}, 50 in flight",
+                        f">= {goal_rps:,} req/s (the original: {original}), p99 <= 1.5 ms",
+                        f"{num(r['rps'])} req/s, p99 {ms(r['p99_ms'])} ms" if r else "-",
+                        (r["rps"] >= goal_rps and r["p99_ms"] <= 1.5) if r else None,
+                        ("concurrency", f"{nb} B, 50 in flight"))
         p64 = pick(self.data["payload"], server="gateway", num_bytes=65536.0)
-        self.target("GetRandom 64 KiB, 50 in flight", ">= 1.4 GiB/s",
+        self.target("GetRandom 64 KiB, 50 in flight", ">= 1.95 GiB/s (the original: 1.92)",
                     rate(p64["bytes_per_s"]) if p64 else "-",
-                    (p64["bytes_per_s"] >= 1.4 * GiB) if p64 else None, ("payload", "65536 B"))
+                    (p64["bytes_per_s"] >= 1.95 * GiB) if p64 else None, ("payload", "65536 B"))
         s = self.data["streaming"]
         s1 = pick(s, server="gateway", streams=1.0, chunk_bytes=65536.0)
-        self.target("one StreamRandom, 64 KiB messages", ">= 1.4 GiB/s",
-                    rate(s1["bytes_per_s"]) if s1 else "-", (s1["bytes_per_s"] >= 1.4 * GiB) if s1 else None,
+        self.target("one StreamRandom, 64 KiB messages", ">= 2.5 GiB/s",
+                    rate(s1["bytes_per_s"]) if s1 else "-", (s1["bytes_per_s"] >= 2.5 * GiB) if s1 else None,
                     ("streaming", "1 x 65536 B"))
         s16 = pick(s, server="gateway", streams=16.0, chunk_bytes=65536.0)
-        self.target("16 StreamRandom, 64 KiB messages", ">= 1.4 GiB/s aggregate, max/min share <= 1.5",
-                    f"{rate(s16['bytes_per_s'])}, max/min {s16['max_over_min']:.2f}" if s16 else "-",
-                    (s16["bytes_per_s"] >= 1.4 * GiB and s16["max_over_min"] <= 1.5) if s16 else None,
-                    ("streaming", "16 x 65536 B"))
+        goal = ">= 2.5 GiB/s aggregate, max/min share <= 1.5 over a window >= 2 s"
+        if s16:
+            window = s16["elapsed_secs"]
+            value = f"{rate(s16['bytes_per_s'])}, max/min {s16['max_over_min']:.2f} over {window:.1f} s"
+            if s16["bytes_per_s"] < 2.5 * GiB:
+                self.target("16 StreamRandom, 64 KiB messages", goal, value, False, ("streaming", "16 x 65536 B"))
+            elif window < 2:
+                # The pre-filled pool ran dry sooner: a share over a short window is the
+                # scheduler's noise, so the fairness half is not judged.
+                self.target("16 StreamRandom, 64 KiB messages", goal, value, None,
+                            ("streaming", "16 x 65536 B"), verdict="rate met; window < 2 s, share not judged")
+            else:
+                self.target("16 StreamRandom, 64 KiB messages", goal, value, s16["max_over_min"] <= 1.5,
+                            ("streaming", "16 x 65536 B"))
+        else:
+            self.target("16 StreamRandom, 64 KiB messages", goal, "-", None)
         i1 = pick(self.data["ingest"], server="gateway", chunk_bytes=float(MiB))
-        self.target("ingest, 1 MiB pre-signed chunks", ">= 1 GiB/s",
+        self.target("ingest, 1 MiB pre-signed chunks (MAC, CRC, freshness, replay checked)", ">= 1 GiB/s",
                     rate(i1["bytes_per_s"]) if i1 else "-", (i1["bytes_per_s"] >= GiB) if i1 else None,
                     ("ingest", "1048576 B chunks"))
+        dev = pick(self.data["sustained"], test="dev 1 KiB, 50 in flight")
+        drain = pick(c, num_bytes=1024.0, in_flight=50.0)
+        self.target("dev mode: GetRandom 1 KiB, 50 in flight, feed on the same core",
+                    ">= 75% of the drain gateway's 1 KiB at 50 in flight",
+                    f"{num(dev['rps'])} req/s, {dev['rps'] / drain['rps']:.0%} of {num(drain['rps'])}"
+                    if dev and drain else "-",
+                    (dev["rps"] >= 0.75 * drain["rps"]) if dev and drain else None,
+                    ("sustained", "dev 1 KiB, 50 in flight"))
         rt = self.data["rtt"]
         u = pick(rt, rtt_ms=100.0, mode="sequential GetRandom 1 KiB")
         st = [r for r in rt if r["rtt_ms"] == 100.0 and "adaptive" in r["mode"]]
@@ -303,8 +325,49 @@ class Report:
         md.append("`gateway CPU` is the gateway's CPU use during that point (1.00 = its whole "
                   "core): well below 1 means the gateway was not the limit (the load generator "
                   "on the other core, or other work on the machine, was).\n")
+        ratios = self.ratio_table()
+        if ratios:
+            md.append("## Against the REST baseline and the echo server\n")
+            md.append(ratios)
         md.append(self.sections())
         return "\n".join(md)
+
+    def unary(self, server: str, nb: int) -> tuple[dict | None, str]:
+        """`server`'s GetRandom at `nb` bytes and 50 in flight, and the scenario it is from: the
+        concurrency sweep's point (the targets') when it ran, else the payload sweep's."""
+        tool = "h2load --h1" if server == "rest" else "h2load"
+        r = pick(self.data["concurrency"], server=server, tool=tool, num_bytes=float(nb), in_flight=50.0)
+        if r:
+            return r, "concurrency"
+        r = pick(self.data["payload"], server=server, num_bytes=float(nb))
+        return r, ("payload" if r else "-")
+
+    def ratio_table(self) -> str:
+        """Ours over the REST baseline and over the echo server, per unary size, one run."""
+        def cell(r: dict | None, nb: int) -> str:
+            if not r:
+                return "-"
+            fig = rate(r["bytes_per_s"]) if nb >= 64 * KiB else f"{num(r['rps'])} req/s"
+            return f"{fig}, p99 {ms(r.get('p99_ms'))} ms"
+
+        def over(a: dict | None, b: dict | None) -> str:
+            return f"{a['rps'] / b['rps']:.2f}" if a and b else "-"
+
+        rows = []
+        for nb in [32, KiB, 64 * KiB]:
+            ours, src = self.unary("gateway", nb)
+            rest, _ = self.unary("rest", nb)
+            echo, _ = self.unary("echo", nb)
+            rows.append([size(nb), cell(ours, nb), cell(rest, nb), f"**{over(ours, rest)}**",
+                         cell(echo, nb), over(ours, echo), src])
+        if not any(r[1] != "-" for r in rows):
+            return ""
+        return ("GetRandom at 50 in flight, measured in this run: Entropy Diode (gRPC, `h2load -c 10 "
+                "-m 5`), the original's REST hot path (`rest-baseline`, HTTP/1.1, `h2load --h1 -c "
+                "50`) and the tonic echo server (gRPC, no work), each on CPU 0 with h2load on CPU 1. "
+                "`÷` is req/s over req/s (the same bytes per call).\n\n"
+                + table(["size", "Entropy Diode", "REST baseline", "ours ÷ REST", "echo server",
+                         "ours ÷ echo", "from"], rows))
 
     def seed_table(self) -> str:
         s = self.data["sustained"]
@@ -341,19 +404,24 @@ class Report:
             md.append("GetRandom under h2load (connections x 5 streams; `grpc ok` is the share of "
                       "answers that carried the bytes, checked from the DATA received, and one "
                       "call per size is checked for `grpc-status: 0` with nghttp). `of echo` is "
-                      "the gateway's req/s over the trivial tonic echo server's at the same load.\n")
+                      "the gateway's req/s over the trivial tonic echo server's at the same load; "
+                      "`of REST` over the REST baseline's (`h2load --h1`, one connection per call "
+                      "in flight; its percentiles are in `concurrency.csv`).\n")
             rows = []
             for r in c:
                 if r["server"] != "gateway":
                     continue
                 e = pick(c, server="echo", tool="h2load", num_bytes=r["num_bytes"], in_flight=r["in_flight"])
+                h = pick(c, server="rest", num_bytes=r["num_bytes"], in_flight=r["in_flight"])
                 rows.append([r["tool"], size(r["num_bytes"]), num(r["in_flight"]), num(r["rps"]),
                              frac(r["rps"], e["rps"]) if e and r["tool"] == "h2load" else "-",
+                             num(h["rps"]) if h else "-",
+                             frac(r["rps"], h["rps"]) if h and r["tool"] == "h2load" else "-",
                              ms(r["p50_ms"]), ms(r["p75_ms"]), ms(r["p90_ms"]), ms(r["p95_ms"]),
                              ms(r["p99_ms"]), ms(r["max_ms"]),
                              f"{r['grpc_ok_fraction']:.2%}" if r.get("grpc_ok_fraction") not in ("", None) else "-"])
-            md.append(table(["tool", "payload", "in flight", "req/s", "of echo", "p50", "p75", "p90",
-                             "p95", "p99", "max ms", "grpc ok"], rows))
+            md.append(table(["tool", "payload", "in flight", "req/s", "of echo", "REST req/s",
+                             "of REST", "p50", "p75", "p90", "p95", "p99", "max ms", "grpc ok"], rows))
             for nb in sorted({r["num_bytes"] for r in c}):
                 g = sorted((r["in_flight"], r["rps"]) for r in c
                            if r["server"] == "gateway" and r["tool"] == "h2load" and r["num_bytes"] == nb)
@@ -367,20 +435,25 @@ class Report:
             md.append("## Payload sweep (seed 003), 50 in flight\n")
             md.append("Sizes above 4 KiB run a fixed number of calls that the pre-filled pool covers "
                       "(drain); `of /dev/urandom` compares with `dd` reading the same block size on "
-                      "one core.\n")
+                      "one core. `REST` is the REST baseline at the same size (`h2load --h1 -c 50`, "
+                      "timed; the original refuses more than 64 KiB), `of REST` the gateway's req/s "
+                      "over its.\n")
             base = D["baselines"]
             rows = []
             for r in p:
                 if r["server"] != "gateway":
                     continue
                 e = pick(p, server="echo", num_bytes=r["num_bytes"])
+                h = pick(p, server="rest", num_bytes=r["num_bytes"])
                 u = pick(base, read_bytes=r["num_bytes"])
                 rows.append([size(r["num_bytes"]), num(r["rps"]), rate(r["bytes_per_s"]),
                              frac(r["bytes_per_s"], e["bytes_per_s"]) if e else "-",
+                             f"{num(h['rps'])} req/s, p99 {ms(h['p99_ms'])} ms" if h else "-",
+                             frac(r["rps"], h["rps"]) if h else "-",
                              frac(r["bytes_per_s"], u["bytes_per_s"]) if u else "-",
                              ms(r["p50_ms"]), ms(r["p99_ms"]), num(r["requests"])])
-            md.append(table(["payload", "req/s", "throughput", "of echo", "of /dev/urandom", "p50 ms",
-                             "p99 ms", "calls"], rows))
+            md.append(table(["payload", "req/s", "throughput", "of echo", "REST", "of REST",
+                             "of /dev/urandom", "p50 ms", "p99 ms", "calls"], rows))
             md.append(self.chart_payload())
         if D["baselines"]:
             md.append("## Local source ceiling: /dev/urandom on one core\n")
@@ -527,6 +600,10 @@ def benchmarks_md(rep: Report) -> str:
     lines.append(rep.seed_table())
     lines.append("## Targets\n")
     lines.append(table(["target", "goal", "measured", "gateway CPU (cores)", "verdict"], rep.targets))
+    ratios = rep.ratio_table()
+    if ratios:
+        lines.append("## Against the REST baseline and the echo server\n")
+        lines.append(ratios)
     lines.extend(chaos_summary(rep.d))
     return "\n".join(lines)
 
