@@ -306,6 +306,7 @@ def burst(ctx: Ctx) -> None:
 def concurrency(ctx: Ctx) -> None:
     """Seed 004: req/s and percentiles per in-flight level, GetRandom 32 B and 1 KiB."""
     gw, echo = ctx.drain_gateway(), ctx.echo()
+    ctx.fill()  # the status check below needs bytes in the pool (an empty one answers UNAVAILABLE)
     rows = []
     for nb in ctx.p["sweep_bytes"]:
         for server, addr, auth in [("gateway", gw.public, True), ("echo", echo.public, False)]:
