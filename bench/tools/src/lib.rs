@@ -11,6 +11,8 @@
 //! - `src/bin/latency_proxy.rs`: a TCP proxy that delays every byte by a fixed time each way.
 //! - `src/bin/grpc_load.rs`: unary calls with think time and exact percentiles, streams with
 //!   per-stream byte counts (fairness), and GetStatus as JSON.
+//! - `src/bin/rest_baseline.rs`: the original REST gateway's serving path (axum, HTTP/1.1), so
+//!   every report can state ours ÷ REST.
 
 use std::time::Duration;
 
