@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Two gateway builds side by side, in one run: GetRandom under h2load at 32 B, 1 KiB and
-64 KiB, alternating builds point by point, each draining a pool pre-filled by ingest-load,
-with the gateway on CPU 0 and h2load on CPU 1 (the suite's pinning). Prints medians and the
-after/before ratio. For A/B checks of one change; the suite (bench/run.sh) is the reference.
+64 KiB, one StreamRandom of 64 KiB messages (grpc-load), and Publish of pre-signed 1 MiB
+chunks (ingest-load, 16 in flight over 4 connections), alternating builds point by point, each
+unary and stream point draining a pool pre-filled by ingest-load, with the gateway on CPU 0 and
+the load on CPU 1 (the suite's pinning). Prints medians and the after/before ratio. For A/B
+checks of one change; the suite (bench/run.sh) is the reference.
 
     bench/ab_gateway.py BEFORE_GATEWAY AFTER_GATEWAY [--reps 5] [--seconds 5]
+                        [--shapes 32,1024,65536,stream,ingest]
 
 Both builds must speak the same Publish contract (ingest-load comes from target/release).
 """
@@ -12,6 +15,7 @@ Both builds must speak the same Publish contract (ingest-load comes from target/
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -22,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "driver"))
 import loadgen  # noqa: E402
 import stack  # noqa: E402
 
-SIZES = [32, 1024, 64 << 10]
+SHAPES = "32,1024,65536,stream,ingest"
+GiB = 1 << 30
 
 
 def bin_dir(gateway: Path, root: Path) -> Path:
@@ -34,16 +39,52 @@ def bin_dir(gateway: Path, root: Path) -> Path:
     return d
 
 
-def point(bins: Path, work: Path, size: int, seconds: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def point(bins: Path, work: Path, shape: str, seconds: float) -> dict:
+    """One point: {"value", "unit", "cpu_us", "per", "p99_ms"?}, where cpu_us is the gateway's
+    CPU time per call (per MiB for the stream and ingest): a figure that other load on the
+    machine disturbs far less than throughput. Raises when a call failed."""
     stack.BIN = bins
-    gw = stack.start_gateway(work, f"gw-{bins.name}-{size}", capacity=1 << 30)
+    gw = stack.start_gateway(work, f"gw-{bins.name}-{shape}", capacity=GiB + (64 << 20))
     try:
-        stack.top_up(gw, 1 << 30)
-        tag = f"{bins.name}-{size}"
-        if size * 100_000 * seconds > 1 << 30:
+        if shape != "ingest":
+            stack.top_up(gw, GiB)
+        cpu0 = cpu_seconds(gw.proc.pid)
+        if shape == "ingest":
+            r = stack.ingest_load(gw, 1 << 20, count=768)
+            if r["failed"]:
+                raise stack.BenchError(f"ingest: {r['failed']} failed: {r['first_error']}")
+            cpu = cpu_seconds(gw.proc.pid) - cpu0
+            return {"value": r["bytes_per_s"] / GiB, "unit": "GiB/s",
+                    "cpu_us": cpu * 1e6 / 768, "per": "MiB"}
+        if shape == "stream":
+            r = loadgen.grpc_load(["stream", "--streams", "1", "--chunk-bytes", str(64 << 10),
+                                   "--duration-s", str(seconds),
+                                   "--max-bytes", str(GiB - (64 << 20))], gw.public)
+            cpu = cpu_seconds(gw.proc.pid) - cpu0
+            if not r["total_bytes"]:
+                raise stack.BenchError(f"stream: no bytes: {r}")
+            # The gateway sends a little past the client's window: CPU per MiB is approximate.
+            return {"value": r["bytes_per_s"] / GiB, "unit": "GiB/s",
+                    "cpu_us": cpu * 1e6 / (r["total_bytes"] / (1 << 20)), "per": "MiB"}
+        size, tag = int(shape), f"{bins.name}-{shape}"
+        if size * 100_000 * seconds > GiB:
             # Large messages drain the 1 GiB pool within the time: a fixed count instead.
-            return loadgen.h2load(work, work, tag, gw.public, size, 10, 5, requests=15_000)
-        return loadgen.h2load(work, work, tag, gw.public, size, 10, 5, duration_s=seconds)
+            r = loadgen.h2load(work, work, tag, gw.public, size, 10, 5, requests=15_000)
+        else:
+            r = loadgen.h2load(work, work, tag, gw.public, size, 10, 5, duration_s=seconds)
+        cpu = cpu_seconds(gw.proc.pid) - cpu0
+        if r["failed"] or r["grpc_ok_fraction"] < 0.999:
+            raise stack.BenchError(f"{size} B: calls failed: {r}")
+        out = {"cpu_us": cpu * 1e6 / r["requests"], "per": "call", "p99_ms": r["p99_ms"]}
+        if size >= 64 << 10:
+            return {"value": r["bytes_per_s"] / GiB, "unit": "GiB/s", **out}
+        return {"value": r["rps"], "unit": "req/s", **out}
     finally:
         gw.proc.stop()
 
@@ -54,34 +95,48 @@ def main() -> int:
     ap.add_argument("after", type=Path)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5,
-                    help="per point at 32 B and 1 KiB; 64 KiB runs 15,000 calls (~0.9 GiB)")
+                    help="per point at 32 B, 1 KiB and the stream; 64 KiB runs 15,000 calls "
+                         "(~0.9 GiB), ingest 768 chunks of 1 MiB")
+    ap.add_argument("--shapes", default=SHAPES, help=f"comma-separated (default {SHAPES})")
     args = ap.parse_args()
+    shapes = args.shapes.split(",")
     with tempfile.TemporaryDirectory(prefix="ab-") as tmp:
         root = Path(tmp)
         builds = {"before": bin_dir(args.before, root), "after": bin_dir(args.after, root)}
-        results: dict[tuple[str, int], list[dict]] = {}
+        results: dict[tuple[str, str], list[dict]] = {}
         for rep in range(args.reps):
-            for size in SIZES:
+            for shape in shapes:
                 for name, bins in builds.items():
-                    r = point(bins, root / f"w{rep}", size, args.seconds)
-                    if r["failed"] or r["grpc_ok_fraction"] < 0.999:
-                        print(f"{name} {size} B: calls failed: {r}", file=sys.stderr)
+                    try:
+                        r = point(bins, root / f"w{rep}", shape, args.seconds)
+                    except stack.BenchError as e:
+                        print(f"{name} {shape}: {e}", file=sys.stderr)
                         return 1
-                    results.setdefault((name, size), []).append(r)
-                    print(f"rep {rep + 1} {name:6} {size:>6} B  {r['rps']:>9.0f} req/s  "
-                          f"p99 {r['p99_ms']:.2f} ms", flush=True)
-        print("\n| size | before req/s | after req/s | after ÷ before | before p99 ms | after p99 ms |")
-        print("|---|---|---|---|---|---|")
-        for size in SIZES:
-            b = [r["rps"] for r in results[("before", size)]]
-            a = [r["rps"] for r in results[("after", size)]]
-            bp = [r["p99_ms"] for r in results[("before", size)]]
-            ap99 = [r["p99_ms"] for r in results[("after", size)]]
-            print(f"| {size} B | {statistics.median(b):,.0f} | {statistics.median(a):,.0f} | "
-                  f"{statistics.median(a) / statistics.median(b):.3f} | "
-                  f"{statistics.median(bp):.2f} | {statistics.median(ap99):.2f} |")
-        print(f"\nmedians of {args.reps} alternating runs of {args.seconds:g} s per point; "
-              "h2load -c 10 -m 5, gateway pinned to one core")
+                    results.setdefault((name, shape), []).append(r)
+                    p99 = f"  p99 {r['p99_ms']:.2f} ms" if "p99_ms" in r else ""
+                    print(f"rep {rep + 1} {name:6} {shape:>7}  {r['value']:>10,.2f} {r['unit']}"
+                          f"  {r['cpu_us']:8.1f} CPU us/{r['per']}{p99}", flush=True)
+        print("\n| shape | before | after | after ÷ before | gateway CPU before | after | "
+              "after ÷ before | p99 ms before | after |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for shape in shapes:
+            b = statistics.median(r["value"] for r in results[("before", shape)])
+            a = statistics.median(r["value"] for r in results[("after", shape)])
+            unit = results[("before", shape)][0]["unit"]
+            p99s = ["-", "-"]
+            if "p99_ms" in results[("before", shape)][0]:
+                p99s = [f"{statistics.median(r['p99_ms'] for r in results[(n, shape)]):.2f}"
+                        for n in ("before", "after")]
+            label = {"stream": "one StreamRandom, 64 KiB messages",
+                     "ingest": "Publish, 1 MiB chunks"}.get(shape, f"GetRandom {shape} B")
+            cb, ca = (statistics.median(r["cpu_us"] for r in results[(n, shape)])
+                      for n in ("before", "after"))
+            per = results[("before", shape)][0]["per"]
+            print(f"| {label} | {b:,.2f} {unit} | {a:,.2f} {unit} | {a / b:.3f} | "
+                  f"{cb:,.1f} us/{per} | {ca:,.1f} us/{per} | {ca / cb:.3f} | "
+                  f"{p99s[0]} | {p99s[1]} |")
+        print(f"\nmedians of {args.reps} alternating runs; {args.seconds} s per timed point; "
+              "h2load -c 10 -m 5; gateway pinned to one core, load to the other")
     return 0
 
 
