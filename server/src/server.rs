@@ -42,6 +42,8 @@ pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
 pub const INGEST_STREAM_WINDOW: u32 = 1 << 20;
 /// HTTP/2 connection window on the ingest listener.
 pub const INGEST_CONNECTION_WINDOW: u32 = 2 << 20;
+/// SETTINGS_MAX_FRAME_SIZE of the ingest listener: the largest DATA frame a collector may send.
+pub const INGEST_MAX_FRAME: u32 = 256 << 10;
 
 /// The gateway's state, ready to serve.
 #[derive(Debug)]
@@ -260,6 +262,9 @@ impl Gateway {
         // shared body budget (ingest_budget.rs): 2 MiB a connection, one 1 MiB chunk a stream.
         let ingest_server =
             base_server(INGEST_STREAM_WINDOW, INGEST_CONNECTION_WINDOW, max_streams)
+                // A chunk in a few DATA frames rather than 64 of 16 KiB: fewer frames to parse
+                // and buffers to join per chunk (bench/README.md, "Performance").
+                .max_frame_size(Some(INGEST_MAX_FRAME))
                 .add_service(ingest_api)
                 .add_service(ingest_health_service);
         let ingest_server = serve_router(
