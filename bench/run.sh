@@ -62,6 +62,14 @@ scenarios=("$@")
 tools
 step "build (release)"
 cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+if [ "$suite" != smoke ]; then
+  # The servers measured, as they ship: profile dist (fat LTO, Cargo.toml). Several minutes more
+  # than release on two cores; smoke (the test command's) measures nothing and skips it.
+  step "build (dist: the gateway, echo-server and rest-baseline as measured)"
+  cargo build --profile dist --locked -q -p entropy-gateway -p entropy-bench \
+    --bin entropy-gateway --bin echo-server --bin rest-baseline
+  export ENTROPY_BENCH_SERVER_BIN="${CARGO_TARGET_DIR:-$PWD/target}/dist"
+fi
 if [ ${#scenarios[@]} = 0 ] || printf '%s\n' "${scenarios[@]}" | grep -qx micro; then
   # Only the three benches `micro` runs: without `--bench`, cargo also builds every binary of
   # entropy-bench as a bench harness and the metrics bench (minutes on two cores, for nothing).

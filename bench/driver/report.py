@@ -308,7 +308,7 @@ class Report:
             ["CPU", f"{i.get('cpu_model', '')} ({i.get('cpus')} CPUs), {i.get('mem_gib')} GiB"],
             ["OS, kernel", f"{i.get('os', '')}, {i.get('kernel', '')}"],
             ["rustc", i.get("rustc", "")], ["commit", f"{i.get('commit', '')}{' (dirty)' if i.get('dirty') else ''}"],
-            ["pinning", i.get("pinning", "")], ["tools", f"{i.get('ghz', '')}; {i.get('h2load', '')}"],
+            ["servers built with", i.get("server_build", "")], ["pinning", i.get("pinning", "")], ["tools", f"{i.get('ghz', '')}; {i.get('h2load', '')}"],
             ["load average (1/5/15 min) at start, end", f"{' '.join(i.get('loadavg_start', []))}; {' '.join(i.get('loadavg_end', []))}"],
             ["drain pool", f"capacity {size(i.get('drain_pool_capacity_bytes', 0))}, filled to "
                            f"{size(i.get('drain_fill_bytes', 0))} before each drain point"],
@@ -591,7 +591,8 @@ def benchmarks_md(rep: Report) -> str:
              "re-renders both from the newest results directory. What the scenarios measure, and what "
              "each missed target comes from: [bench/README.md](bench/README.md).\n",
              f"Machine: {i.get('cpu_model', '')}, {i.get('cpus')} CPUs, {i.get('mem_gib')} GiB, "
-             f"{i.get('os', '')}, {i.get('kernel', '')}, {i.get('rustc', '')}. {i.get('pinning', '')}. "
+             f"{i.get('os', '')}, {i.get('kernel', '')}, {i.get('rustc', '')}. "
+             f"Servers built with {i.get('server_build', 'profile release')}. {i.get('pinning', '')}. "
              f"Load average at start {' '.join(i.get('loadavg_start', []))}.\n"]
     if i.get("note"):
         lines.append(f"> {i['note']}\n")

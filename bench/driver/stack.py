@@ -26,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from harness import free_port  # noqa: E402  (re-exported: bench.py calls stack.free_port)
 BIN = ROOT / "target" / "release"
+# The servers measured (gateway, echo-server, rest-baseline): bench/run.sh quick and full build
+# them with the shipped profile `dist` (LTO) and point this at target/dist; smoke keeps BIN.
+SERVER_BIN: Path | None = (Path(os.environ["ENTROPY_BENCH_SERVER_BIN"])
+                           if os.environ.get("ENTROPY_BENCH_SERVER_BIN") else None)
+
+
+def server_bin() -> Path:
+    """Where the servers measured come from."""
+    return SERVER_BIN or BIN
 API_KEY = "bench-" + secrets.token_hex(8)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -136,7 +145,7 @@ def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
     under `wrapper`, e.g. valgrind). `keys` (name -> secret) adds client keys beside the bench
     key."""
     work.mkdir(parents=True, exist_ok=True)
-    exe = BIN / "entropy-gateway"
+    exe = server_bin() / "entropy-gateway"
     cmd = SERVER_CPU + (wrapper or []) + [str(exe)]
     env = dict(os.environ)
     mac_file = None
@@ -179,7 +188,7 @@ class Echo:
 
 def start_echo(work: Path) -> Echo:
     log = work / "echo-server.log"
-    proc = _start("echo-server", SERVER_CPU + [str(BIN / "echo-server")], log, stdout_pipe=True)
+    proc = _start("echo-server", SERVER_CPU + [str(server_bin() / "echo-server")], log, stdout_pipe=True)
     assert proc.popen.stdout is not None
     public = proc.popen.stdout.readline().split()[-1]
     ingest = proc.popen.stdout.readline().split()[-1]
@@ -218,7 +227,7 @@ def start_rest(work: Path, prefill_bytes: int = 64 << 20) -> Rest:
     log = work / "rest-baseline.log"
     requests_log = work / "rest-baseline-requests.log"
     proc = _start("rest-baseline", SERVER_CPU + [
-        str(BIN / "rest-baseline"), "--key", API_KEY, "--log-file", str(requests_log),
+        str(server_bin() / "rest-baseline"), "--key", API_KEY, "--log-file", str(requests_log),
         "--prefill-bytes", str(prefill_bytes)], log, stdout_pipe=True)
     assert proc.popen.stdout is not None
     line = proc.popen.stdout.readline().split()
@@ -343,6 +352,7 @@ def machine_info() -> dict:
         "commit": sh(f"git -C {ROOT} rev-parse --short HEAD"),
         "dirty": bool(sh(f"git -C {ROOT} status --porcelain -- server collector proto")),
         "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
+        "server_build": f"profile {server_bin().name} ({server_bin()})",
         "pinning": "server on CPU 0, load generators on CPU 1 (taskset)" if SERVER_CPU
                    else "none (one CPU)",
         "ghz": "ghz " + sh("go version -m \"$(command -v ghz)\" | awk '$1 == \"mod\" {print $3}'"),
