@@ -352,7 +352,7 @@ def machine_info() -> dict:
         "commit": sh(f"git -C {ROOT} rev-parse --short HEAD"),
         "dirty": bool(sh(f"git -C {ROOT} status --porcelain -- server collector proto")),
         "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
-        "server_build": f"profile {server_bin().name} ({server_bin()})",
+        "server_build": f"profile {server_bin().name}",
         "pinning": "server on CPU 0, load generators on CPU 1 (taskset)" if SERVER_CPU
                    else "none (one CPU)",
         "ghz": "ghz " + sh("go version -m \"$(command -v ghz)\" | awk '$1 == \"mod\" {print $3}'"),
