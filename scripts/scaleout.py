@@ -279,7 +279,8 @@ class Scaleout:
     def readers(self, tag: str, on: str) -> dict[str, tuple[subprocess.Popen, Path]]:
         """Every language's reader through the balancer, all streams on gateway `on` (the others
         are out of rotation while they open, and back once every reader is under way); they start
-        one after another, slowest first (conformance.start_staggered says why)."""
+        one after another in conformance.START_ORDER (start_staggered says why), and must all be
+        open on `on` before the others return."""
         for g in GATEWAYS:
             if g != on:
                 self.lab_command_ok(f"disable server gateways/{g}")
@@ -298,6 +299,11 @@ class Scaleout:
 
         started = conformance.start_staggered(self.langs, launch, READ_CHUNK)
         self.await_bytes(tag, started, 1 << 20)
+        # Placement before the others go back into rotation: a stream elsewhere, or already
+        # ended on `on` (its client buffering the rest), would leave the fault short of a reader.
+        streams = self.streams_by_gateway()
+        if streams.get(on, 0) < len(started) or any(n for g, n in streams.items() if g != on):
+            raise RuntimeError(f"{tag}: {len(started)} readers started on {on}, but open streams are {streams}")
         for g in GATEWAYS:
             self.lab_command_ok(f"enable server gateways/{g}")
         self.wait(self.all_up, 10, "every gateway back in rotation")
@@ -323,13 +329,18 @@ class Scaleout:
     def check_carries(self, tag: str, victim: str, started) -> float:
         """Checks, just before the fault, that `victim` carries every reader's stream and that
         none has finished; returns the victim's open streams."""
-        streams = self.metric(victim, "entropy_gateway_streams_active")
+        by_gateway = self.streams_by_gateway()
+        streams = by_gateway[victim]
         sizes = {n: round(out.stat().st_size / (1 << 20), 1) for n, (_, out) in started.items()}
-        print(f"  {victim} carries {streams:.0f} stream(s); readers have {sizes} MiB", flush=True)
+        print(f"  open streams {by_gateway}; readers have {sizes} MiB", flush=True)
         self.check(f"{tag}: {victim} carries every reader's stream, none finished",
                    streams >= len(started) and all(s < READ_TOTAL >> 20 for s in sizes.values()),
-                   f"{streams:.0f} streams for {len(started)} readers, {sizes} MiB")
+                   f"{streams:.0f} streams for {len(started)} readers (open streams {by_gateway}), {sizes} MiB")
         return streams
+
+    def streams_by_gateway(self) -> dict[str, int]:
+        """Each running gateway's open StreamRandom calls (its streams_active gauge)."""
+        return {g: int(self.metric(g, "entropy_gateway_streams_active")) for g in GATEWAYS if g not in self.stopped}
 
     def drawer(self, tag: str, seconds: float) -> subprocess.Popen:
         out = self.work / f"{tag}.drawer.bin"
