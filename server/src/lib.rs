@@ -41,5 +41,6 @@ pub mod sampling;
 pub mod secret;
 pub mod server;
 pub mod tls;
+pub mod write_coalesce;
 
 pub use server::Gateway;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_server::EntropyServiceServer;
 use entropy_proto::v1::ingest_service_server::IngestServiceServer;
+use futures_util::TryStreamExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -32,6 +33,7 @@ use crate::ingest::verify::VerifyPolicy;
 use crate::ingest_budget::IngestBudget;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
+use crate::write_coalesce::Coalesce;
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
 /// leaves room for future fields while refusing junk early.
@@ -366,12 +368,14 @@ async fn serve_router(
 ) -> Result<(), tonic::transport::Error> {
     let signal = shutdown.clone().cancelled_owned();
     match tls {
+        // Coalesce: the frames of one connection's turn in one write (write_coalesce.rs).
         None => {
-            router.serve_with_incoming_shutdown(admission.limit(incoming(listener)), signal).await
+            let incoming = admission.limit(incoming(listener)).map_ok(Coalesce::new);
+            router.serve_with_incoming_shutdown(incoming, signal).await
         }
         Some(config) => {
             let tls_incoming = crate::tls::incoming(listener, config, admission, shutdown);
-            router.serve_with_incoming_shutdown(tls_incoming, signal).await
+            router.serve_with_incoming_shutdown(tls_incoming.map_ok(Coalesce::new), signal).await
         }
     }
 }
