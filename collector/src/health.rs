@@ -53,6 +53,14 @@ pub const BLOCK_WORD_BYTES: usize = 16;
 /// Block repetition test window, in words (64 KiB).
 pub const BLOCK_WINDOW_WORDS: usize = 4096;
 
+/// Bytes the health tests take at a time on their fast path (a multiple of the word size).
+const FAST_BLOCK: usize = 256;
+
+/// How many of `bytes` equal `value` (a loop the compiler vectorizes).
+fn count_of(bytes: &[u8], value: u8) -> u32 {
+    bytes.iter().map(|&b| u32::from(b == value)).sum()
+}
+
 /// Which test failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthTest {
@@ -250,25 +258,120 @@ impl HealthMonitor {
     /// Runs every test over `bytes` and says whether they may be used.
     pub fn check(&mut self, bytes: &[u8]) -> Verdict {
         let before = self.state;
-        for &b in bytes {
-            if let Err(test) = self.sample(b) {
-                self.failures += 1;
-                self.last_failure = Some(test);
-                self.enter_quarantine();
-                return Verdict::Failed(test);
-            }
+        if let Err(test) = self.sample_all(bytes) {
+            self.failures += 1;
+            self.last_failure = Some(test);
+            self.enter_quarantine();
+            return Verdict::Failed(test);
         }
+        self.verdict_after(before, bytes.len())
+    }
+
+    fn verdict_after(&mut self, before: SourceHealth, n: usize) -> Verdict {
         match before {
             SourceHealth::Healthy => Verdict::Usable,
             SourceHealth::Quarantined => {
-                self.advance_startup(bytes.len(), true);
+                self.advance_startup(n, true);
                 Verdict::Recovering
             }
             _ => {
-                self.advance_startup(bytes.len(), false);
+                self.advance_startup(n, false);
                 Verdict::Starting
             }
         }
+    }
+
+    /// Every test over `bytes`, with exactly the outcome of [`Self::sample`] byte by byte:
+    /// blocks of [`FAST_BLOCK`] aligned bytes go through [`Self::sample_block`], which falls
+    /// back to the byte loop for a block in which a test might fail.
+    fn sample_all(&mut self, bytes: &[u8]) -> Result<(), HealthTest> {
+        let mut rest = bytes;
+        while self.word_len != 0 && !rest.is_empty() {
+            self.sample(rest[0])?;
+            rest = &rest[1..];
+        }
+        let mut blocks = rest.chunks_exact(FAST_BLOCK);
+        for block in &mut blocks {
+            self.sample_block(block)?;
+        }
+        blocks.remainder().iter().try_for_each(|&b| self.sample(b))
+    }
+
+    /// One block of [`FAST_BLOCK`] bytes starting on a word boundary. The repetition count,
+    /// adaptive proportion and bit proportion tests run over whole slices (loops the compiler
+    /// vectorizes) into new state that is kept only if none of them could fail in the block;
+    /// otherwise the block goes byte by byte. Block repetition then runs word by word, as it
+    /// would byte by byte, since it is the only test that can fail in the block.
+    fn sample_block(&mut self, block: &[u8]) -> Result<(), HealthTest> {
+        debug_assert!(block.len() == FAST_BLOCK && self.word_len == 0);
+        let Some((run, apt, bits)) = self.quiet_block(block) else {
+            return block.iter().try_for_each(|&b| self.sample(b));
+        };
+        (self.last, self.run) = (block.last().copied(), run);
+        (self.apt_first, self.apt_seen, self.apt_count) = apt;
+        (self.bits_seen, self.ones) = bits;
+        for word in block.chunks_exact(BLOCK_WORD_BYTES) {
+            let mut w = [0u8; BLOCK_WORD_BYTES];
+            w.copy_from_slice(word);
+            self.push_word(u128::from_le_bytes(w))?;
+        }
+        Ok(())
+    }
+
+    /// The repetition count, adaptive proportion and bit proportion states after `block`, or
+    /// `None` if any of those tests might fail within it (never a wrong `Some`).
+    #[allow(clippy::type_complexity)]
+    fn quiet_block(&self, block: &[u8]) -> Option<(u32, (u8, usize, u32), (usize, u32))> {
+        // Repetition count: with no three equal bytes in a row (and no run carried in), runs
+        // stay at 2 or less, below any cutoff of 3 or more.
+        if self.cutoffs.repetition < 3 || self.last == Some(block[0]) {
+            return None;
+        }
+        let n = block.len();
+        let triples = block[..n - 2]
+            .iter()
+            .zip(&block[1..n - 1])
+            .zip(&block[2..])
+            .fold(0u8, |acc, ((a, b), c)| acc | (u8::from(a == b) & u8::from(b == c)));
+        if triples != 0 {
+            return None;
+        }
+        let run = if block[n - 1] == block[n - 2] { 2 } else { 1 };
+
+        // Adaptive proportion: each window's count of its first byte.
+        let (mut first, mut seen, mut count) = (self.apt_first, self.apt_seen, self.apt_count);
+        let mut rest = block;
+        while !rest.is_empty() {
+            let (window, tail) = rest.split_at(rest.len().min(APT_WINDOW - seen));
+            let counted = if seen == 0 {
+                first = window[0];
+                1 + count_of(&window[1..], first)
+            } else {
+                count + count_of(window, first)
+            };
+            if counted >= self.cutoffs.proportion {
+                return None;
+            }
+            (seen, count, rest) = ((seen + window.len()) % APT_WINDOW, counted, tail);
+        }
+
+        // Bit proportion, judged where a window ends.
+        let (mut bits_seen, mut ones) = (self.bits_seen, self.ones);
+        let mut rest = block;
+        while !rest.is_empty() {
+            let (part, tail) = rest.split_at(rest.len().min((BIT_WINDOW_BITS - bits_seen) / 8));
+            ones += part.iter().map(|b| b.count_ones()).sum::<u32>();
+            bits_seen += 8 * part.len();
+            if bits_seen >= BIT_WINDOW_BITS {
+                let zeros = bits_seen as u32 - ones;
+                if ones > self.cutoffs.bit_count || zeros > self.cutoffs.bit_count {
+                    return None;
+                }
+                (bits_seen, ones) = (0, 0);
+            }
+            rest = tail;
+        }
+        Some((run, (first, seen, count), (bits_seen, ones)))
     }
 
     fn advance_startup(&mut self, n: usize, recovering: bool) {
@@ -341,16 +444,21 @@ impl HealthMonitor {
         self.word_len += 1;
         if self.word_len == BLOCK_WORD_BYTES {
             self.word_len = 0;
-            let w = u128::from_le_bytes(self.word);
-            if !self.recent_set.insert(w) {
-                return Err(HealthTest::BlockRepetition);
-            }
-            self.recent.push_back(w);
-            if self.recent.len() > BLOCK_WINDOW_WORDS
-                && let Some(old) = self.recent.pop_front()
-            {
-                self.recent_set.remove(&old);
-            }
+            self.push_word(u128::from_le_bytes(self.word))?;
+        }
+        Ok(())
+    }
+
+    /// Block repetition: `w` must not be among the last [`BLOCK_WINDOW_WORDS`] words.
+    fn push_word(&mut self, w: u128) -> Result<(), HealthTest> {
+        if !self.recent_set.insert(w) {
+            return Err(HealthTest::BlockRepetition);
+        }
+        self.recent.push_back(w);
+        if self.recent.len() > BLOCK_WINDOW_WORDS
+            && let Some(old) = self.recent.pop_front()
+        {
+            self.recent_set.remove(&old);
         }
         Ok(())
     }
@@ -358,6 +466,8 @@ impl HealthMonitor {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn random(n: usize) -> Vec<u8> {
@@ -491,5 +601,95 @@ mod tests {
         let mut m = HealthMonitor::new(7.0, 40);
         assert!(matches!(m.check(&[0u8; STARTUP_BYTES]), Verdict::Failed(_)));
         assert_eq!(m.state(), SourceHealth::Quarantined);
+    }
+
+    /// The adaptive proportion cutoff holds to the byte on both paths: a window whose first
+    /// value occurs `C - 1` times passes, `C` times fails.
+    #[test]
+    fn adaptive_proportion_cutoff_is_exact_on_both_paths() {
+        for h in [8.0, 7.0, 4.0] {
+            let c = Cutoffs::new(h, 40).proportion as usize;
+            for count in [c - 1, c] {
+                let mut window: Vec<u8> = random(APT_WINDOW)
+                    .into_iter()
+                    .map(|b| if b == 0xAA { 0x55 } else { b })
+                    .collect();
+                let step = APT_WINDOW / count;
+                for i in 0..count {
+                    window[i * step] = 0xAA;
+                }
+                let (mut fast, mut slow) = (HealthMonitor::new(h, 40), HealthMonitor::new(h, 40));
+                let want = if count < c {
+                    Verdict::Starting
+                } else {
+                    Verdict::Failed(HealthTest::AdaptiveProportion)
+                };
+                assert_eq!(check_bytewise(&mut slow, &window), want, "H = {h}, {count} of C = {c}");
+                assert_eq!(fast.check(&window), want, "H = {h}, {count} of C = {c}");
+            }
+        }
+    }
+
+    /// The byte-by-byte path alone: the reference the fast path must match exactly.
+    fn check_bytewise(m: &mut HealthMonitor, bytes: &[u8]) -> Verdict {
+        let before = m.state;
+        for &b in bytes {
+            if let Err(test) = m.sample(b) {
+                m.failures += 1;
+                m.last_failure = Some(test);
+                m.enter_quarantine();
+                return Verdict::Failed(test);
+            }
+        }
+        m.verdict_after(before, bytes.len())
+    }
+
+    /// Everything the tests carry from one batch to the next.
+    fn carried(m: &HealthMonitor) -> impl PartialEq + std::fmt::Debug {
+        (
+            (m.state, m.startup_remaining, m.failures, m.recoveries, m.last_failure),
+            (m.last, m.run, m.apt_first, m.apt_seen, m.apt_count, m.bits_seen, m.ones),
+            (m.word_len, m.word[..m.word_len].to_vec(), m.recent.clone(), m.recent_set.len()),
+        )
+    }
+
+    /// Byte sequences that trip each test now and then: random bytes, runs, a frequent value,
+    /// biased bits and replayed blocks, in pieces of random lengths.
+    fn hostile_feed() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            4 => proptest::collection::vec(any::<u8>(), 1..3000),
+            1 => (any::<u8>(), 2usize..12).prop_map(|(b, n)| vec![b; n]),
+            1 => (any::<u8>(), proptest::collection::vec(any::<u8>(), 1..600))
+                .prop_map(|(v, mut bytes)| { for b in bytes.iter_mut().step_by(3) { *b = v; } bytes }),
+            1 => proptest::collection::vec(any::<u8>(), 1..3000)
+                .prop_map(|bytes| bytes.into_iter().map(|b| b | 0x11).collect()),
+            1 => (proptest::collection::vec(any::<u8>(), 16..64), 2usize..6)
+                .prop_map(|(block, n)| block.repeat(n)),
+        ];
+        proptest::collection::vec(piece, 1..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The fast path gives every verdict and every carried state the byte loop gives,
+        /// whatever the batch sizes and claims.
+        #[test]
+        fn the_fast_path_matches_the_byte_loop(
+            feed in hostile_feed(),
+            cuts in proptest::collection::vec(1usize..5000, 1..16),
+            min_entropy in prop_oneof![Just(8.0), Just(7.0), Just(4.0), Just(1.0), Just(0.3)],
+        ) {
+            let (mut fast, mut slow) = (HealthMonitor::new(min_entropy, 40), HealthMonitor::new(min_entropy, 40));
+            let mut rest = &feed[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (batch, tail) = rest.split_at((*cut).min(rest.len()));
+                prop_assert_eq!(fast.check(batch), check_bytewise(&mut slow, batch));
+                prop_assert_eq!(carried(&fast), carried(&slow));
+                rest = tail;
+            }
+        }
     }
 }
