@@ -3,11 +3,12 @@
 64 KiB, one StreamRandom of 64 KiB messages (grpc-load), and Publish of pre-signed 1 MiB
 chunks (ingest-load, 16 in flight over 4 connections), alternating builds point by point, each
 unary and stream point draining a pool pre-filled by ingest-load, with the gateway on CPU 0 and
-the load on CPU 1 (the suite's pinning). Prints medians and the after/before ratio. For A/B
-checks of one change; the suite (bench/run.sh) is the reference.
+the load on CPU 1 (the suite's pinning). Shape `dev` is GetRandom 1 KiB from a `--dev`
+gateway, its in-process feed on the same core (the suite's dev-mode point). Prints medians and
+the after/before ratio. For A/B checks of one change; the suite (bench/run.sh) is the reference.
 
     bench/ab_gateway.py BEFORE_GATEWAY AFTER_GATEWAY [--reps 5] [--seconds 5]
-                        [--shapes 32,1024,65536,stream,ingest]
+                        [--shapes 32,1024,65536,stream,ingest,dev]
 
 Both builds must speak the same Publish contract (ingest-load comes from target/release).
 """
@@ -20,6 +21,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "driver"))
@@ -50,6 +52,8 @@ def point(bins: Path, work: Path, shape: str, seconds: float) -> dict:
     CPU time per call (per MiB for the stream and ingest): a figure that other load on the
     machine disturbs far less than throughput. Raises when a call failed."""
     stack.BIN = bins
+    if shape == "dev":
+        return dev_point(bins, work, seconds)
     gw = stack.start_gateway(work, f"gw-{bins.name}-{shape}", capacity=GiB + (64 << 20))
     try:
         if shape != "ingest":
@@ -89,15 +93,32 @@ def point(bins: Path, work: Path, shape: str, seconds: float) -> dict:
         gw.proc.stop()
 
 
+def dev_point(bins: Path, work: Path, seconds: float) -> dict:
+    """GetRandom 1 KiB at 50 in flight from a dev gateway (pool 16 MiB, as in the suite), its
+    feed competing for the same core."""
+    gw = stack.start_gateway(work, f"gw-{bins.name}-dev", 16 << 20, dev=True)
+    try:
+        time.sleep(1.0)  # the feed's start-up health test
+        cpu0 = cpu_seconds(gw.proc.pid)
+        r = loadgen.h2load(work, work, f"{bins.name}-dev", gw.public, 1024, 10, 5, duration_s=seconds)
+        cpu = cpu_seconds(gw.proc.pid) - cpu0
+        if r["failed"] or r["grpc_ok_fraction"] < 0.999:
+            raise stack.BenchError(f"dev: calls failed: {r}")
+        return {"value": r["rps"], "unit": "req/s", "cpu_us": cpu * 1e6 / r["requests"], "per": "call",
+                "p99_ms": r["p99_ms"]}
+    finally:
+        gw.proc.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5,
-                    help="per point at 32 B, 1 KiB and the stream; 64 KiB runs 15,000 calls "
+                    help="per point at 32 B, 1 KiB, dev and the stream; 64 KiB runs 15,000 calls "
                          "(~0.9 GiB), ingest 768 chunks of 1 MiB")
-    ap.add_argument("--shapes", default=SHAPES, help=f"comma-separated (default {SHAPES})")
+    ap.add_argument("--shapes", default=SHAPES, help=f"comma-separated (default {SHAPES}; also dev)")
     args = ap.parse_args()
     shapes = args.shapes.split(",")
     with tempfile.TemporaryDirectory(prefix="ab-") as tmp:
@@ -128,7 +149,7 @@ def main() -> int:
                 p99s = [f"{statistics.median(r['p99_ms'] for r in results[(n, shape)]):.2f}"
                         for n in ("before", "after")]
             label = {"stream": "one StreamRandom, 64 KiB messages",
-                     "ingest": "Publish, 1 MiB chunks"}.get(shape, f"GetRandom {shape} B")
+                     "ingest": "Publish, 1 MiB chunks", "dev": "dev mode, GetRandom 1 KiB"}.get(shape, f"GetRandom {shape} B")
             cb, ca = (statistics.median(r["cpu_us"] for r in results[(n, shape)])
                       for n in ("before", "after"))
             per = results[("before", shape)][0]["per"]
