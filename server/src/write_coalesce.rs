@@ -13,7 +13,8 @@
 //! connection's task is woken, and the buffer is written at the start of its next turn (its
 //! next read, which h2 always polls first), after the handlers woken meanwhile have added their
 //! responses. A response waits at most one turn of the runtime; shutdown writes everything
-//! first. The buffer is wiped when the connection ends (it held served entropy).
+//! first. The buffer exists only while it holds bytes: once written out it is wiped (it held
+//! served entropy) and freed, so an idle connection holds none.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -52,10 +53,14 @@ impl<T> Coalesce<T> {
         self.buf.len() - self.sent
     }
 
+    /// `n` more bytes written. Once everything is, the buffer is wiped and freed: a connection
+    /// holds one only while it has bytes waiting, so idle connections cost no more than before.
     fn consumed(&mut self, n: usize) {
         self.sent += n;
         if self.sent == self.buf.len() {
-            self.buf.clear();
+            // A fresh allocation each time: its bytes past `len` were never written.
+            self.buf.as_mut_slice().zeroize();
+            self.buf = Vec::new();
             self.sent = 0;
         }
     }
@@ -175,8 +180,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
 
 impl<T> Drop for Coalesce<T> {
     fn drop(&mut self) {
-        // Vec's zeroize wipes its spare capacity too, where bytes already written stay.
-        self.buf.zeroize();
+        // Bytes never written out (the connection died with them).
+        self.buf.as_mut_slice().zeroize();
     }
 }
 

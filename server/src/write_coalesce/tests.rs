@@ -136,6 +136,7 @@ fn frames_flushed_in_one_turn_leave_in_one_write_at_the_next() {
     assert_eq!(h.socket().calls.len(), 1);
     assert_eq!(h.socket().calls[0], frames.concat());
     assert_eq!(h.socket().reads, 1, "the read still happens after the write");
+    assert_eq!(h.io.buf.capacity(), 0, "a drained connection keeps no buffer");
     // Nothing owed any more: a flush with nothing buffered neither writes nor wakes.
     h.flush();
     h.turn();
