@@ -17,7 +17,8 @@ Sections, each with its checks:
   kill        the gateway carrying most streams killed (-9) mid-stream: every language's reader
               resumes through the balancer on another gateway, nothing lost or repeated
   drain       SIGTERM to a gateway under ghz load: it says NOT_SERVING, the balancer takes it
-              out within its checks, it exits after the drain, and no unary call fails
+              out within its checks, it exits after the drain, and no unary call fails; every
+              stream it cut at the drain's end (its log says how many) resumes elsewhere
   scan        every byte the readers and the drawer received, from every gateway, scanned for
               any run of 16+ bytes served twice (repeat-scan)
 
@@ -36,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,8 +62,10 @@ PUBLIC, INGEST, METRICS = 50051, 50052, 9464
 SIM_RATE = 8_000_000  # bytes/s per simulator
 POOL = 128 << 20
 # Each reader asks for well over what it holds when the fault lands (it has 1 MiB or more, and
-# HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after it.
+# HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after a
+# kill. A drain serves on for DRAIN_MS, in which a client that reads far ahead can finish.
 READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes, should a log ever carry them
 DRAIN_MS, GRACE_MS = 3000, 5000
 
 
@@ -361,10 +365,10 @@ class Scaleout:
         except (ValueError, IndexError):
             return 0, -1, f"no report: {out[-400:]}"
 
-    def judge_readers(self, tag: str, started, resumed: bool) -> int:
-        """Checks every reader ended OK with exactly the total, having reconnected (`resumed`);
-        returns the reconnects seen."""
-        reconnects = 0
+    def judge_readers(self, tag: str, started, resumed: bool) -> dict[str, int]:
+        """Checks every reader ended OK with exactly the total, having reconnected if `resumed`;
+        returns each reader's reconnects."""
+        reconnects = {}
         for name, (proc, out) in started.items():
             try:
                 stdout, _ = proc.communicate(timeout=120)
@@ -375,13 +379,19 @@ class Scaleout:
                 report = json.loads(stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 report = {"code": "no report", "error": (self.work / f"{tag}.{name}.err").read_text(errors="replace")[-400:]}
-            reconnects += int(report.get("reconnects", 0))
+            reconnects[name] = int(report.get("reconnects", 0))
             self.check(f"{tag}: {name} reader OK with exactly {READ_TOTAL >> 20} MiB "
-                       f"({report.get('reconnects', 0)} reconnects)",
+                       f"({reconnects[name]} reconnects)",
                        report.get("code") == "OK" and report.get("bytes") == READ_TOTAL
-                       and out.stat().st_size == READ_TOTAL
-                       and (not resumed or int(report.get("reconnects", 0)) >= 1), report)
+                       and out.stat().st_size == READ_TOTAL and (not resumed or reconnects[name] >= 1), report)
         return reconnects
+
+    def streams_cut(self, g: str) -> int | None:
+        """How many streams gateway `g` ended at its shutdown with bytes still to send (the
+        streams_cut field of its last log line, "entropy gateway stopped")."""
+        text = (self.work / f"{g}.log").read_text(errors="replace")
+        found = re.findall(r"entropy gateway stopped.*?streams_cut\S*?=\S*?(\d+)", ANSI.sub("", text))
+        return int(found[-1]) if found else None
 
     def kill(self) -> None:
         victim = "gw1"
@@ -392,7 +402,7 @@ class Scaleout:
         self.stopped.add(victim)
         self.lab.stop(victim, signal.SIGKILL)
         print(f"  killed {victim}", flush=True)
-        reconnects = self.judge_readers("kill", started, resumed=True)
+        reconnects = sum(self.judge_readers("kill", started, resumed=True).values())
         ok, failed, codes = self.drawn(drawer)
         print(f"  drawer: {ok} GetRandom(4096) OK, {failed} failed {codes}", flush=True)
         self.check("unary calls go on through the balancer (drawer mostly OK)", ok > 10 * max(1, failed),
@@ -435,13 +445,26 @@ class Scaleout:
         ghz.join(timeout=60)
         self.check("ghz through the drain: every unary call OK",
                    load.get("count", 0) > 0 and load.get("ok") == load.get("count"), load.get("codes"))
-        self.judge_readers("drain", started, resumed=True)
+        # The drain serves open streams to its end, so a stream whose client reads far ahead
+        # (grpcio takes tens of MiB) can get all of its bytes from the victim and finish there.
+        # The victim says how many it cut; each of those readers must have resumed elsewhere.
+        reconnects = self.judge_readers("drain", started, resumed=False)
+        cut = self.streams_cut(victim)
+        resumed = sorted(n for n, r in reconnects.items() if r >= 1)
+        finished = sorted(n for n, r in reconnects.items() if r == 0)
+        print(f"  {victim} cut {cut} streams at the drain's end; resumed elsewhere: {resumed}; "
+              f"finished on {victim} during the drain: {finished}", flush=True)
+        self.check(f"drain: {victim} cut the streams still sending at the drain's end (at least one)",
+                   cut is not None and cut >= 1, f"streams_cut {cut}; log: {self.lab.log_tail(victim, 3)}")
+        self.check("drain: every reader whose stream was cut resumed on another gateway",
+                   cut is not None and len(resumed) >= cut, f"{cut} cut, reconnects {reconnects}")
         ok, failed, codes = self.drawn(drawer)
         self.check("drawer through the drain: no call failed", ok > 0 and failed == 0,
                    f"{ok} ok, {failed} failed {codes}")
         self.results["drain"] = {"victim": victim, "out_of_rotation_s": down_at, "exited_s": exited_at,
                                  "ghz_calls": load.get("count"), "ghz_ok": load.get("ok"),
-                                 "drawer_ok": ok, "drawer_failed": failed}
+                                 "drawer_ok": ok, "drawer_failed": failed, "streams_cut": cut,
+                                 "readers_resumed": resumed, "readers_finished_in_drain": finished}
 
     def scan(self) -> None:
         self.section("scan: every byte received, from every gateway, for runs served twice")

@@ -164,6 +164,7 @@ impl Launch {
             drain,
             shutdown.clone(),
         ));
+        let cuts = gateway.shutdown_cuts();
         let serve = gateway.serve(public, ingest, shutdown.clone());
         tokio::pin!(serve);
         tokio::select! {
@@ -181,7 +182,8 @@ impl Launch {
                 Err(e) => tracing::error!("dev feed: {e}"),
             }
         }
-        tracing::info!("entropy gateway stopped");
+        // Streams the shutdown ended with bytes still to send: their clients resume elsewhere.
+        tracing::info!(streams_cut = cuts.count(), "entropy gateway stopped");
         Ok(())
     }
 }

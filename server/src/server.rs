@@ -24,6 +24,7 @@ use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::delivery::DeliveryLayer;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
+use crate::grpc::stream_random::ShutdownCuts;
 use crate::grpc_web::GrpcWeb;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
 use crate::http::GatewayProbe;
@@ -59,6 +60,8 @@ pub struct Gateway {
     metrics: Arc<GatewayMetrics>,
     /// Where `/metrics`, `/healthz` and `/readyz` are served, if anywhere.
     metrics_listener: Option<TcpListener>,
+    /// The streams the shutdown ends with bytes still to send.
+    cuts: ShutdownCuts,
 }
 
 /// TLS for each listener; `None` serves plaintext.
@@ -120,6 +123,7 @@ impl Gateway {
             tls: ListenerTls::default(),
             metrics: Arc::new(GatewayMetrics::new().with_key_label(key_label)),
             metrics_listener: None,
+            cuts: ShutdownCuts::default(),
         }
     }
 
@@ -148,6 +152,12 @@ impl Gateway {
     /// Whether this gateway should receive traffic (what health and `/readyz` report).
     pub fn readiness(&self) -> Arc<Readiness> {
         self.readiness.clone()
+    }
+
+    /// How many streams the shutdown has ended with bytes still to send: each is a client
+    /// that must resume elsewhere. Read it once serving has stopped (or the grace is over).
+    pub fn shutdown_cuts(&self) -> ShutdownCuts {
+        self.cuts.clone()
     }
 
     /// The pool (for benchmarks and in-process checks).
@@ -191,6 +201,7 @@ impl Gateway {
             streams.clone(),
         )
         .with_stream_max_wait(self.config.stream_max_wait())
+        .with_shutdown_cuts(self.cuts.clone())
         .with_metrics(self.metrics.clone());
         let entropy = TagMethod(tonic::service::interceptor::InterceptedService::new(
             EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),

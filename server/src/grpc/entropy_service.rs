@@ -23,7 +23,7 @@ use super::provenance;
 use super::quality;
 pub use super::requests::MAX_COUNT;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
-use super::stream_random::{Outbox, Producer, StreamPlan};
+use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
 use crate::conn_limit::ConnectionInfo;
 use crate::health::Readiness;
@@ -45,6 +45,7 @@ pub struct EntropyApi {
     stream_max_wait: Duration,
     shutdown: CancellationToken,
     streams: TaskTracker,
+    cuts: ShutdownCuts,
     started: Instant,
     metrics: Arc<GatewayMetrics>,
 }
@@ -68,9 +69,16 @@ impl EntropyApi {
             stream_max_wait: DEFAULT_STREAM_MAX_WAIT,
             shutdown,
             streams,
+            cuts: ShutdownCuts::default(),
             started: Instant::now(),
             metrics: Arc::default(),
         }
+    }
+
+    /// Counts the streams the shutdown cuts in `cuts` (see [`ShutdownCuts`]).
+    pub fn with_shutdown_cuts(mut self, cuts: ShutdownCuts) -> Self {
+        self.cuts = cuts;
+        self
     }
 
     /// Ends a stream when its next message cannot be drawn within `max_wait` (default
@@ -240,6 +248,7 @@ impl EntropyApi {
             max_wait: self.stream_max_wait,
             client_deadline: deadline::client_deadline(&metadata, Instant::now()),
             shutdown: self.shutdown.clone(),
+            cuts: self.cuts.clone(),
             // The call is now the stream's: its task ends it with the stream's final code.
             call: std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom)),
         };

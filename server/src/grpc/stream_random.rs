@@ -15,6 +15,7 @@
 //! discarded, never as served to anyone.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
@@ -107,8 +108,23 @@ pub struct Producer {
     pub client_deadline: Option<Instant>,
     /// The server's shutdown.
     pub shutdown: CancellationToken,
+    /// Counts this stream if the shutdown ends it.
+    pub cuts: ShutdownCuts,
     /// The call's metrics and log line.
     pub call: Call,
+}
+
+/// How many streams the server's shutdown ended (with UNAVAILABLE) while they still had
+/// bytes to send. A stream that sent its `total_bytes` before the shutdown, even if its client
+/// is still reading them, is not counted: nothing of it is left to resume elsewhere.
+#[derive(Debug, Clone, Default)]
+pub struct ShutdownCuts(Arc<AtomicUsize>);
+
+impl ShutdownCuts {
+    /// The streams cut so far.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// How a draw in flight ended other than with bytes.
@@ -179,6 +195,7 @@ impl Producer {
             let next = tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => {
+                    self.cuts.0.fetch_add(1, Ordering::Relaxed);
                     Err(Ended::Failed(Status::unavailable("server is shutting down")))
                 }
                 () = tx.closed() => Err(Ended::ClientLeft),

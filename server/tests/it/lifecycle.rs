@@ -90,10 +90,27 @@ async fn a_stalled_reader_of_large_messages_pins_a_bounded_number_of_bytes() {
 }
 
 #[tokio::test]
-async fn shutdown_ends_an_open_stream_with_unavailable() {
-    let gw = start(test_config(|_| {})).await;
+async fn shutdown_ends_an_open_stream_with_unavailable_and_counts_only_the_streams_it_cut() {
+    let mut gw = start(test_config(|_| {})).await;
+    gw.feed(4096, 4096, |i| i as u8).await;
     let mut client = gw.client().await;
-    // The pool is empty: the stream is parked waiting for entropy when shutdown comes.
+    // This stream gets all of its total_bytes before the shutdown: nothing of it is left to
+    // resume elsewhere, so the shutdown does not count it.
+    let mut finished = client
+        .stream_random(authed(StreamRandomRequest {
+            chunk_bytes: 1024,
+            total_bytes: 4096,
+            ..Default::default()
+        }))
+        .await
+        .expect("stream")
+        .into_inner();
+    let mut got = 0;
+    while let Some(message) = finished.next().await {
+        got += message.expect("the finished stream ends OK").data.len();
+    }
+    assert_eq!(got, 4096, "the finished stream delivered its total");
+    // The pool is now empty: this one is parked waiting for entropy when shutdown comes.
     let mut stream = client
         .stream_random(authed(StreamRandomRequest {
             chunk_bytes: 0,
@@ -115,6 +132,7 @@ async fn shutdown_ends_an_open_stream_with_unavailable() {
         .expect("server stops")
         .expect("join")
         .expect("serve Ok");
+    assert_eq!(gw.cuts.count(), 1, "only the parked stream was cut");
 }
 
 #[tokio::test]

@@ -59,13 +59,22 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
     let gateway_id = config.gateway_id.clone();
     let gateway = Gateway::new(config, keys, mac_keys).with_metrics_listener(metrics);
     let shutdown = CancellationToken::new();
+    let cuts = gateway.shutdown_cuts();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
         .expect("signer")
         .for_gateway(&gateway_id);
     // Chunks are accepted from the start plus max_future_skew_ms (100 ms in tests) on.
     tokio::time::sleep(std::time::Duration::from_millis(120)).await;
-    let t = TestGateway { public: addrs.0, ingest: addrs.1, shutdown, handle, signer, gateway_id };
+    let t = TestGateway {
+        public: addrs.0,
+        ingest: addrs.1,
+        shutdown,
+        handle,
+        signer,
+        gateway_id,
+        cuts,
+    };
     (t, metrics_addr)
 }
 

@@ -7,6 +7,7 @@ use entropy_collector::signer::ChunkSigner;
 use entropy_gateway::Gateway;
 use entropy_gateway::auth::ApiKeys;
 use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::grpc::stream_random::ShutdownCuts;
 use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::server::{ListenerTls, ServeError};
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
@@ -29,6 +30,7 @@ pub struct TestGateway {
     pub handle: JoinHandle<Result<(), ServeError>>,
     pub signer: ChunkSigner,
     pub gateway_id: String,
+    pub cuts: ShutdownCuts,
 }
 
 /// Small, fast defaults for tests; `edit` adjusts them.
@@ -88,13 +90,22 @@ fn start_full(
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
     let gateway = Gateway::new(config, keys, mac_keys).with_tls(tls);
     let shutdown = CancellationToken::new();
+    let cuts = gateway.shutdown_cuts();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
         .expect("signer")
         .for_gateway(&gateway_id);
     // Chunks signed before the gateway's start plus its skew are refused (its restart rule).
     std::thread::sleep(accepts_after + std::time::Duration::from_millis(20));
-    TestGateway { public: public_addr, ingest: ingest_addr, shutdown, handle, signer, gateway_id }
+    TestGateway {
+        public: public_addr,
+        ingest: ingest_addr,
+        shutdown,
+        handle,
+        signer,
+        gateway_id,
+        cuts,
+    }
 }
 
 impl TestGateway {
