@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import harness
@@ -225,8 +227,6 @@ def tls_recipes(binary):
 
 def readyz(metrics_addr):
     """(HTTP status, body) of /readyz, or (None, error)."""
-    import urllib.error
-    import urllib.request
     try:
         with urllib.request.urlopen(f"http://{metrics_addr}/readyz", timeout=2) as r:
             return r.status, r.read().decode()
@@ -251,6 +251,11 @@ def drain(binary):
         while time.time() < deadline and readyz(metrics)[0] != 200:
             time.sleep(0.1)
         check("drain: the gateway is ready before the signal", readyz(metrics)[0] == 200)
+        with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=2) as r:
+            text = r.read().decode()
+        early = re.search(r'entropy_gateway_chunks_rejected_total\{reason="before_start"\} (\d+)', text)
+        check("the dev feed's first chunk comes after the gateway's restart rule allows (none refused as before_start)",
+              early is not None and early.group(1) == "0", early.group(0) if early else text[-300:])
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.5)  # the health service follows readiness within its 100 ms poll
         status, body = readyz(metrics)

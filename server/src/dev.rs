@@ -9,6 +9,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use entropy_collector::config::CollectorConfig;
 use entropy_collector::runner::RunStats;
@@ -121,15 +122,27 @@ pub fn feed_config(ingest_addr: SocketAddr, gateway_id: &str) -> Result<Collecto
     CollectorConfig::from_toml(&text).map_err(|e| DevError::FeedConfig(e.to_string()))
 }
 
-/// Starts the in-process collector ([`feed_config`]), signing with `mac_secret`.
+/// Added to `max_future_skew_ms` before the feed starts, so that its first chunk is dated
+/// after the gateway's start plus that skew whatever the millisecond rounding.
+pub const FEED_START_MARGIN: Duration = Duration::from_millis(20);
+
+/// Starts the in-process collector ([`feed_config`]), signing with `mac_secret`, once
+/// `start_after` has passed (or at once if `shutdown` fires first, which it then honours).
 pub fn spawn_feed(
     ingest_addr: SocketAddr,
     gateway_id: &str,
     mac_secret: Vec<u8>,
+    start_after: Duration,
     shutdown: CancellationToken,
 ) -> Result<JoinHandle<Arc<RunStats>>, DevError> {
     let collector = Collector::build(&feed_config(ingest_addr, gateway_id)?, mac_secret)?;
-    Ok(tokio::spawn(collector.run(shutdown)))
+    Ok(tokio::spawn(async move {
+        tokio::select! {
+            () = tokio::time::sleep(start_after) => {}
+            () = shutdown.cancelled() => {}
+        }
+        collector.run(shutdown).await
+    }))
 }
 
 /// What dev mode prints on start: where it listens, the key, and commands to paste.

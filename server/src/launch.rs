@@ -132,12 +132,8 @@ impl Launch {
         let (mut gateway, feed) = match keys {
             Keys::Files(api, mac) => (Gateway::new(config, api, mac), None),
             Keys::Dev(dev_keys) => {
-                let feed = dev::spawn_feed(
-                    ingest_addr,
-                    &config.gateway_id,
-                    dev_keys.mac_secret.clone(),
-                    shutdown.clone(),
-                )?;
+                let (gateway_id, skew) = (config.gateway_id.clone(), config.max_future_skew());
+                let mac_secret = dev_keys.mac_secret.clone();
                 println!("{}", dev::banner(public_addr, &dev_keys));
                 if let Some(addr) = metrics_addr {
                     println!(
@@ -145,7 +141,17 @@ impl Launch {
                     );
                 }
                 let DevKeys { api_keys, mac_keys, .. } = *dev_keys;
-                (Gateway::new(config, api_keys, mac_keys), Some(feed))
+                let gateway = Gateway::new(config, api_keys, mac_keys);
+                // The gateway refuses chunks sealed before its start plus max_future_skew_ms
+                // (its restart rule), so the feed seals its first chunk after that.
+                let feed = dev::spawn_feed(
+                    ingest_addr,
+                    &gateway_id,
+                    mac_secret,
+                    skew + dev::FEED_START_MARGIN,
+                    shutdown.clone(),
+                )?;
+                (gateway, Some(feed))
             }
         };
         gateway = gateway.with_tls(tls);

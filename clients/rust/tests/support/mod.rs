@@ -56,11 +56,19 @@ pub async fn dev_gateway_on(
     let keys = dev::keys(Some(KEY.into())).unwrap();
     let shutdown = CancellationToken::new();
     let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
-    dev::spawn_feed(ingest_addr, &config.gateway_id, keys.mac_secret.clone(), shutdown.clone())
-        .unwrap();
+    let (gateway_id, start_after) =
+        (config.gateway_id.clone(), config.max_future_skew() + dev::FEED_START_MARGIN);
     let tls_on = tls.is_some();
     let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
         .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });
+    dev::spawn_feed(
+        ingest_addr,
+        &gateway_id,
+        keys.mac_secret.clone(),
+        start_after,
+        shutdown.clone(),
+    )
+    .unwrap();
     let serve = gateway.serve(public, ingest, shutdown.clone());
     let served = tokio::spawn(async move {
         serve.await.unwrap();
