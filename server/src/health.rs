@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tonic_health::ServingStatus;
-use tonic_health::server::HealthReporter;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::server::{HealthReporter, HealthService};
 
 use entropy_ops::clock::unix_ms_now;
 
@@ -188,6 +189,20 @@ impl Readiness {
         ready.is_ok()
     }
 
+    /// A health service for the public listener whose overall ("") and EntropyService
+    /// statuses start as readiness is now. tonic-health starts "" as SERVING, so a gateway
+    /// with an empty pool said SERVING to whoever asked before the watcher's first turn (a
+    /// load balancer would have sent it calls it could only fail).
+    pub async fn public_health(&self) -> (HealthReporter, HealthServer<impl Health + use<>>) {
+        let reporter = HealthReporter::new();
+        let status =
+            if self.evaluate() { ServingStatus::Serving } else { ServingStatus::NotServing };
+        reporter.set_service_status("", status).await;
+        reporter.set_service_status(PUBLIC_SERVICE, status).await;
+        let service = HealthServer::new(HealthService::from_health_reporter(reporter.clone()));
+        (reporter, service)
+    }
+
     /// Keeps the health reporters in step with readiness until `shutdown`, then reports
     /// NOT_SERVING for good.
     pub async fn watch(
@@ -266,6 +281,23 @@ mod tests {
         let pool = Arc::new(Pool::new(1024));
         pool.put_test_bytes(&[7u8; 512]).expect("room in the pool");
         Arc::new(Readiness::new(pool, 256))
+    }
+
+    #[tokio::test]
+    async fn public_health_starts_as_readiness_is_not_as_serving() {
+        use tonic_health::pb::HealthCheckRequest;
+        for (readiness, want) in [
+            (Arc::new(Readiness::new(Arc::new(Pool::new(1024)), 256)), ServingStatus::NotServing),
+            (ready_gateway(), ServingStatus::Serving),
+        ] {
+            let (reporter, _) = readiness.public_health().await;
+            let service = HealthService::from_health_reporter(reporter);
+            for name in ["", PUBLIC_SERVICE] {
+                let request = tonic::Request::new(HealthCheckRequest { service: name.into() });
+                let got = service.check(request).await.expect("known service").into_inner().status;
+                assert_eq!(got, want as i32, "{name:?} before any watcher ran");
+            }
+        }
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Gateway {
         shutdown: CancellationToken,
     ) -> Result<(), ServeError> {
         let streams = TaskTracker::new();
-        let (public_health, public_health_service) = tonic_health::server::health_reporter();
+        let (public_health, public_health_service) = self.readiness.public_health().await;
         let (ingest_health, ingest_health_service) = tonic_health::server::health_reporter();
         ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
         ingest_health.set_service_status("", ServingStatus::Serving).await;
