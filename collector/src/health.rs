@@ -34,10 +34,13 @@
 //! time moves it to `Quarantined` and discards the data being tested; a quarantined source must
 //! pass a fresh start-up test to become `Healthy` again, and each recovery is counted.
 
-mod recent_words;
+use std::collections::{HashSet, VecDeque};
+
+/// Seeded per process (foldhash's RandomState): fast on 16-byte keys, and a source cannot
+/// predict the seed to aim collisions at the set.
+type WordSet = HashSet<u128, foldhash::fast::RandomState>;
 
 use entropy_proto::v1::SourceHealth;
-use recent_words::RecentWords;
 
 /// Bytes a source must pass before its output is used (after start and after quarantine).
 pub const STARTUP_BYTES: usize = 4096;
@@ -176,7 +179,8 @@ pub struct HealthMonitor {
     // Block repetition
     word: [u8; BLOCK_WORD_BYTES],
     word_len: usize,
-    recent: RecentWords,
+    recent: VecDeque<u128>,
+    recent_set: WordSet,
     // Counters
     failures: u64,
     recoveries: u64,
@@ -212,7 +216,8 @@ impl HealthMonitor {
             ones: 0,
             word: [0; BLOCK_WORD_BYTES],
             word_len: 0,
-            recent: RecentWords::new(BLOCK_WINDOW_WORDS),
+            recent: VecDeque::with_capacity(BLOCK_WINDOW_WORDS),
+            recent_set: WordSet::with_capacity_and_hasher(BLOCK_WINDOW_WORDS, Default::default()),
             failures: 0,
             recoveries: 0,
             last_failure: None,
@@ -387,7 +392,8 @@ impl HealthMonitor {
         fresh.failures = self.failures;
         fresh.recoveries = self.recoveries;
         fresh.last_failure = self.last_failure;
-        std::mem::swap(&mut fresh.recent, &mut self.recent);
+        fresh.recent = std::mem::take(&mut self.recent);
+        fresh.recent_set = std::mem::take(&mut self.recent_set);
         *self = fresh;
     }
 
@@ -445,7 +451,16 @@ impl HealthMonitor {
 
     /// Block repetition: `w` must not be among the last [`BLOCK_WINDOW_WORDS`] words.
     fn push_word(&mut self, w: u128) -> Result<(), HealthTest> {
-        if self.recent.insert(w) { Ok(()) } else { Err(HealthTest::BlockRepetition) }
+        if !self.recent_set.insert(w) {
+            return Err(HealthTest::BlockRepetition);
+        }
+        self.recent.push_back(w);
+        if self.recent.len() > BLOCK_WINDOW_WORDS
+            && let Some(old) = self.recent.pop_front()
+        {
+            self.recent_set.remove(&old);
+        }
+        Ok(())
     }
 }
 
@@ -634,7 +649,7 @@ mod tests {
         (
             (m.state, m.startup_remaining, m.failures, m.recoveries, m.last_failure),
             (m.last, m.run, m.apt_first, m.apt_seen, m.apt_count, m.bits_seen, m.ones),
-            (m.word_len, m.word[..m.word_len].to_vec(), m.recent.words().collect::<Vec<_>>()),
+            (m.word_len, m.word[..m.word_len].to_vec(), m.recent.clone(), m.recent_set.len()),
         )
     }
 
