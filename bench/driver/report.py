@@ -601,6 +601,10 @@ def benchmarks_md(rep: Report) -> str:
     lines.append(rep.seed_table())
     lines.append("## Targets\n")
     lines.append(table(["target", "goal", "measured", "gateway CPU (cores)", "verdict"], rep.targets))
+    # Kept by hand beside the suite: profiles are taken, not run by it (bench/prof/).
+    missed = Path(__file__).resolve().parent.parent / "where-the-time-goes.md"
+    if missed.exists():
+        lines.append(missed.read_text())
     ratios = rep.ratio_table()
     if ratios:
         lines.append("## Against the REST baseline and the echo server\n")
