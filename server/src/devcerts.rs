@@ -104,7 +104,7 @@ fn write(path: &Path, text: &str, secret: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tls::{TlsFiles, server_config};
+    use crate::transport::tls::{TlsFiles, server_config};
 
     #[test]
     fn writes_certificates_the_gateway_accepts() {

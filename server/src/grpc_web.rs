@@ -34,8 +34,7 @@ use http::header::{
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use tonic::body::Body;
 use tonic::server::NamedService;
-use tonic::transport::Server;
-use tonic::transport::server::Router;
+use tonic::service::Routes;
 use tonic_web::{GrpcWebLayer, GrpcWebService};
 use tower::{Layer, Service};
 
@@ -76,11 +75,10 @@ impl GrpcWeb {
     }
 }
 
-/// Starts the public router with `api` (EntropyService), wrapped for gRPC-Web when `web` is
-/// set. HTTP/1.1 is accepted only then.
-pub fn route_public<L, S, B>(server: Server<L>, api: S, web: Option<&GrpcWeb>) -> Router<L>
+/// The public routes with `api` (EntropyService), wrapped for gRPC-Web when `web` is set (the
+/// public listener then accepts HTTP/1.1 over plaintext too).
+pub fn route_public<S, B>(api: S, web: Option<&GrpcWeb>) -> Routes
 where
-    L: Clone,
     S: Service<Request<Body>, Response = Response<B>, Error = Infallible>
         + NamedService
         + Clone
@@ -91,15 +89,14 @@ where
     B: http_body::Body<Data = tonic::codegen::Bytes> + Send + 'static,
     B::Error: Into<tonic::codegen::StdError> + std::fmt::Display,
 {
-    let mut server = server.accept_http1(web.is_some());
     match web {
-        None => server.add_service(api),
+        None => Routes::new(api),
         Some(web) => {
             tracing::info!(
                 origins = ?web.origins,
                 "gRPC-Web enabled for EntropyService on the public listener"
             );
-            server.add_service(web.wrap(api))
+            Routes::new(web.wrap(api))
         }
     }
 }

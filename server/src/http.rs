@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use entropy_ops::endpoint::Probe;
 
+use crate::grpc::delivery::Totals;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
+use crate::transport::Budget;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -24,6 +26,10 @@ pub struct GatewayProbe {
     pub readiness: Arc<Readiness>,
     /// The ingest path, for its chunk counters.
     pub ingest: Arc<Ingest>,
+    /// The process-wide byte allowances, for what they hold.
+    pub budget: Budget,
+    /// Served, discarded and tested bytes.
+    pub totals: Arc<Totals>,
 }
 
 impl Probe for GatewayProbe {
@@ -32,6 +38,7 @@ impl Probe for GatewayProbe {
         let pool = (&self.pool.stats(), &self.pool.levels_by_class());
         self.metrics.refresh(pool, self.readiness.low_watermark(), ready);
         self.metrics.refresh_ingest(self.ingest.counters());
+        self.metrics.refresh_buffers(&self.budget, &self.totals);
         self.metrics.registry().render()
     }
 

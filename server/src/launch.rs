@@ -18,7 +18,7 @@ use crate::dev::{self, DevError, DevKeys};
 use crate::grpc::auth::KeyStore;
 use crate::ingest::keys::{KeyError, MacKeys};
 use crate::server::{ListenerTls, ServeError};
-use crate::tls::{self, TlsError, TlsFiles};
+use crate::transport::tls::{self, TlsError, TlsFiles};
 
 /// Why the gateway cannot start with this config: nothing has been bound yet (exit 64).
 #[derive(Debug, thiserror::Error)]

@@ -12,17 +12,18 @@
 //!   `/readyz` on the metrics port.
 //! - [`config`]: the layered, validated configuration.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
-//! - [`server`]: wires the two listeners and runs until shutdown; [`tls`]: rustls for them.
+//! - [`server`]: wires the two listeners and runs until shutdown.
+//! - [`transport`]: below gRPC: admitting and serving connections (HTTP/2 on h2, gRPC-Web's
+//!   HTTP/1.1, TLS), the byte allowances that bound every buffer, and delivery as the socket
+//!   sees it (a response is served once its bytes are written out).
 //! - [`launch`]: the process around a [`Gateway`]: keys and TLS loaded before binding, dev
 //!   feed, SIGHUP key reload, graceful shutdown (`main.rs` only parses and maps exit codes).
-//! - [`conn_limit`]: the cap on open connections per listener.
 //! - [`grpc_web`]: gRPC-Web for browsers (off by default) and its CORS gate.
 //! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
 pub mod auth;
 pub mod config;
-pub mod conn_limit;
 pub mod dev;
 pub mod devcerts;
 pub mod fd_limit;
@@ -31,7 +32,6 @@ pub mod grpc_web;
 pub mod health;
 pub mod http;
 pub mod ingest;
-pub mod ingest_budget;
 pub mod launch;
 pub mod log_safety;
 pub mod metrics;
@@ -40,7 +40,6 @@ pub mod quota;
 pub mod sampling;
 pub mod secret;
 pub mod server;
-pub mod tls;
-pub mod write_coalesce;
+pub mod transport;
 
 pub use server::Gateway;

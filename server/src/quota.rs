@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::transport::Account;
 
 /// A key's limits as configured; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -67,6 +68,19 @@ pub enum QuotaError {
         /// The configured limit.
         limit: usize,
     },
+    /// More bytes at once than the key's byte burst: never admissible, waiting does not help.
+    #[error(
+        "{wanted} bytes at once exceed this key's byte burst of {burst} (bytes_per_second \
+         {limit}, burst at least 1 MiB): ask for at most {burst} bytes"
+    )]
+    Burst {
+        /// The configured rate.
+        limit: u32,
+        /// The burst: the most bytes the key may draw at once.
+        burst: u32,
+        /// What was asked for.
+        wanted: usize,
+    },
 }
 
 impl QuotaError {
@@ -76,7 +90,7 @@ impl QuotaError {
             Self::Requests { retry_after, .. } | Self::Bytes { retry_after, .. } => {
                 Some(*retry_after)
             }
-            Self::Streams { .. } => None,
+            Self::Streams { .. } | Self::Burst { .. } => None,
         }
     }
 }
@@ -88,8 +102,8 @@ pub struct KeyQuota {
     requests: Option<DefaultDirectRateLimiter>,
     bytes: Option<DefaultDirectRateLimiter>,
     open_streams: Arc<AtomicUsize>,
-    /// Permits = bytes the key may still have drawn and undelivered.
-    undelivered: Arc<Semaphore>,
+    /// Bytes drawn for the key and not yet delivered (`max_undelivered_bytes`).
+    undelivered: Account,
 }
 
 /// Burst floor of the byte bucket: the largest request (1 MiB) must always be admissible.
@@ -104,7 +118,7 @@ impl KeyQuota {
             let burst = NonZeroU32::new(b.get().max(MIN_BYTE_BURST)).unwrap_or(b);
             governor::RateLimiter::direct(Quota::per_second(b).allow_burst(burst))
         });
-        let undelivered = Arc::new(Semaphore::new(limits.undelivered_cap()));
+        let undelivered = Account::new("max_undelivered_bytes", limits.undelivered_cap());
         Self { limits, requests, bytes, open_streams: Arc::new(AtomicUsize::new(0)), undelivered }
     }
 
@@ -119,7 +133,7 @@ impl KeyQuota {
         let mut fresh = Self::new(limits);
         fresh.open_streams = Arc::clone(&previous.open_streams);
         if limits.undelivered_cap() == previous.limits.undelivered_cap() {
-            fresh.undelivered = Arc::clone(&previous.undelivered);
+            fresh.undelivered = previous.undelivered.clone();
         }
         Arc::new(fresh)
     }
@@ -154,11 +168,13 @@ impl KeyQuota {
                 limit: limit.get(),
                 retry_after: not_until.wait_time_from(DefaultClock::default().now()),
             }),
-            // More than the burst: never admissible at once. Requests are capped at 1 MiB and
-            // the burst is at least that, so this is unreachable from the API; refuse politely.
-            Err(_) => {
-                Err(QuotaError::Bytes { limit: limit.get(), retry_after: Duration::from_secs(1) })
-            }
+            // More than the burst: never admissible at once (a CheckQuality sample of up to
+            // 4 MiB for a key whose burst is 1 MiB): say so, rather than "retry" for ever.
+            Err(_) => Err(QuotaError::Burst {
+                limit: limit.get(),
+                burst: limit.get().max(MIN_BYTE_BURST),
+                wanted: n,
+            }),
         }
     }
 
@@ -181,27 +197,9 @@ impl KeyQuota {
         }
     }
 
-    /// Holds `n` bytes of the key's undelivered allowance until the returned permit drops,
-    /// waiting until `deadline` (or without limit) while the key's earlier draws are still
-    /// with clients that have not read them. `None` when the deadline passed first.
-    pub async fn hold_undelivered(
-        &self,
-        n: usize,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Option<OwnedSemaphorePermit> {
-        let n = u32::try_from(n.min(self.limits.undelivered_cap())).unwrap_or(u32::MAX);
-        let acquire = self.undelivered.clone().acquire_many_owned(n);
-        let permit = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, acquire).await.ok()?,
-            None => acquire.await,
-        };
-        // The semaphore is never closed.
-        permit.ok()
-    }
-
-    /// Bytes drawn for the key and not yet delivered.
-    pub fn undelivered_bytes(&self) -> usize {
-        self.limits.undelivered_cap() - self.undelivered.available_permits()
+    /// The key's allowance for bytes drawn and not yet delivered.
+    pub fn undelivered(&self) -> &Account {
+        &self.undelivered
     }
 
     /// Streams open now.
@@ -256,6 +254,16 @@ mod tests {
     }
 
     #[test]
+    fn more_than_the_burst_at_once_is_refused_for_good_not_retried() {
+        let q = KeyQuota::new(Limits { bytes_per_second: nz(1000), ..Limits::default() });
+        let err = q.admit_bytes(4 << 20).expect_err("4 MiB exceeds the 1 MiB burst");
+        assert_eq!(err, QuotaError::Burst { limit: 1000, burst: 1 << 20, wanted: 4 << 20 });
+        assert_eq!(err.retry_after(), None, "waiting does not help");
+        assert!(err.to_string().contains("ask for at most 1048576 bytes"), "{err}");
+        q.admit_bytes(1 << 20).expect("the burst itself still fits");
+    }
+
+    #[test]
     fn byte_rate_is_all_or_nothing_and_admits_a_max_request() {
         // 1000 B/s, but the burst floor lets one 1 MiB request through.
         let q = KeyQuota::new(Limits { bytes_per_second: nz(1000), ..Limits::default() });
@@ -279,16 +287,24 @@ mod tests {
         q.open_stream().expect("a slot came back");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn undelivered_bytes_are_capped_and_come_back() {
-        let q = KeyQuota::new(Limits { max_undelivered_bytes: Some(2 << 20), ..Limits::default() });
-        let first = q.hold_undelivered(1 << 20, None).await.expect("room");
-        let _second = q.hold_undelivered(1 << 20, None).await.expect("room");
-        assert_eq!(q.undelivered_bytes(), 2 << 20);
-        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
-        assert!(q.hold_undelivered(1, Some(soon)).await.is_none(), "the cap holds");
-        drop(first);
-        assert!(q.hold_undelivered(1 << 20, Some(soon)).await.is_some(), "delivery frees room");
+    #[test]
+    fn the_undelivered_allowance_is_the_keys_setting_and_survives_a_reload() {
+        let limits = Limits { max_undelivered_bytes: Some(2 << 20), ..Limits::default() };
+        let q = Arc::new(KeyQuota::new(limits));
+        assert_eq!(
+            (q.undelivered().cap(), q.undelivered().name()),
+            (2 << 20, "max_undelivered_bytes")
+        );
+        let _held = q.undelivered().try_hold(1 << 20).expect("room");
+        let faster = Limits { requests_per_second: nz(9), ..limits };
+        let carried = KeyQuota::carry_over(&q, faster);
+        assert_eq!(carried.undelivered().held(), 1 << 20, "the reload keeps what is held");
+        let bigger = Limits { max_undelivered_bytes: Some(4 << 20), ..limits };
+        assert_eq!(
+            KeyQuota::carry_over(&q, bigger).undelivered().held(),
+            0,
+            "a new cap starts anew"
+        );
     }
 
     #[tokio::test]

@@ -8,20 +8,17 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_server::EntropyServiceServer;
 use entropy_proto::v1::ingest_service_server::IngestServiceServer;
-use futures_util::TryStreamExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tonic::transport::Server;
-use tonic::transport::server::{Router, TcpIncoming};
+use tonic::service::Routes;
 use tonic_health::ServingStatus;
-use tower::layer::util::{Identity, Stack};
+use tower::Layer as _;
 
 use crate::auth::ApiKeys;
 use crate::config::GatewayConfig;
-use crate::conn_limit::{Admission, DeliveryLimits, TrackCallsLayer};
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
-use crate::grpc::delivery::DeliveryLayer;
+use crate::grpc::delivery::Totals;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
 use crate::grpc::stream_random::ShutdownCuts;
@@ -31,22 +28,39 @@ use crate::http::GatewayProbe;
 use crate::ingest::Ingest;
 use crate::ingest::keys::MacKeys;
 use crate::ingest::verify::VerifyPolicy;
-use crate::ingest_budget::IngestBudget;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
-use crate::write_coalesce::Coalesce;
+use crate::transport::{
+    self, Admission, Budget, ConnectionLimits, Http2Settings, Listener, TrackCallsLayer,
+};
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
 /// leaves room for future fields while refusing junk early.
 pub const MAX_PUBLIC_REQUEST_BYTES: usize = 16 << 10;
 /// Protobuf overhead allowed on top of `max_chunk_bytes` for a Publish request.
 pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
+/// HTTP/2 stream and connection windows on the public listener: requests are a few bytes,
+/// and at most this much sits unread in h2 per connection (HTTP/2's smallest window).
+pub const PUBLIC_WINDOW: u32 = 65_535;
 /// HTTP/2 stream window on the ingest listener.
 pub const INGEST_STREAM_WINDOW: u32 = 1 << 20;
 /// HTTP/2 connection window on the ingest listener.
 pub const INGEST_CONNECTION_WINDOW: u32 = 2 << 20;
 /// SETTINGS_MAX_FRAME_SIZE of the ingest listener: the largest DATA frame a collector may send.
 pub const INGEST_MAX_FRAME: u32 = 256 << 10;
+/// SETTINGS_MAX_FRAME_SIZE of the public listener (HTTP/2's default).
+pub const PUBLIC_MAX_FRAME: u32 = 16 << 10;
+/// SETTINGS_MAX_HEADER_LIST_SIZE on both listeners: the largest request header block.
+pub const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
+/// Most bytes h2 buffers for one stream, within what its window admits.
+pub const MAX_SEND_BUFFER_BYTES: usize = 400 << 10;
+/// Publishes in progress one ingest connection may hold bodies of (each up to
+/// `max_chunk_bytes` + [`PUBLISH_OVERHEAD_BYTES`]).
+pub const INGEST_PUBLISHES_PER_CONNECTION: usize = 4;
+/// HTTP/2 keepalive: a PING this often, answered within [`KEEPALIVE_TIMEOUT`].
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// See [`KEEPALIVE_INTERVAL`].
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The gateway's state, ready to serve.
 #[derive(Debug)]
@@ -62,6 +76,10 @@ pub struct Gateway {
     metrics_listener: Option<TcpListener>,
     /// The streams the shutdown ends with bytes still to send.
     cuts: ShutdownCuts,
+    /// The process-wide byte allowances.
+    budget: Budget,
+    /// Served, discarded and tested bytes.
+    totals: Arc<Totals>,
 }
 
 /// TLS for each listener; `None` serves plaintext.
@@ -76,14 +94,6 @@ pub struct ListenerTls {
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A listener failed.
-    #[error("{listener} listener failed: {source}")]
-    Transport {
-        /// "public" or "ingest".
-        listener: &'static str,
-        /// The transport error.
-        source: tonic::transport::Error,
-    },
     /// The reflection service could not be built from the descriptors.
     #[error("reflection setup failed: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -115,7 +125,6 @@ impl Gateway {
                 .with_ingest_staleness(ingest.clone(), config.ingest_stale_after()),
         );
         Self {
-            config,
             api_keys: key_store(api_keys),
             pool,
             ingest,
@@ -124,6 +133,13 @@ impl Gateway {
             metrics: Arc::new(GatewayMetrics::new().with_key_label(key_label)),
             metrics_listener: None,
             cuts: ShutdownCuts::default(),
+            budget: Budget::new(
+                config.max_buffered_bytes,
+                config.ingest_max_buffered_bytes,
+                config.max_buffered_request_bytes,
+            ),
+            totals: Arc::default(),
+            config,
         }
     }
 
@@ -165,6 +181,16 @@ impl Gateway {
         &self.pool
     }
 
+    /// The process-wide byte allowances (what they hold now, for tests and metrics).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Served, discarded and tested bytes since the start.
+    pub fn totals(&self) -> Arc<Totals> {
+        self.totals.clone()
+    }
+
     /// Serves EntropyService (+ health, reflection) on `public` and IngestService (+ health) on
     /// `ingest` until `shutdown` fires, then drains: health goes NOT_SERVING, waiting takes
     /// fail with UNAVAILABLE, open streams end, and in-flight calls finish.
@@ -202,20 +228,18 @@ impl Gateway {
         )
         .with_stream_max_wait(self.config.stream_max_wait())
         .with_shutdown_cuts(self.cuts.clone())
-        .with_metrics(self.metrics.clone());
+        .with_metrics(self.metrics.clone())
+        .with_responses(self.budget.responses.clone())
+        .with_totals(self.totals.clone());
         let entropy = TagMethod(tonic::service::interceptor::InterceptedService::new(
             EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
             ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
         ));
-        let ingest_api = IngestApi::new(self.ingest.clone());
-        let ingest_api = IngestBudget::new(
-            IngestServiceServer::new(ingest_api)
-                .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
-            self.config.ingest_max_buffered_bytes,
-        );
+        let ingest_api = IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
+            .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES);
 
-        // On shutdown: stop reporting SERVING and fail waiting takes at once, then let tonic
-        // drain. Streams watch the same token and end themselves.
+        // On shutdown: stop reporting SERVING and fail waiting takes at once, then drain.
+        // Streams watch the same token and end themselves.
         let watcher =
             tokio::spawn(self.readiness.clone().watch(vec![public_health], shutdown.clone()));
         let closer = tokio::spawn({
@@ -246,50 +270,83 @@ impl Gateway {
             });
         }
 
-        let max_streams = self.config.max_streams_per_connection;
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
-        let public_server = base_server(1 << 20, 4 << 20, max_streams);
-        let public_server = crate::grpc_web::route_public(public_server, entropy, web.as_ref())
+        let public_routes = crate::grpc_web::route_public(entropy, web.as_ref())
             .add_service(public_health_service)
             .add_service(reflection_v1)
-            .add_service(reflection_v1alpha);
+            .add_service(reflection_v1alpha)
+            .prepare();
+        let ingest_routes = Routes::new(ingest_api).add_service(ingest_health_service).prepare();
+
         // main raised the descriptor limit and checked an explicit value; 0 is resolved here.
         let max_conns = match self.config.max_connections {
             0 => crate::fd_limit::resolve(0, crate::fd_limit::soft_limit())
                 .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize),
             n => n,
         };
-        let idle = self.config.idle_timeout();
-        let public_server = serve_router(
-            public_server,
-            public,
-            self.tls.public,
-            Admission::new(max_conns, idle, "public", self.metrics.connections("public"))
-                .with_delivery(DeliveryLimits {
-                    send_timeout: self.config.send_timeout(),
-                    max_undelivered_bytes: self.config.max_undelivered_bytes_per_connection,
-                }),
-            shutdown.clone(),
-        );
-        // Ingest windows bound what each connection can make the gateway buffer beyond the
-        // shared body budget (ingest_budget.rs): 2 MiB a connection, one 1 MiB chunk a stream.
-        let ingest_server =
-            base_server(INGEST_STREAM_WINDOW, INGEST_CONNECTION_WINDOW, max_streams)
-                // A chunk in a few DATA frames rather than 64 of 16 KiB: fewer frames to parse
-                // and buffers to join per chunk (bench/README.md, "Performance").
-                .max_frame_size(Some(INGEST_MAX_FRAME))
-                .add_service(ingest_api)
-                .add_service(ingest_health_service);
-        let ingest_server = serve_router(
-            ingest_server,
-            ingest,
-            self.tls.ingest,
-            Admission::new(
-                self.config.ingest_max_connections,
-                idle,
+        let config = &self.config;
+        let public_listener = Listener {
+            admission: Admission::new(
+                "public",
+                max_conns,
+                ConnectionLimits {
+                    idle_timeout: config.idle_timeout(),
+                    send_timeout: config.send_timeout(),
+                    max_undelivered_bytes: config.max_undelivered_bytes_per_connection,
+                    max_buffered_request_bytes: config.max_buffered_request_bytes_per_connection,
+                },
+                self.metrics.connections("public"),
+            ),
+            // Browsers speak HTTP/2 over TLS; over plaintext gRPC-Web needs HTTP/1.1 too.
+            http1: web.is_some() && self.tls.public.is_none(),
+            tls: self.tls.public,
+            http2: Http2Settings {
+                stream_window: PUBLIC_WINDOW,
+                connection_window: PUBLIC_WINDOW,
+                max_frame: PUBLIC_MAX_FRAME,
+                ..http2_settings(config.max_streams_per_connection)
+            },
+            requests: self.budget.requests.clone(),
+            events: self.metrics.transport_events("public"),
+        };
+        let ingest_listener = Listener {
+            admission: Admission::new(
                 "ingest",
+                config.ingest_max_connections,
+                ConnectionLimits {
+                    idle_timeout: config.idle_timeout(),
+                    send_timeout: config.send_timeout(),
+                    max_undelivered_bytes: 0,
+                    max_buffered_request_bytes: INGEST_PUBLISHES_PER_CONNECTION
+                        * (config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
+                },
                 self.metrics.connections("ingest"),
             ),
+            tls: self.tls.ingest,
+            // A chunk in a few DATA frames rather than 64 of 16 KiB: fewer frames to parse
+            // and buffers to join per chunk (bench/README.md, "Performance"). The windows bound
+            // what a connection can make the gateway hold beyond its share of the ingest
+            // budget: 2 MiB a connection, one 1 MiB chunk a stream.
+            http2: Http2Settings {
+                stream_window: INGEST_STREAM_WINDOW,
+                connection_window: INGEST_CONNECTION_WINDOW,
+                max_frame: INGEST_MAX_FRAME,
+                ..http2_settings(config.max_streams_per_connection)
+            },
+            http1: false,
+            requests: self.budget.ingest.clone(),
+            events: self.metrics.transport_events("ingest"),
+        };
+        let public_server = transport::serve(
+            public,
+            public_listener,
+            TrackCallsLayer.layer(public_routes),
+            shutdown.clone(),
+        );
+        let ingest_server = transport::serve(
+            ingest,
+            ingest_listener,
+            TrackCallsLayer.layer(ingest_routes),
             shutdown.clone(),
         );
 
@@ -300,11 +357,13 @@ impl Gateway {
                 pool: self.pool.clone(),
                 readiness: self.readiness.clone(),
                 ingest: self.ingest.clone(),
+                budget: self.budget.clone(),
+                totals: self.totals.clone(),
             };
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });
 
-        let (public_result, ingest_result) = tokio::join!(public_server, ingest_server);
+        tokio::join!(public_server, ingest_server);
         streams.close();
         streams.wait().await;
         let _ = tokio::join!(watcher, closer, upkeep);
@@ -315,8 +374,6 @@ impl Gateway {
                 Err(e) => tracing::error!("metrics endpoint task failed: {e}"),
             }
         }
-        public_result.map_err(|source| ServeError::Transport { listener: "public", source })?;
-        ingest_result.map_err(|source| ServeError::Transport { listener: "ingest", source })?;
         Ok(())
     }
 }
@@ -352,47 +409,18 @@ fn public_descriptors() -> Result<prost_types::FileDescriptorSet, ServeError> {
     Ok(set)
 }
 
-fn base_server(stream_window: u32, connection_window: u32, max_streams: u32) -> Server<Layers> {
-    Server::builder()
-        // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: compliant clients queue past it; a stream
-        // opened anyway gets REFUSED_STREAM.
-        .max_concurrent_streams(max_streams)
-        .initial_stream_window_size(stream_window)
-        .initial_connection_window_size(connection_window)
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .layer(TrackCallsLayer)
-        .layer(DeliveryLayer)
-}
-
-/// The tower layers around every service: call tracking for the idle timeout (outermost),
-/// then delivery accounting.
-type Layers = Stack<DeliveryLayer, Stack<TrackCallsLayer, Identity>>;
-
-/// Serves `router` on `listener`, over TLS when `tls` is set, until `shutdown`.
-async fn serve_router(
-    router: Router<Layers>,
-    listener: TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    admission: Admission,
-    shutdown: CancellationToken,
-) -> Result<(), tonic::transport::Error> {
-    let signal = shutdown.clone().cancelled_owned();
-    match tls {
-        // Coalesce: the frames of one connection's turn in one write (write_coalesce.rs).
-        None => {
-            let incoming = admission.limit(incoming(listener)).map_ok(Coalesce::new);
-            router.serve_with_incoming_shutdown(incoming, signal).await
-        }
-        Some(config) => {
-            let tls_incoming = crate::tls::incoming(listener, config, admission, shutdown);
-            router.serve_with_incoming_shutdown(tls_incoming.map_ok(Coalesce::new), signal).await
-        }
+/// The HTTP/2 settings both listeners share; windows and frame sizes are set per listener.
+fn http2_settings(max_streams: u32) -> Http2Settings {
+    Http2Settings {
+        stream_window: PUBLIC_WINDOW,
+        connection_window: PUBLIC_WINDOW,
+        max_frame: PUBLIC_MAX_FRAME,
+        // SETTINGS_MAX_CONCURRENT_STREAMS: compliant clients queue past it; a stream opened
+        // anyway gets REFUSED_STREAM.
+        max_streams,
+        max_header_list: MAX_HEADER_LIST_BYTES,
+        max_send_buffer: MAX_SEND_BUFFER_BYTES,
+        keepalive_interval: Some(KEEPALIVE_INTERVAL),
+        keepalive_timeout: KEEPALIVE_TIMEOUT,
     }
-}
-
-/// Accepted sockets with TCP_NODELAY: `Server::tcp_nodelay` does not apply to
-/// `serve_with_incoming` (STACK.md), and Nagle's algorithm costs unary calls ~40 ms.
-fn incoming(listener: TcpListener) -> TcpIncoming {
-    TcpIncoming::from(listener).with_nodelay(Some(true))
 }

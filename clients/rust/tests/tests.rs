@@ -293,13 +293,15 @@ async fn rand_adapters_seed_and_serve() {
 async fn tls_with_a_ca_file() {
     let dir = tempfile::tempdir().unwrap();
     let certs = entropy_gateway::devcerts::generate(dir.path(), &["localhost".into()]).unwrap();
-    let files = entropy_gateway::tls::TlsFiles {
+    let files = entropy_gateway::transport::tls::TlsFiles {
         cert: &certs.server_cert,
         key: &certs.server_key,
         client_ca: None,
         allow_tls12: false,
     };
-    let gw = dev_gateway_with_tls(Some(entropy_gateway::tls::server_config(&files).unwrap())).await;
+    let gw =
+        dev_gateway_with_tls(Some(entropy_gateway::transport::tls::server_config(&files).unwrap()))
+            .await;
     let url = format!("https://localhost:{}", gw.addr.port());
     let client = ClientBuilder::new(&url, KEY).ca_file(&certs.ca).connect().await.expect("TLS");
     let mut bytes = Err(Error::Unavailable("not yet".into()));

@@ -108,12 +108,32 @@ entropy_ops::config_keys! {
         replay_max_streams: usize = 4_096,
             flag(usize, "N"), unit("count"),
             help("Most collector epochs tracked for replay protection");
-        /// Bytes of Publish request bodies the ingest listener holds at once, all connections
+        /// The most bytes the gateway buffers for its peers, all listeners together: request
+        /// headers and bodies not yet handled, and responses not yet written to their sockets
+        /// (entropy drawn for callers included). It is split: `ingest_max_buffered_bytes` for
+        /// Publish bodies, `max_buffered_request_bytes` for public requests, the rest for
+        /// responses. Past a part, requests wait or are refused (RESOURCE_EXHAUSTED) and draws
+        /// wait, then are refused. docs/security.md gives the worst case as a formula.
+        max_buffered_bytes: usize = 256 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Process-wide ceiling on buffered request and response bytes");
+        /// The part of `max_buffered_bytes` for public requests: header blocks and bodies being
+        /// read, and answers without entropy (health, status, reflection) not yet written.
+        /// Past it, new calls are refused at once (RESOURCE_EXHAUSTED) and bodies wait.
+        max_buffered_request_bytes: usize = 32 << 20,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Public request bytes held at once, bytes (part of max_buffered_bytes)");
+        /// What one public connection may hold of `max_buffered_request_bytes`.
+        max_buffered_request_bytes_per_connection: usize = 256 << 10,
+            flag(usize, "BYTES"), unit("bytes"),
+            help("Public request bytes one connection may hold, bytes");
+        /// The part of `max_buffered_bytes` for Publish request bodies, all ingest connections
         /// together (a body is authenticated only once whole); past it, bodies wait and HTTP/2
-        /// flow control stops their senders. At least max_chunk_bytes + 65536.
+        /// flow control stops their senders. Kept for collectors: public traffic cannot use it.
+        /// At least max_chunk_bytes + 65536.
         ingest_max_buffered_bytes: usize = 64 << 20,
             flag(usize, "BYTES"), unit("bytes"),
-            help("Publish bodies held at once, bytes");
+            help("Publish bodies held at once, bytes (part of max_buffered_bytes)");
         /// Most open connections on the ingest listener (collectors are few).
         ingest_max_connections: usize = 64,
             flag(usize, "N"), unit("count"),
@@ -144,18 +164,19 @@ entropy_ops::config_keys! {
         idle_timeout_ms: u64 = 120_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Close connections without a call for this long, ms; 0 never");
-        /// A connection whose responses (entropy drawn for its client) wait this long with nothing
-        /// written to the socket is closed, and what it held is wiped and counted as discarded
-        /// (0: never). A client that stopped reading cannot pin memory longer.
+        /// A response whose bytes wait this long with none of them written to the socket (its
+        /// HTTP/2 window stays shut) is reset, and a connection that owes entropy and has written
+        /// none for this long is closed; what they held is wiped and counted as discarded (0:
+        /// never). Keepalive PINGs and answers without entropy do not count as progress.
         send_timeout_ms: u64 = 30_000,
             flag(u64, "MS"), unit("milliseconds"),
-            help("Close a connection whose responses wait this long unsent, ms; 0 = never");
-        /// Bytes drawn for one connection's calls and not yet taken by the transport; further
-        /// draws on it wait for room (then RESOURCE_EXHAUSTED). Each key has its own cap too
-        /// (`max_undelivered_bytes` in the keys file, default 32 MiB).
+            help("Reset a response, close a connection, whose entropy waits this long unwritten, ms; 0 = never");
+        /// Response bytes drawn for one connection's calls and not yet written to its socket;
+        /// further draws on it wait for room (then RESOURCE_EXHAUSTED). Each key has its own cap
+        /// too (`max_undelivered_bytes` in the keys file, default 32 MiB).
         max_undelivered_bytes_per_connection: usize = 16 << 20,
             flag(usize, "BYTES"), unit("bytes"),
-            help("Drawn-but-undelivered bytes per connection");
+            help("Drawn response bytes per connection not yet written, bytes");
         /// HTTP address of `/metrics`, `/healthz` and `/readyz`; "" turns the endpoint off. Loopback
         /// by default: the series name keys and count their use, so expose it deliberately.
         #[serde(with = "entropy_ops::config_keys::optional_addr")]

@@ -96,6 +96,39 @@ impl GatewayConfig {
                 ),
             );
         }
+        // Responses get what the two parts leave: at least the largest response (1 MiB as hex)
+        // must fit.
+        let parts = self.ingest_max_buffered_bytes + self.max_buffered_request_bytes;
+        let at_least = parts + (4 << 20);
+        if !(at_least..=1 << 36).contains(&self.max_buffered_bytes) {
+            return bad(
+                "max_buffered_bytes",
+                format!(
+                    "{} must be {at_least}..=68719476736: ingest_max_buffered_bytes plus \
+                     max_buffered_request_bytes plus 4 MiB for responses",
+                    self.max_buffered_bytes
+                ),
+            );
+        }
+        let request = crate::server::MAX_PUBLIC_REQUEST_BYTES + (16 << 10);
+        if !(request..=1 << 32).contains(&self.max_buffered_request_bytes_per_connection) {
+            return bad(
+                "max_buffered_request_bytes_per_connection",
+                format!(
+                    "{} must be {request}..=4294967296 (one request with its headers must fit)",
+                    self.max_buffered_request_bytes_per_connection
+                ),
+            );
+        }
+        if self.max_buffered_request_bytes < self.max_buffered_request_bytes_per_connection {
+            return bad(
+                "max_buffered_request_bytes",
+                format!(
+                    "{} is below max_buffered_request_bytes_per_connection ({})",
+                    self.max_buffered_request_bytes, self.max_buffered_request_bytes_per_connection
+                ),
+            );
+        }
         if !(1..=100_000).contains(&self.ingest_max_connections) {
             return bad(
                 "ingest_max_connections",

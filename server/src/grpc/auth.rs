@@ -21,6 +21,7 @@ use tonic::{Code, Request, Status};
 use crate::auth::ApiKeys;
 use crate::log_safety;
 use crate::metrics::{AuthFailure, GatewayMetrics, Method};
+use crate::transport::CallSlot;
 
 /// The current key set, replaceable while serving.
 pub type KeyStore = Arc<ArcSwap<ApiKeys>>;
@@ -104,6 +105,10 @@ impl Interceptor for ApiKeyAuth {
         let Some(grant) = self.keys.load().authenticate(presented.trim_ascii()).cloned() else {
             return Err(self.refuse(&request, AuthFailure::Invalid, "invalid API key"));
         };
+        // The call keeps its connection from idling, and the connection is proven.
+        if let Some(slot) = request.extensions().get::<Arc<CallSlot>>() {
+            slot.authenticated();
+        }
         request.extensions_mut().insert(grant);
         Ok(request)
     }

@@ -1,55 +1,95 @@
-//! Delivery: drawn bytes count as served only once the transport has taken them, and hold
-//! their key's undelivered allowance until then.
+//! Delivery as the gRPC layer sees it: what a draw holds until its bytes leave the process, and
+//! what is counted when they do, or never do.
 //!
 //! A client that does not read its responses must not make the gateway hold entropy without
-//! bound. Every draw first holds that many bytes of its key's `max_undelivered_bytes`
-//! ([`crate::quota::KeyQuota::hold_undelivered`]); the hold ends when the response is
-//! delivered: for a unary call when the transport has polled its response to the end (the
-//! trailers come after the data, and hyper asks for them only once HTTP/2 flow control has
-//! admitted the data), for a stream message when the transport takes it from the stream's
-//! queue. A response dropped before that (the client reset the call, the connection closed)
-//! counts its bytes as discarded, never as served; they were wiped where we held them.
+//! bound, nor count as served what it never got. So every draw first holds room ([`hold`]) on
+//! three allowances: its key's `max_undelivered_bytes` (for the bytes drawn), and its
+//! connection's and the whole process's (for the bytes its response puts on the wire, at most
+//! [`wire_bound`]; hex doubles them). Past any of them the draw waits within its deadline, then
+//! fails with RESOURCE_EXHAUSTED naming the allowance, nothing consumed.
 //!
-//! [`DeliveryLayer`] finds an [`Undelivered`] in a response's extensions (put there by
-//! [`super::observe::Call::finish`]) and keeps it with the response body until the body ends.
+//! The holds ride in an [`Undelivered`], one per unary response or stream message, which the
+//! transport settles when the message's last byte has been written to the socket
+//! ([`crate::transport::ledger`]): then, and only then, its bytes count as served and its holds
+//! are given back. A message the transport never writes (the stream was reset, the connection
+//! closed or stalled) counts as discarded. Either way the count happens once: [`Totals`] keeps
+//! the gateway's served and discarded bytes, which only grow.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::observe::ServedMeter;
-use crate::conn_limit::{ConnectionInfo, Sending};
-use crate::pool::Pool;
 use crate::quota::KeyQuota;
+use crate::transport::{Account, ConnectionInfo, Holds, Owing, Settle};
 
-/// Bytes drawn for one response and not yet delivered.
+/// Bytes a response carries besides its payload, at most: the gRPC prefix, field tags and
+/// lengths, and its provenance (kinds, two chunk references, the collector ids of a draw from
+/// up to 48 collectors). A response that needs more holds the rest if there is room
+/// ([`Undelivered::fit`]).
+pub const RESPONSE_OVERHEAD: usize = 4 << 10;
+
+/// The most bytes a response with `payload` bytes of values puts on the wire.
+pub fn wire_bound(payload: usize) -> usize {
+    payload + RESPONSE_OVERHEAD
+}
+
+/// The gateway's served, discarded and tested bytes, since it started (GetStatus, metrics).
+#[derive(Debug, Default)]
+pub struct Totals {
+    served: AtomicU64,
+    discarded: AtomicU64,
+    tested: AtomicU64,
+}
+
+impl Totals {
+    /// Bytes written to a caller's socket.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Bytes drawn for callers that never got them (wiped where we held them).
+    pub fn discarded(&self) -> u64 {
+        self.discarded.load(Ordering::Relaxed)
+    }
+
+    /// Bytes drawn as CheckQuality samples, tested and wiped.
+    pub fn quality_tested(&self) -> u64 {
+        self.tested.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` bytes tested by CheckQuality.
+    pub fn tested(&self, n: usize) {
+        self.tested.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Drawn bytes of one response (or stream message) on their way to the caller. Dropped
+/// without being delivered, its bytes count as discarded.
 #[derive(Debug)]
 pub struct Undelivered {
     n: usize,
-    pool: Arc<Pool>,
+    holds: Holds,
+    /// The accounts holding wire bytes (the connection's, the process's).
+    wire: Vec<Account>,
     meter: ServedMeter,
-    holds: Vec<OwnedSemaphorePermit>,
+    totals: Arc<Totals>,
+    _owing: Option<Owing>,
 }
 
 impl Undelivered {
-    /// Nothing yet, for a response metered by `meter`.
-    pub fn new(pool: Arc<Pool>, meter: ServedMeter) -> Self {
-        Self { n: 0, pool, meter, holds: Vec::new() }
-    }
-
-    /// Adds `n` drawn bytes, holding `holds` (the key's and the connection's allowances).
-    pub fn add(&mut self, n: usize, holds: Holds) {
-        self.n += n;
-        for hold in holds.0 {
-            match self.holds.iter_mut().find(|h| Arc::ptr_eq(h.semaphore(), hold.semaphore())) {
-                Some(held) => held.merge(hold),
-                None => self.holds.push(hold),
-            }
-        }
+    /// `n` drawn bytes holding `holds` (from [`hold`]), counted by `meter` and in `totals` once
+    /// settled; owed on `connection` until then.
+    pub fn new(
+        n: usize,
+        holds: Held,
+        meter: ServedMeter,
+        totals: Arc<Totals>,
+        connection: Option<&ConnectionInfo>,
+    ) -> Self {
+        let Held { holds, wire } = holds;
+        Self { n, holds, wire, meter, totals, _owing: connection.map(ConnectionInfo::owe) }
     }
 
     /// Bytes drawn.
@@ -62,190 +102,113 @@ impl Undelivered {
         self.n == 0
     }
 
+    /// Adds another draw of the same response.
+    pub fn absorb(&mut self, other: Undelivered) {
+        let mut other = other;
+        self.n += std::mem::take(&mut other.n);
+        self.holds.merge(std::mem::take(&mut other.holds));
+    }
+
     /// The bytes went back to the pool (the call failed): nothing to count.
     pub fn abandon(mut self) {
         self.n = 0;
     }
 
-    /// The transport took the bytes: count them as served.
-    pub fn delivered(mut self) {
-        self.meter.served(self.n);
-        self.n = 0;
+    /// Makes the wire holds cover `wire` bytes, the response's size once built: gives back
+    /// what the bound over-estimated, or holds more if there is room.
+    pub fn fit(&mut self, wire: usize) {
+        for account in &self.wire {
+            let held = self.holds.on(account);
+            if wire < held {
+                self.holds.give_back_on(account, held - wire);
+            } else if let Some(more) = account.try_hold(wire - held) {
+                self.holds.add(more);
+            }
+        }
+    }
+}
+
+impl Settle for Undelivered {
+    fn delivered(mut self: Box<Self>) {
+        let n = std::mem::take(&mut self.n);
+        self.meter.served(n);
+        self.totals.served.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    fn discarded(self: Box<Self>) {
+        // Counted as it drops.
     }
 }
 
 impl Drop for Undelivered {
     fn drop(&mut self) {
         if self.n > 0 {
-            self.pool.count_undelivered(self.n);
+            self.totals.discarded.fetch_add(self.n as u64, Ordering::Relaxed);
         }
     }
 }
 
-/// What one draw holds of the allowances it counts against (its key's, its connection's).
-#[derive(Debug, Default)]
-pub struct Holds(pub Vec<OwnedSemaphorePermit>);
-
-/// Holds `n` bytes of the key's undelivered allowance and, when the request came over a
-/// connection we track, of the connection's, waiting until `deadline`. The error names the
-/// allowance that had no room.
-pub async fn hold_undelivered(
-    quota: &KeyQuota,
-    connection: Option<&ConnectionInfo>,
-    n: usize,
-    deadline: Option<Instant>,
-) -> Result<Holds, Full> {
-    let mut holds = Holds::default();
-    if let Some(connection) = connection {
-        let hold = connection.hold_undelivered(n, deadline).await;
-        let (held, cap) = connection.undelivered_bytes();
-        holds.0.push(hold.ok_or(Full::Connection { held, cap })?);
-    }
-    let hold = quota.hold_undelivered(n, deadline).await;
-    let (held, cap) = (quota.undelivered_bytes(), quota.limits().undelivered_cap());
-    holds.0.push(hold.ok_or(Full::Key { held, cap })?);
-    Ok(holds)
+/// What [`hold`] took: holds for a draw, and which of them cover wire bytes.
+#[derive(Debug)]
+pub struct Held {
+    holds: Holds,
+    wire: Vec<Account>,
 }
 
-/// Which undelivered allowance had no room in time.
+/// Holds room for a draw of `drawn` bytes whose response takes at most `wire` bytes: on the
+/// key's allowance, the connection's (when the call came over one) and the process's
+/// `responses`, waiting until `deadline`. The error names the allowance that had no room; what
+/// was held is given back.
+pub async fn hold(
+    quota: &KeyQuota,
+    connection: Option<&ConnectionInfo>,
+    responses: &Account,
+    (drawn, wire): (usize, usize),
+    deadline: Option<Instant>,
+) -> Result<Held, Full> {
+    let mut holds = Holds::default();
+    let key = quota.undelivered();
+    holds.add(key.hold(drawn, deadline).await.ok_or(Full::of(key, drawn))?);
+    let mut on_wire = Vec::with_capacity(2);
+    if let Some(connection) = connection {
+        on_wire.push(connection.responses().clone());
+    }
+    on_wire.push(responses.clone());
+    for account in &on_wire {
+        holds.add(account.hold(wire, deadline).await.ok_or(Full::of(account, wire))?);
+    }
+    Ok(Held { holds, wire: on_wire })
+}
+
+/// An allowance that had no room in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Full {
-    /// The key's (`max_undelivered_bytes` in the keys file).
-    #[error("the key's clients hold {held} bytes drawn and unread (max_undelivered_bytes {cap})")]
-    Key {
-        /// Held now.
-        held: usize,
-        /// The cap.
-        cap: usize,
-    },
-    /// The connection's (`max_undelivered_bytes_per_connection`).
-    #[error(
-        "this connection holds {held} bytes drawn and unread \
-         (max_undelivered_bytes_per_connection {cap})"
-    )]
-    Connection {
-        /// Held now.
-        held: usize,
-        /// The cap.
-        cap: usize,
-    },
+#[error(
+    "{setting} is full: {held} bytes drawn and not yet delivered of {cap}, no room for {wanted} \
+     more"
+)]
+pub struct Full {
+    /// The setting of the allowance (`max_undelivered_bytes`, ...).
+    pub setting: &'static str,
+    /// Held now.
+    pub held: usize,
+    /// Its capacity.
+    pub cap: usize,
+    /// What the draw needed.
+    pub wanted: usize,
 }
 
 impl Full {
-    /// RESOURCE_EXHAUSTED saying which allowance is full; nothing was drawn.
-    pub fn status(self, wanted: usize) -> tonic::Status {
-        tonic::Status::resource_exhausted(format!(
-            "{self}, no room for {wanted} more; nothing consumed: read the responses already \
-             sent, or retry later"
-        ))
+    fn of(account: &Account, wanted: usize) -> Self {
+        Self { setting: account.name(), held: account.held(), cap: account.cap(), wanted }
     }
 }
 
-/// An [`Undelivered`] riding in a response's extensions (which must be `Clone`).
-#[derive(Debug, Clone)]
-pub struct Ticket(Arc<Mutex<Option<Undelivered>>>);
-
-impl Ticket {
-    /// Wraps `undelivered` for the extensions.
-    pub fn new(undelivered: Undelivered) -> Self {
-        Self(Arc::new(Mutex::new(Some(undelivered))))
-    }
-
-    fn take(&self) -> Option<Undelivered> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-    }
-}
-
-/// Marks the bytes of `response` delivered, for callers that use the service in process,
-/// with no transport to take them (tests, fuzzing, benchmarks).
+/// Settles a response's dues as delivered, for callers that use the service in process, with
+/// no transport to write its bytes (tests, fuzzing, benchmarks).
 pub fn delivered_in_process<T>(response: &mut tonic::Response<T>) {
-    if let Some(pending) = response.extensions_mut().remove::<Ticket>().and_then(|t| t.take()) {
-        pending.delivered();
-    }
-}
-
-/// Keeps each response's [`Undelivered`] with its body until the body ends.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DeliveryLayer;
-
-impl<S> tower::Layer<S> for DeliveryLayer {
-    type Service = Delivery<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Delivery { inner }
-    }
-}
-
-/// The service [`DeliveryLayer`] makes.
-#[derive(Debug, Clone)]
-pub struct Delivery<S> {
-    inner: S,
-}
-
-impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for Delivery<S>
-where
-    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Delivering<ResBody>>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
-        let connection = ConnectionInfo::of(request.extensions()).cloned();
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let mut response = response.await?;
-            let pending = response.extensions_mut().remove::<Ticket>().and_then(|t| t.take());
-            // A response with entropy in it waits to be sent until it is delivered: the
-            // connection's send timeout watches it.
-            let sending = pending.as_ref().and(connection.as_ref()).map(ConnectionInfo::sending);
-            Ok(response.map(|body| Delivering { body, pending, _sending: sending }))
-        })
-    }
-}
-
-/// A response body that holds its [`Undelivered`] until the body ends.
-#[derive(Debug)]
-pub struct Delivering<B> {
-    body: B,
-    pending: Option<Undelivered>,
-    _sending: Option<Sending>,
-}
-
-impl<B: http_body::Body + Unpin> http_body::Body for Delivering<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        let frame = Pin::new(&mut self.body).poll_frame(cx);
-        // The end is the trailers, the end of the body, or a last frame after which the body
-        // says it has ended: hyper's HTTP/1.1 writer (gRPC-Web, whose trailers travel in the
-        // data) stops polling then, without asking for the `None`.
-        let ended = match &frame {
-            Poll::Ready(None) => true,
-            Poll::Ready(Some(Ok(frame))) => frame.is_trailers() || self.body.is_end_stream(),
-            _ => false,
-        };
-        if ended && let Some(pending) = self.pending.take() {
-            pending.delivered();
-            self._sending = None;
+    if let Some(dues) = response.extensions_mut().remove::<crate::transport::Dues>() {
+        for settle in dues.rest() {
+            settle.delivered();
         }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }

@@ -16,7 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery;
+use super::delivery::{self, Totals, Undelivered, wire_bound};
 use super::errors::take_failed;
 use super::observe::Call;
 use super::provenance;
@@ -25,12 +25,17 @@ pub use super::requests::MAX_COUNT;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
 use crate::auth::{KeyGrant, Scope};
-use crate::conn_limit::ConnectionInfo;
 use crate::health::Readiness;
 use crate::ingest::Ingest;
 use crate::metrics::{GatewayMetrics, Method};
 use crate::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
 use crate::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
+use crate::transport::{Account, ConnectionInfo};
+
+/// Most bytes one integer takes on the wire (a negative int64 as a varint).
+const INTEGER_WIRE_BYTES: usize = 10;
+/// Bytes one UUID takes on the wire (its 36 characters, a tag and a length).
+const UUID_WIRE_BYTES: usize = 38;
 
 /// How long a stream waits for entropy for one message before it ends with UNAVAILABLE,
 /// unless configured (`stream_max_wait_ms`).
@@ -48,6 +53,12 @@ pub struct EntropyApi {
     cuts: ShutdownCuts,
     started: Instant,
     metrics: Arc<GatewayMetrics>,
+    /// The process's allowance for response bytes.
+    responses: Account,
+    /// Served and discarded bytes.
+    totals: Arc<Totals>,
+    /// One CheckQuality at a time.
+    quality_turns: Arc<tokio::sync::Semaphore>,
 }
 
 impl EntropyApi {
@@ -72,7 +83,22 @@ impl EntropyApi {
             cuts: ShutdownCuts::default(),
             started: Instant::now(),
             metrics: Arc::default(),
+            responses: Account::new("max_buffered_bytes", usize::MAX),
+            totals: Arc::default(),
+            quality_turns: Arc::new(tokio::sync::Semaphore::new(1)),
         }
+    }
+
+    /// Holds response bytes on `responses`, the process's allowance (by default, none).
+    pub fn with_responses(mut self, responses: Account) -> Self {
+        self.responses = responses;
+        self
+    }
+
+    /// Counts served, discarded and tested bytes in `totals`.
+    pub fn with_totals(mut self, totals: Arc<Totals>) -> Self {
+        self.totals = totals;
+        self
     }
 
     /// Counts the streams the shutdown cuts in `cuts` (see [`ShutdownCuts`]).
@@ -95,14 +121,29 @@ impl EntropyApi {
     }
 
     /// Draws exactly `n` bytes of the `accept`ed kinds for `grant` within its byte quota,
-    /// the client's deadline and the server's max wait.
+    /// the client's deadline and the server's max wait, holding room for a response of at
+    /// most `wire` bytes until it is delivered.
     async fn draw(
+        &self,
+        call: &mut Call,
+        request: (&MetadataMap, &tonic::Extensions),
+        grant: &KeyGrant,
+        (n, wire, accept): (usize, usize, Kinds),
+    ) -> Result<Drawn, Status> {
+        let (drawn, held) = self.take(call, request, grant, (n, wire, accept)).await?;
+        let connection = ConnectionInfo::of(request.1);
+        call.drew_held(Undelivered::new(n, held, call.meter(), self.totals.clone(), connection));
+        Ok(drawn)
+    }
+
+    /// Takes `n` bytes as [`Self::draw`] does, and the holds that cover them.
+    async fn take(
         &self,
         call: &mut Call,
         (metadata, extensions): (&MetadataMap, &tonic::Extensions),
         grant: &KeyGrant,
-        (n, accept): (usize, Kinds),
-    ) -> Result<Drawn, Status> {
+        (n, wire, accept): (usize, usize, Kinds),
+    ) -> Result<(Drawn, delivery::Held), Status> {
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
@@ -113,17 +154,16 @@ impl EntropyApi {
         }
         grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
         let connection = ConnectionInfo::of(extensions);
-        let holds = delivery::hold_undelivered(&grant.quota, connection, n, Some(until))
-            .await
-            .map_err(|full| full.status(n))?;
+        let held =
+            delivery::hold(&grant.quota, connection, &self.responses, (n, wire), Some(until))
+                .await?;
         let tenant = Tenant::named(&grant.name);
         let drawn = self
             .pool
             .take_for(tenant, n, accept, Some(until))
             .await
             .map_err(|e| take_failed(e, limit, n))?;
-        call.drew_held(&self.pool, n, holds);
-        Ok(drawn)
+        Ok((drawn, held))
     }
 }
 
@@ -196,7 +236,7 @@ impl EntropyService for EntropyApi {
 impl EntropyApi {
     /// Runs `handler` inside a [`Call`] of `method`: timed, counted by status code, logged,
     /// and its drawn bytes held until the response is delivered ([`Call::finish`]).
-    async fn observed<Req, Res>(
+    async fn observed<Req, Res: prost::Message>(
         &self,
         method: Method,
         request: Request<Req>,
@@ -215,7 +255,13 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let RandomBytes { n, encoding, accept } = req.try_into()?;
-        let drawn = self.draw(call, (&metadata, &extensions), &grant, (n, accept)).await?;
+        let payload = match encoding {
+            Encoding::Unspecified => n,
+            Encoding::Hex => 2 * n,
+            Encoding::Base64 => n.div_ceil(3) * 4,
+        };
+        let wire = wire_bound(payload);
+        let drawn = self.draw(call, (&metadata, &extensions), &grant, (n, wire, accept)).await?;
         let provenance = provenance::of_segments(drawn.segments(), Instant::now());
         let (data, text) = match encoding {
             Encoding::Unspecified => (drawn.into_vec(), String::new()),
@@ -236,6 +282,12 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let plan = StreamPlan::try_from(&req)?;
+        let now = Instant::now();
+        let client_deadline = deadline::client_deadline(&metadata, now);
+        if client_deadline.is_some_and(|d| d <= now) {
+            // A deadline already spent (`grpc-timeout: 0S`): nothing is drawn.
+            return Err(take_failed(TakeError::TimedOut, Limit::Client, plan.chunk));
+        }
         let slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
         let open_gauge = self.metrics.stream_opened();
         let producer = Producer {
@@ -243,22 +295,26 @@ impl EntropyApi {
             pool: self.pool.clone(),
             tenant: Tenant::named(&grant.name),
             quota: grant.quota.clone(),
+            responses: self.responses.clone(),
+            totals: self.totals.clone(),
             connection: ConnectionInfo::of(&extensions).cloned(),
             slot,
             max_wait: self.stream_max_wait,
-            client_deadline: deadline::client_deadline(&metadata, Instant::now()),
+            client_deadline,
             shutdown: self.shutdown.clone(),
             cuts: self.cuts.clone(),
             // The call is now the stream's: its task ends it with the stream's final code.
             call: std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom)),
         };
-        let stream = producer.start(|task| {
+        let (stream, dues) = producer.start(|task| {
             self.streams.spawn(async move {
                 let _open_gauge = open_gauge;
                 task.await;
             });
         });
-        Ok(Response::new(stream))
+        let mut response = Response::new(stream);
+        response.extensions_mut().insert(dues);
+        Ok(response)
     }
 
     async fn get_integers(
@@ -281,9 +337,9 @@ impl EntropyApi {
         // call consumes nothing.
         let mut rounds: Vec<Drawn> = Vec::new();
         while values.len() < count {
-            match self
-                .draw(call, (&metadata, &extensions), &grant, ((count - values.len()) * k, accept))
-                .await
+            let left = count - values.len();
+            let wire = wire_bound(left * INTEGER_WIRE_BYTES);
+            match self.draw(call, (&metadata, &extensions), &grant, (left * k, wire, accept)).await
             {
                 Ok(bytes) => {
                     values.extend(
@@ -316,9 +372,9 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Count { count, accept } = req.try_into()?;
-        let bytes = self
-            .draw(call, (&metadata, &extensions), &grant, (count * FLOAT_BYTES, accept))
-            .await?;
+        let n = count * FLOAT_BYTES;
+        let bytes =
+            self.draw(call, (&metadata, &extensions), &grant, (n, wire_bound(n), accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
         let values = floats.iter().map(float_from).collect();
@@ -334,8 +390,9 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Count { count, accept } = req.try_into()?;
-        let bytes =
-            self.draw(call, (&metadata, &extensions), &grant, (count * UUID_BYTES, accept)).await?;
+        let wire = wire_bound(count * UUID_WIRE_BYTES);
+        let n = count * UUID_BYTES;
+        let bytes = self.draw(call, (&metadata, &extensions), &grant, (n, wire, accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
         let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
@@ -353,11 +410,26 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         let grant = call.authorize(&extensions, Scope::QualityCheck)?;
         let QualitySample { n, accept } = req.try_into()?;
-        let sample = self.draw(call, (&metadata, &extensions), &grant, (n, accept)).await?;
+        // One check at a time in the whole gateway, so checks take at most one core from the
+        // other calls; the others wait their turn (holding nothing) within their deadline.
+        let now = Instant::now();
+        let (until, limit) =
+            deadline::wait_until(deadline::client_deadline(&metadata, now), self.max_wait, now);
+        let Ok(Ok(_turn)) =
+            tokio::time::timeout_at(until, self.quality_turns.clone().acquire_owned()).await
+        else {
+            return Err(quality::busy(limit));
+        };
+        // The sample is held (its key's allowance and the process's) while it is tested; it
+        // never goes on the wire, so nothing of it is served.
+        let (sample, _held) =
+            self.take(call, (&metadata, &extensions), &grant, (n, n, accept)).await?;
+        call.drew(n);
         let provenance = provenance::of_segments(sample.segments(), Instant::now());
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
             .await
             .map_err(|e| Status::internal(format!("quality check failed: {e}")))??;
+        self.totals.tested(n);
         Ok(Response::new(CheckQualityResponse { provenance, ..report }))
     }
 
@@ -392,7 +464,7 @@ impl EntropyApi {
             pool_low_watermark_bytes: self.readiness.low_watermark() as u64,
             waiters: pool.waiters as u64,
             ingested_bytes_total: pool.ingested_total,
-            served_bytes_total: pool.served_total,
+            served_bytes_total: self.totals.served(),
             chunks_accepted_total: ingest.chunks_accepted,
             chunks_rejected_total: ingest.chunks_rejected,
             uptime_ms: ms(now.saturating_duration_since(self.started)),
@@ -403,6 +475,8 @@ impl EntropyApi {
             pool_by_class: provenance::class_levels(&self.pool.levels_by_class()),
             expired_bytes_total: pool.expired_total,
             max_byte_age_ms: self.pool.limits().max_byte_age.map_or(0, ms),
+            discarded_bytes_total: self.totals.discarded(),
+            quality_tested_bytes_total: self.totals.quality_tested(),
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,
             not_serving_reason: match self.readiness.explain() {

@@ -12,6 +12,7 @@ use crate::pool::TakeError;
 use crate::quota::QuotaError;
 
 use super::deadline::Limit;
+use super::delivery::Full;
 
 impl From<IngestError> for Status {
     fn from(e: IngestError) -> Self {
@@ -37,6 +38,15 @@ impl From<IngestError> for Status {
                 Status::resource_exhausted(msg)
             }
         }
+    }
+}
+
+impl From<Full> for Status {
+    /// RESOURCE_EXHAUSTED naming the allowance that had no room; nothing was drawn.
+    fn from(full: Full) -> Self {
+        Status::resource_exhausted(format!(
+            "{full}; nothing consumed: read the responses already sent, or retry later"
+        ))
     }
 }
 
@@ -68,6 +78,10 @@ pub fn out_of_range(field: &str, value: impl std::fmt::Display, bound: &str) -> 
 /// RESOURCE_EXHAUSTED for a quota, with the wait in a `retry-after-ms` trailer when waiting
 /// helps.
 pub fn quota_exceeded(e: QuotaError) -> Status {
+    if let QuotaError::Burst { .. } = e {
+        // Never admissible for this key: not a quota to wait out.
+        return Status::failed_precondition(e.to_string());
+    }
     let mut status = Status::resource_exhausted(e.to_string());
     if let Some(wait) = e.retry_after() {
         let ms = wait.as_millis().max(1).to_string();

@@ -2,22 +2,23 @@
 //!
 //! A handler starts a [`Call`], lets it authorize the request (so refusals are counted by
 //! method and reason), tells it what it drew, and finishes it with the result. Finishing
-//! records the duration by method and status code, the bytes served (only when the caller got
-//! them), and writes one line: debug for ordinary outcomes, info for a refusal (auth, quota,
-//! invalid argument) with its reason. Key names appear, never secrets.
+//! records the duration by method and status code, hands what a unary call drew to the
+//! transport (counted as served only once its bytes leave, [`super::delivery`]), and writes one
+//! line: debug for ordinary outcomes, info for a refusal (auth, quota, invalid argument) with
+//! its reason. Key names appear, never secrets.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tonic::{Code, Status};
 
-use super::delivery::{Holds, Ticket, Undelivered};
+use super::delivery::Undelivered;
 use super::errors::quota_exceeded;
 use crate::auth::{KeyGrant, Scope};
 use crate::log_safety::{self, escape};
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
-use crate::pool::Pool;
 use crate::quota::QuotaError;
+use crate::transport::Dues;
 
 /// Counts bytes served for one call's method and key.
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ pub struct Call {
     method: Method,
     started: Instant,
     key: Option<(Arc<KeyGrant>, Arc<KeyHandles>)>,
-    /// Bytes drawn for the caller, counted as served when the call succeeds.
+    /// Bytes drawn for the caller (for the log line).
     bytes: u64,
     /// A short label for a refusal, for the log line.
     refusal: Option<&'static str>,
@@ -108,7 +109,7 @@ impl Call {
     pub fn quota(&mut self, e: QuotaError) -> Status {
         let limit = match e {
             QuotaError::Requests { .. } => QuotaLimit::Requests,
-            QuotaError::Bytes { .. } => QuotaLimit::Bytes,
+            QuotaError::Bytes { .. } | QuotaError::Burst { .. } => QuotaLimit::Bytes,
             QuotaError::Streams { .. } => QuotaLimit::Streams,
         };
         if let Some((_, handles)) = &self.key {
@@ -122,25 +123,17 @@ impl Call {
         quota_exceeded(e)
     }
 
-    /// Notes `n` bytes drawn for the caller (a stream's message: its queue counts them).
+    /// Notes `n` bytes drawn for the caller (a stream's message: its queue delivers them).
     pub fn drew(&mut self, n: usize) {
         self.bytes += n as u64;
     }
 
-    /// Notes `n` bytes drawn from `pool` for a unary caller, holding `holds` of its key's and connection's
-    /// undelivered allowances: served once the response is delivered (see [`super::delivery`]).
-    pub fn drew_held(&mut self, pool: &Arc<Pool>, n: usize, holds: Holds) {
-        self.bytes += n as u64;
-        let meter = self.meter();
-        self.undelivered.get_or_insert_with(|| Undelivered::new(pool.clone(), meter)).add(n, holds);
-    }
-
-    /// Counts `n` bytes sent at once (a stream's message).
-    pub fn sent(&mut self, n: usize) {
-        self.bytes += n as u64;
-        self.metrics.served(self.method, n as u64);
-        if let Some((_, handles)) = &self.key {
-            handles.served(n as u64);
+    /// Notes what a unary call drew, delivered with its response ([`Call::finish`]).
+    pub fn drew_held(&mut self, undelivered: Undelivered) {
+        self.bytes += undelivered.len() as u64;
+        match &mut self.undelivered {
+            Some(drawn) => drawn.absorb(undelivered),
+            None => self.undelivered = Some(undelivered),
         }
     }
 
@@ -155,22 +148,27 @@ impl Call {
     }
 
     /// Ends a unary call with its result. A successful response carries what the call drew
-    /// to the delivery layer, which counts it as served once the transport has taken it.
-    pub fn finish<T>(
+    /// to the transport ([`Dues`]), which counts it as served once its bytes have left.
+    pub fn finish<T: prost::Message>(
         mut self,
         result: Result<tonic::Response<T>, Status>,
     ) -> Result<tonic::Response<T>, Status> {
         let undelivered = self.undelivered.take();
         match result {
             Ok(mut response) => {
-                if let Some(undelivered) = undelivered {
-                    response.extensions_mut().insert(Ticket::new(undelivered));
+                if let Some(mut undelivered) = undelivered {
+                    // The gRPC prefix, then the message.
+                    undelivered.fit(5 + response.get_ref().encoded_len());
+                    let dues = Dues::default();
+                    dues.push(Box::new(undelivered));
+                    response.extensions_mut().insert(dues);
                 }
                 self.end(Code::Ok, "");
                 Ok(response)
             }
             Err(status) => {
-                // Drawn bytes of a failed call went back to the pool or were never drawn.
+                // Drawn bytes of a failed call went back to the pool or were never drawn: the
+                // holds go, nothing is counted.
                 if let Some(undelivered) = undelivered {
                     undelivered.abandon();
                 }

@@ -6,7 +6,20 @@ use entropy_proto::v1::{CheckQualityResponse, Fips1402, MonteCarloPi};
 use entropy_quality::{analyze, reference_pi, thresholds};
 use tonic::Status;
 
+use super::deadline::Limit;
 use crate::secret::SecretBytes;
+
+/// The status for a check that could not start before its deadline because another was
+/// running (the gateway runs one at a time); nothing was drawn.
+pub fn busy(limit: Limit) -> Status {
+    let why = "another quality check was running (the gateway runs one at a time) until the";
+    match limit {
+        Limit::Client => Status::deadline_exceeded(format!("{why} deadline; nothing drawn")),
+        Limit::Server => Status::unavailable(format!(
+            "{why} server's maximum wait (max_wait_ms); nothing drawn, retry later"
+        )),
+    }
+}
 
 /// Analyzes `sample` (at least `MIN_SAMPLE_BYTES`, checked at the edge) and reads as many
 /// bytes of the OS CSPRNG for the reference pi. Blocking: a 4 MiB sample takes ~16 ms.

@@ -10,9 +10,12 @@
 //!
 //! Nothing drawn is lost or miscounted: a message drawn but not queued when the stream ends (its
 //! client left, an earlier draw failed, shutdown) goes back to the pool, which serves it to
-//! someone else. Messages count as served when the transport takes them from the queue
-//! ([`Outbox`]); those still queued when the stream is dropped are wiped and counted as
-//! discarded, never as served to anyone.
+//! someone else. A queued message becomes a response only when the transport takes it from the
+//! queue ([`Outbox`]): then its provenance (and the age of its bytes) is as of that moment,
+//! bytes older than `max_byte_age_ms` are wiped instead of sent, and once the client's deadline
+//! has passed what is queued goes back to the pool. A message counts as served when its last
+//! byte has been written to the socket ([`super::delivery`]); those still queued when the
+//! stream is dropped are wiped and counted as discarded, never as served to anyone.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,14 +31,14 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 use super::deadline::Limit;
-use super::delivery::{self, Holds};
+use super::delivery::{self, Totals, Undelivered, wire_bound};
 use super::errors::{out_of_range, take_failed};
-use super::observe::{Call, ServedMeter};
+use super::observe::Call;
 use super::provenance;
 use super::requests::accept_kinds;
-use crate::conn_limit::ConnectionInfo;
 use crate::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
 use crate::quota::{KeyQuota, StreamSlot};
+use crate::transport::{Account, ConnectionInfo, Dues};
 
 /// Default `StreamRandomRequest.chunk_bytes`.
 pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
@@ -44,9 +47,9 @@ pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Most messages a stream draws ahead of its client.
 pub const MAX_STREAM_DEPTH: usize = 32;
 /// Bytes of messages a stream may have drawn or be drawing ahead of its client (at least one
-/// message). Below us, hyper buffers up to 400 KiB per stream that the client's HTTP/2 window
-/// does not yet admit (not configurable through tonic). So a slow or stalled reader pins at
-/// most max(256 KiB, chunk_bytes) + chunk_bytes + 400 KiB, and draws no more until it reads.
+/// message). Every drawn message holds its room on the key's, the connection's and the
+/// process's allowances until its bytes are written out, so a slow or stalled reader pins at
+/// most this much (or one message) per stream, and draws no more until it reads.
 pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
 
 /// How many messages of `chunk` bytes a stream draws ahead.
@@ -98,6 +101,10 @@ pub struct Producer {
     pub tenant: Tenant,
     /// The key's byte metering and undelivered allowance.
     pub quota: Arc<KeyQuota>,
+    /// The process's allowance for response bytes.
+    pub responses: Account,
+    /// Where served and discarded bytes are counted.
+    pub totals: Arc<Totals>,
     /// The connection the stream runs on (its undelivered allowance and send timeout).
     pub connection: Option<ConnectionInfo>,
     /// Holds the key's stream slot until the stream ends.
@@ -155,20 +162,33 @@ impl Drop for Unsent {
 
 type Message = Result<StreamRandomResponse, Status>;
 
-/// A message in the stream's queue, with its hold on the key's undelivered allowance.
+/// A message in the stream's queue: drawn bytes and their holds, or the stream's final status.
 #[derive(Debug)]
-pub struct Queued {
-    message: Message,
-    _holds: Holds,
+pub enum Queued {
+    /// Drawn bytes, still in the process.
+    Bytes(Drawn, Undelivered),
+    /// The stream ends with this status.
+    End(Status),
 }
 
 impl Producer {
-    /// Starts the stream's task on `spawn` and returns the stream for tonic.
-    pub fn start(self, spawn: impl FnOnce(futures_util::future::BoxFuture<'static, ()>)) -> Outbox {
+    /// Starts the stream's task on `spawn` and returns the stream for tonic, and the [`Dues`]
+    /// to put in the response's extensions.
+    pub fn start(
+        self,
+        spawn: impl FnOnce(futures_util::future::BoxFuture<'static, ()>),
+    ) -> (Outbox, Dues) {
         let (tx, rx) = mpsc::channel(stream_depth(self.plan.chunk));
-        let outbox = Outbox { rx, pool: self.pool.clone(), meter: self.call.meter() };
+        let dues = Dues::default();
+        let outbox = Outbox {
+            rx,
+            pool: self.pool.clone(),
+            dues: dues.clone(),
+            deadline: self.client_deadline,
+            ended: false,
+        };
         spawn(Box::pin(self.run(tx)));
-        outbox
+        (outbox, dues)
     }
 
     async fn run(mut self, tx: mpsc::Sender<Queued>) {
@@ -205,12 +225,25 @@ impl Producer {
                 next = in_flight.next() => next.unwrap_or(Err(Ended::ClientLeft)),
             };
             match next {
-                Ok((place, unsent, hold)) => {
+                // Drawn after the client's deadline: back to the pool, never sent.
+                Ok(_) if self.client_deadline.is_some_and(|d| Instant::now() >= d) => {
+                    drop(in_flight);
+                    let status = Status::deadline_exceeded("stream deadline reached");
+                    let outcome = (status.code(), status.message().to_owned());
+                    self.send_last(&tx, status).await;
+                    break outcome;
+                }
+                Ok((place, unsent, held)) => {
                     let bytes = unsent.into_bytes();
                     let n = bytes.len();
-                    let provenance = provenance::of_segments(bytes.segments(), Instant::now());
-                    let message = Ok(StreamRandomResponse { data: bytes.into_vec(), provenance });
-                    place.send(Queued { message, _holds: hold });
+                    let undelivered = Undelivered::new(
+                        n,
+                        held,
+                        self.call.meter(),
+                        self.totals.clone(),
+                        self.connection.as_ref(),
+                    );
+                    place.send(Queued::Bytes(bytes, undelivered));
                     self.call.drew(n);
                 }
                 Err(Ended::ClientLeft) => break (Code::Cancelled, "client left".into()),
@@ -233,29 +266,27 @@ impl Producer {
         &self,
         tx: mpsc::Sender<Queued>,
         n: usize,
-    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, Holds), Ended>> + use<>
+    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, delivery::Held), Ended>> + use<>
     {
         let (pool, quota, tenant, max_wait, accept) =
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait, self.plan.accept);
-        let connection = self.connection.clone();
+        let (connection, responses) = (self.connection.clone(), self.responses.clone());
         async move {
-            let place = match tx.clone().try_reserve_owned() {
-                Ok(place) => place,
-                Err(mpsc::error::TrySendError::Closed(_)) => return Err(Ended::ClientLeft),
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    // The queue is full: the client is not reading as fast as we draw. While
-                    // this waits, the connection's send timeout watches it.
-                    let _sending = connection.as_ref().map(ConnectionInfo::sending);
-                    tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?
-                }
-            };
-            // Metered as it flows: wait for the key's byte tokens and room in its undelivered
-            // allowance (other streams of the key may hold it), then draw.
+            // A place in the queue first (the client reads what it holds), then the key's byte
+            // tokens (metered as it flows), then room in the allowances (other streams of the
+            // key may hold them), then the bytes.
+            let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
             quota.wait_bytes(n).await;
             let deadline = Some(Instant::now() + max_wait);
-            let hold = delivery::hold_undelivered(&quota, connection.as_ref(), n, deadline)
-                .await
-                .map_err(|full| Ended::Failed(full.status(n)))?;
+            let hold = delivery::hold(
+                &quota,
+                connection.as_ref(),
+                &responses,
+                (n, wire_bound(n)),
+                deadline,
+            )
+            .await
+            .map_err(|full| Ended::Failed(full.into()))?;
             let bytes = pool
                 .take_for(tenant, n, accept, Some(Instant::now() + max_wait))
                 .await
@@ -268,19 +299,36 @@ impl Producer {
     /// `max_wait` first.
     async fn send_last(&self, tx: &mpsc::Sender<Queued>, status: Status) {
         tokio::select! {
-            _ = tx.send(Queued { message: Err(status), _holds: Holds::default() }) => {}
+            _ = tx.send(Queued::End(status)) => {}
             () = tokio::time::sleep(self.max_wait) => {}
         }
     }
 }
 
-/// A stream's queue as tonic sees it: counts each message as served when the transport takes
-/// it, and the messages left in it when it is dropped as discarded.
+/// A stream's queue as tonic sees it. A message becomes a response when the transport takes
+/// it: provenance as of then, too-old bytes wiped, and after the client's deadline nothing
+/// more is sent (what is queued goes back to the pool).
 #[derive(Debug)]
 pub struct Outbox {
     rx: mpsc::Receiver<Queued>,
     pool: Arc<Pool>,
-    meter: ServedMeter,
+    /// The settles of the messages taken, for the transport.
+    dues: Dues,
+    deadline: Option<Instant>,
+    ended: bool,
+}
+
+impl Outbox {
+    /// Gives back every queued message (none has left the process) and closes the queue.
+    fn give_back_queued(&mut self) {
+        self.rx.close();
+        while let Ok(queued) = self.rx.try_recv() {
+            if let Queued::Bytes(bytes, undelivered) = queued {
+                undelivered.abandon();
+                self.pool.give_back(bytes);
+            }
+        }
+    }
 }
 
 impl Stream for Outbox {
@@ -290,26 +338,53 @@ impl Stream for Outbox {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Message>> {
-        // The transport takes the message: it is served, and its hold ends with `Queued`.
-        self.rx.poll_recv(cx).map(|queued| {
-            let message = queued?.message;
-            if let Ok(message) = &message {
-                self.meter.served(message.data.len());
+        use std::task::Poll;
+        loop {
+            if self.ended {
+                return Poll::Ready(None);
             }
-            Some(message)
-        })
+            let now = Instant::now();
+            if self.deadline.is_some_and(|d| now >= d) {
+                self.give_back_queued();
+                self.ended = true;
+                return Poll::Ready(Some(Err(Status::deadline_exceeded(
+                    "stream deadline reached",
+                ))));
+            }
+            let Some(queued) = std::task::ready!(self.rx.poll_recv(cx)) else {
+                return Poll::Ready(None);
+            };
+            let (bytes, undelivered) = match queued {
+                Queued::End(status) => {
+                    self.ended = true;
+                    return Poll::Ready(Some(Err(status)));
+                }
+                Queued::Bytes(bytes, undelivered) => (bytes, undelivered),
+            };
+            // Bytes that aged past the limit while queued are wiped, not sent.
+            if let Some(max_age) = self.pool.limits().max_byte_age
+                && bytes.provenance(now).is_some_and(|p| p.oldest_age >= max_age)
+            {
+                undelivered.abandon();
+                self.pool.count_expired(bytes.len());
+                continue;
+            }
+            let provenance = provenance::of_segments(bytes.segments(), now);
+            self.dues.push(Box::new(undelivered));
+            return Poll::Ready(Some(Ok(StreamRandomResponse {
+                data: bytes.into_vec(),
+                provenance,
+            })));
+        }
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
+        // Messages still queued were drawn for a client that left: wiped as they drop, counted
+        // as discarded by their `Undelivered`.
         self.rx.close();
-        while let Ok(queued) = self.rx.try_recv() {
-            if let Ok(mut message) = queued.message {
-                self.pool.count_undelivered(message.data.len());
-                crate::secret::wipe(&mut message.data);
-            }
-        }
+        while self.rx.try_recv().is_ok() {}
     }
 }
 

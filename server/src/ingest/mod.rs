@@ -49,6 +49,20 @@ impl IngestError {
             Self::PoolFull(_) => "pool_full",
         }
     }
+
+    /// True when the chunk's MAC verified (it was refused for its time, its address, as a
+    /// replay or for room): its sender holds a MAC key.
+    pub fn authenticated(&self) -> bool {
+        !matches!(
+            self,
+            Self::Invalid(
+                VerifyError::Malformed { .. }
+                    | VerifyError::UnknownKey
+                    | VerifyError::CrcMismatch
+                    | VerifyError::BadMac
+            )
+        )
+    }
 }
 
 /// Ingest counters since start.

@@ -137,4 +137,46 @@ pub const FAMILIES: &[Family] = &[
         &["listener"],
         "Connections closed at accept because the listener was at max_connections.",
     ),
+    Family::new(
+        "entropy_gateway_connections_evicted_total",
+        Kind::Counter,
+        &["listener"],
+        "Connections that never authenticated, closed to admit a new one when the listener was full.",
+    ),
+    Family::new(
+        "entropy_gateway_send_timeouts_total",
+        Kind::Counter,
+        &["listener", "scope"],
+        "Responses reset (scope stream) and connections closed (scope connection) because entropy drawn for them waited send_timeout_ms unwritten.",
+    ),
+    Family::new(
+        "entropy_gateway_requests_shed_total",
+        Kind::Counter,
+        &["listener"],
+        "Calls refused at once (RESOURCE_EXHAUSTED) because a request allowance was full.",
+    ),
+    Family::new(
+        "entropy_gateway_buffered_bytes",
+        Kind::Gauge,
+        &["account"],
+        "Bytes held in buffers, by part of max_buffered_bytes: responses, requests, ingest.",
+    ),
+    Family::new(
+        "entropy_gateway_buffered_limit_bytes",
+        Kind::Gauge,
+        &["account"],
+        "The size of each part of max_buffered_bytes: responses, requests, ingest.",
+    ),
+    Family::new(
+        "entropy_gateway_discarded_bytes_total",
+        Kind::Counter,
+        &[],
+        "Bytes drawn for callers that never received them (reset, closed, stalled), wiped.",
+    ),
+    Family::new(
+        "entropy_gateway_quality_tested_bytes_total",
+        Kind::Counter,
+        &[],
+        "Bytes drawn as CheckQuality samples, tested and wiped, never served.",
+    ),
 ];

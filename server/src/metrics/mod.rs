@@ -14,8 +14,10 @@ use std::time::Duration;
 use entropy_ops::registry::Registry;
 use metrics::{Counter, Gauge, Histogram};
 
+use crate::grpc::delivery::Totals;
 use crate::ingest::counters::IngestCounters;
 use crate::pool::{ClassLevels, Kinds, PoolStats};
+use crate::transport::{Budget, Events};
 
 mod families;
 mod labels;
@@ -35,11 +37,13 @@ pub struct KeyHandles {
     quota: [Counter; 3],
 }
 
-/// The open-connection gauge and refusal counter of one listener.
+/// The open-connection gauge, refusal and eviction counters of one listener.
 #[derive(Debug, Clone)]
 pub struct ConnectionMetrics {
     active: Gauge,
     refused: Counter,
+    evicted: Counter,
+    stalled: Counter,
 }
 
 impl ConnectionMetrics {
@@ -53,6 +57,16 @@ impl ConnectionMetrics {
     /// A connection was refused at the cap.
     pub fn refused(&self) {
         self.refused.increment(1);
+    }
+
+    /// A connection that never authenticated was closed to admit a new one.
+    pub fn evicted(&self) {
+        self.evicted.increment(1);
+    }
+
+    /// The counter of connections closed for owing entropy they did not read.
+    pub fn stalled(&self) -> Counter {
+        self.stalled.clone()
     }
 }
 
@@ -88,6 +102,11 @@ pub struct GatewayMetrics {
     key_label: KeyLabel,
     public_connections: ConnectionMetrics,
     ingest_connections: ConnectionMetrics,
+    public_events: Events,
+    ingest_events: Events,
+    buffered: [(Gauge, Gauge); 3],
+    discarded: Counter,
+    quality_tested: Counter,
 }
 
 impl Default for GatewayMetrics {
@@ -106,6 +125,19 @@ impl GatewayMetrics {
             active: r.gauge("entropy_gateway_connections_active", &[("listener", listener)]),
             refused: r
                 .counter("entropy_gateway_connections_refused_total", &[("listener", listener)]),
+            evicted: r
+                .counter("entropy_gateway_connections_evicted_total", &[("listener", listener)]),
+            stalled: r.counter(
+                "entropy_gateway_send_timeouts_total",
+                &[("listener", listener), ("scope", "connection")],
+            ),
+        };
+        let events = |listener| Events {
+            shed: r.counter("entropy_gateway_requests_shed_total", &[("listener", listener)]),
+            stream_stalled: r.counter(
+                "entropy_gateway_send_timeouts_total",
+                &[("listener", listener), ("scope", "stream")],
+            ),
         };
         Self {
             pool_bytes: r.gauge("entropy_gateway_pool_bytes", &[]),
@@ -141,6 +173,16 @@ impl GatewayMetrics {
             key_label: KeyLabel::Name,
             public_connections: connections("public"),
             ingest_connections: connections("ingest"),
+            public_events: events("public"),
+            ingest_events: events("ingest"),
+            buffered: ["responses", "requests", "ingest"].map(|account| {
+                (
+                    r.gauge("entropy_gateway_buffered_bytes", &[("account", account)]),
+                    r.gauge("entropy_gateway_buffered_limit_bytes", &[("account", account)]),
+                )
+            }),
+            discarded: r.counter("entropy_gateway_discarded_bytes_total", &[]),
+            quality_tested: r.counter("entropy_gateway_quality_tested_bytes_total", &[]),
             registry: r,
         }
     }
@@ -259,6 +301,21 @@ impl GatewayMetrics {
         } else {
             self.public_connections.clone()
         }
+    }
+
+    /// The transport's refusal and send-timeout counters of `listener` ("public" or "ingest").
+    pub fn transport_events(&self, listener: &str) -> Events {
+        if listener == "ingest" { self.ingest_events.clone() } else { self.public_events.clone() }
+    }
+
+    /// Sets what the byte allowances hold, and the served-elsewhere totals; before each render.
+    pub fn refresh_buffers(&self, budget: &Budget, totals: &Totals) {
+        for ((held, limit), (_, account)) in self.buffered.iter().zip(budget.accounts()) {
+            held.set(account.held() as f64);
+            limit.set(account.cap() as f64);
+        }
+        self.discarded.absolute(totals.discarded());
+        self.quality_tested.absolute(totals.quality_tested());
     }
 }
 

@@ -422,11 +422,11 @@ impl Pool {
         }
     }
 
-    /// Counts `n` served bytes as discarded instead: they were drawn for a caller that left
-    /// before they were sent, and were wiped.
-    pub fn count_undelivered(&self, n: usize) {
+    /// Counts `n` taken bytes as expired instead: they aged past the limit after they were
+    /// taken, before they were sent (a stream's read-ahead), and were wiped.
+    pub fn count_expired(&self, n: usize) {
         self.counters.served.fetch_sub(n as u64, Ordering::Relaxed);
-        self.counters.discarded.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters.expired.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Wipes bytes older than the age limit, now (no-op without one). Stores and takes do it

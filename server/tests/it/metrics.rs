@@ -60,6 +60,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
     let gateway = Gateway::new(config, keys, mac_keys).with_metrics_listener(metrics);
     let shutdown = CancellationToken::new();
     let cuts = gateway.shutdown_cuts();
+    let budget = gateway.budget().clone();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
         .expect("signer")
@@ -74,6 +75,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
         signer,
         gateway_id,
         cuts,
+        budget,
     };
     (t, metrics_addr)
 }
@@ -383,13 +385,12 @@ fn the_binary_logs_json_per_call_and_names_a_taken_metrics_port() {
 }
 
 #[tokio::test]
-async fn connection_gauges_follow_opens_closes_and_refusals() {
+async fn connection_gauges_follow_opens_closes_evictions_and_refusals() {
     let (t, metrics) = start(|c| c.max_connections = 2).await;
-    let gauge =
-        |e: &Exposition| e.sum("entropy_gateway_connections_active", &[("listener", "public")]);
-    let refused = |e: &Exposition| {
-        e.sum("entropy_gateway_connections_refused_total", &[("listener", "public")])
-    };
+    let public = [("listener", "public")];
+    let gauge = |e: &Exposition| e.sum("entropy_gateway_connections_active", &public);
+    let refused = |e: &Exposition| e.sum("entropy_gateway_connections_refused_total", &public);
+    let evicted = |e: &Exposition| e.sum("entropy_gateway_connections_evicted_total", &public);
     // Polls until `want` holds (the gateway accepts on its own task).
     async fn until(metrics: SocketAddr, want: impl Fn(&Exposition) -> bool) -> Exposition {
         for _ in 0..100 {
@@ -402,14 +403,32 @@ async fn connection_gauges_follow_opens_closes_and_refusals() {
         scrape(metrics).await
     }
     assert_eq!(gauge(&scrape(metrics).await), 0.0);
-    let a = TcpStream::connect(t.public).await.unwrap();
-    let b = TcpStream::connect(t.public).await.unwrap();
+    // One connection that authenticated (proven) and one that never says anything.
+    let mut proven = t.client().await;
+    proven.get_status(with_key(API_KEY, GetStatusRequest {})).await.expect("status");
+    let silent = TcpStream::connect(t.public).await.unwrap();
     let e = until(metrics, |e| gauge(e) == 2.0).await;
-    assert_eq!((gauge(&e), refused(&e)), (2.0, 0.0), "two admitted");
-    let c = TcpStream::connect(t.public).await.unwrap();
+    assert_eq!((gauge(&e), refused(&e), evicted(&e)), (2.0, 0.0, 0.0), "two admitted");
+
+    // A third takes the silent one's place: the silent one is closed, never the proven one.
+    let mut second = t.client().await;
+    second.get_status(with_key(API_KEY, GetStatusRequest {})).await.expect("admitted");
+    let e = until(metrics, |e| evicted(e) == 1.0).await;
+    assert_eq!((gauge(&e), refused(&e), evicted(&e)), (2.0, 0.0, 1.0), "the silent one gave way");
+    // The gateway's SETTINGS may arrive first; then the end of the stream.
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        let (mut silent, mut sink) = (silent, Vec::new());
+        tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut sink).await
+    })
+    .await;
+    assert!(closed.is_ok(), "the evicted connection was closed");
+    proven.get_status(with_key(API_KEY, GetStatusRequest {})).await.expect("still served");
+
+    // Both places held by proven connections: a fourth is refused at once.
+    let fourth = TcpStream::connect(t.public).await.unwrap();
     let e = until(metrics, |e| refused(e) == 1.0).await;
-    assert_eq!((gauge(&e), refused(&e)), (2.0, 1.0), "the third is refused, not counted as open");
-    drop((a, b, c));
+    assert_eq!((gauge(&e), refused(&e)), (2.0, 1.0), "the fourth is refused, not counted as open");
+    drop((proven, second, fourth));
     let e = until(metrics, |e| gauge(e) == 0.0).await;
     assert_eq!(gauge(&e), 0.0, "closed connections leave the gauge");
     t.stop().await;

@@ -61,7 +61,8 @@ async fn check_quality_passes_a_healthy_feed_and_flags_a_biased_one() {
 
     let status = gw.status().await;
     assert_eq!(status.pool_bytes, 0, "the samples were drawn, never to be served");
-    assert_eq!(status.served_bytes_total, 512 << 10, "and counted as drawn");
+    assert_eq!(status.served_bytes_total, 0, "samples are never served");
+    assert_eq!(status.quality_tested_bytes_total, 512 << 10, "they are counted as tested");
     gw.stop().await;
 }
 

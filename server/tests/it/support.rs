@@ -10,6 +10,7 @@ use entropy_gateway::config::GatewayConfig;
 use entropy_gateway::grpc::stream_random::ShutdownCuts;
 use entropy_gateway::ingest::keys::MacKeys;
 use entropy_gateway::server::{ListenerTls, ServeError};
+use entropy_gateway::transport::Budget;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{GetStatusRequest, GetStatusResponse, Mixing, PublishRequest};
@@ -31,6 +32,8 @@ pub struct TestGateway {
     pub signer: ChunkSigner,
     pub gateway_id: String,
     pub cuts: ShutdownCuts,
+    /// The gateway's byte allowances, to read what they hold.
+    pub budget: Budget,
 }
 
 /// Small, fast defaults for tests; `edit` adjusts them.
@@ -91,6 +94,7 @@ fn start_full(
     let gateway = Gateway::new(config, keys, mac_keys).with_tls(tls);
     let shutdown = CancellationToken::new();
     let cuts = gateway.shutdown_cuts();
+    let budget = gateway.budget().clone();
     let handle = tokio::spawn(gateway.serve(public, ingest, shutdown.clone()));
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
         .expect("signer")
@@ -105,6 +109,7 @@ fn start_full(
         signer,
         gateway_id,
         cuts,
+        budget,
     }
 }
 

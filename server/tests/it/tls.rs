@@ -6,7 +6,7 @@ use std::time::Duration;
 use entropy_collector::publisher::{Delivery, Publisher, RetryPolicy};
 use entropy_gateway::devcerts::{self, DevCerts};
 use entropy_gateway::server::ListenerTls;
-use entropy_gateway::tls::{TlsFiles, server_config};
+use entropy_gateway::transport::tls::{TlsFiles, server_config};
 use entropy_proto::v1::GetStatusRequest;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use tokio::net::TcpListener;

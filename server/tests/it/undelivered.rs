@@ -163,23 +163,29 @@ async fn a_client_that_does_not_read_holds_at_most_its_keys_allowance() {
 
 #[tokio::test]
 async fn one_connection_holds_at_most_its_allowance_whatever_its_keys_allow() {
+    let cap = 2 << 20;
     let gw = gateway("", |c| {
         c.send_timeout_ms = 0;
-        c.max_undelivered_bytes_per_connection = 2 << 20;
+        c.max_undelivered_bytes_per_connection = cap;
     })
     .await;
     let mut stalled = Stalled::connect(&gw).await;
     let mut responses = Vec::new();
-    for _ in 0..4 {
-        responses.push(stalled.call("GetRandom", &one_mib()).await);
+    let half = GetRandomRequest { num_bytes: 512 << 10, ..Default::default() };
+    for _ in 0..6 {
+        responses.push(stalled.call("GetRandom", &half).await);
     }
-    for response in responses.drain(2..) {
+    // The allowance counts each response's bytes on the wire (its values, the gRPC prefix,
+    // its provenance): three 512 KiB responses fit in 2 MiB, a fourth does not.
+    for response in responses.drain(3..) {
         let (code, message) = refusal(response).await;
         assert_eq!(code, "8", "RESOURCE_EXHAUSTED: {message:?}");
         assert!(message.contains("max_undelivered_bytes_per_connection"), "{message:?}");
     }
     let held = status(&gw).await;
-    assert_eq!(held.ingested_bytes_total - held.pool_bytes, 2 << 20);
+    let drawn = held.ingested_bytes_total - held.pool_bytes;
+    assert_eq!(drawn, 3 * (512 << 10), "three responses drawn, held on the connection");
+    assert!(drawn <= cap as u64);
     stalled.driver.abort();
     gw.stop().await;
 }
@@ -227,8 +233,9 @@ async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
 #[tokio::test]
 async fn partial_publishes_hold_at_most_the_ingest_budget_and_the_windows() {
     // Before: plaintext ingest read every partial publish into memory before it could check a
-    // MAC (2 connections × 256 partial 1 MiB publishes held 560 MB). Now bodies draw from one
-    // budget and flow control stops the sender once it is spent.
+    // MAC (2 connections × 256 partial 1 MiB publishes held 560 MB; with 256 KiB frames, 500
+    // MB). Now a body is read only as far as the ingest budget holds its bytes, flow control
+    // stops the sender, and calls that find the budget full are refused at once.
     let budget = 256 << 10;
     let gw = super::support::start(test_config(|c| {
         c.max_chunk_bytes = 128 << 10;
@@ -238,7 +245,8 @@ async fn partial_publishes_hold_at_most_the_ingest_budget_and_the_windows() {
     let tcp = tokio::net::TcpStream::connect(gw.ingest).await.expect("connect");
     let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
     let driver = tokio::spawn(connection);
-    let mut sent = 0usize;
+    let mut kept = 0usize;
+    let mut shed = 0usize;
     let mut bodies = Vec::new();
     // Each announces a message within the size cap (so it is not refused outright) and sends
     // all of it but the last byte.
@@ -251,11 +259,12 @@ async fn partial_publishes_hold_at_most_the_ingest_budget_and_the_windows() {
                 .body(())
                 .expect("request");
         let mut h2 = h2.clone().ready().await.expect("ready");
-        let (_response, mut body) = h2.send_request(request, false).expect("send");
+        let (response, mut body) = h2.send_request(request, false).expect("send");
         let mut prefix = BytesMut::new();
         prefix.put_u8(0);
         prefix.put_u32(message as u32);
         body.send_data(prefix.freeze(), false).expect("prefix");
+        let mut sent = 0;
         let mut left: usize = message - 1;
         while left > 0 {
             body.reserve_capacity(left.min(64 << 10));
@@ -268,17 +277,46 @@ async fn partial_publishes_hold_at_most_the_ingest_budget_and_the_windows() {
             if n == 0 {
                 continue;
             }
-            body.send_data(Bytes::from(vec![0u8; n]), false).expect("data");
+            if body.send_data(Bytes::from(vec![0u8; n]), false).is_err() {
+                break;
+            }
             sent += n;
             left -= n;
         }
         bodies.push(body);
+        match tokio::time::timeout(Duration::from_millis(50), response).await {
+            // Refused at once, nothing read: what it sent was dropped by h2 on arrival.
+            Ok(Ok(answer)) => {
+                let header = |n| answer.headers().get(n).and_then(|v| v.to_str().ok());
+                assert_eq!(header("grpc-status"), Some("8"), "{answer:?}");
+                assert!(
+                    header("grpc-message").is_some_and(|m| m.contains("ingest_max_buffered_bytes"))
+                );
+                shed += 1;
+            }
+            // Still in progress: its bytes are held by the gateway (read) or by h2 (unread).
+            _ => kept += sent,
+        }
+        assert!(
+            gw.budget.ingest.held() <= budget,
+            "the ingest budget holds {} > {budget}",
+            gw.budget.ingest.held()
+        );
     }
-    // Without the budget the gateway would read all 32 × 180 KiB; now it stops at the budget
-    // plus what the connection window lets sit unread (2 MiB).
-    let bound = budget + (2 << 20) + streams * (16 << 10);
-    assert!(sent <= bound, "the gateway took {sent} bytes of partial publishes, bound {bound}");
+    // What the calls in progress made the gateway hold: the budget, plus what the connection
+    // window lets sit unread in h2 (2 MiB), plus the stream's last frame.
+    let bound = budget + (2 << 20) + (256 << 10);
+    assert!(kept <= bound, "calls in progress hold {kept} bytes, bound {bound}");
+    assert!(shed > 0, "once the budget was full, further calls were refused");
     drop(bodies);
     driver.abort();
+    // Everything held comes back once the connection is gone.
+    for _ in 0..100 {
+        if gw.budget.ingest.held() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(gw.budget.ingest.held(), 0, "the budget is whole again");
     gw.stop().await;
 }

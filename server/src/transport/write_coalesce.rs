@@ -15,22 +15,38 @@
 //! responses. A response waits at most one turn of the runtime; shutdown writes everything
 //! first. The buffer exists only while it holds bytes: once written out it is wiped (it held
 //! served entropy) and freed, so an idle connection holds none.
+//!
+//! **What left.** This is the last place the connection's bytes pass in the clear (TLS, when
+//! there is any, is below), and the place they leave the process: every byte written to the
+//! inner stream is shown, in order, to an [`Outbound`] (the connection's delivery ledger, which
+//! counts a response delivered only once its bytes are here, [`super::ledger`]).
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tonic::transport::server::Connected;
 use zeroize::Zeroize;
 
 /// Bytes held before a write goes out at once: four maximum-size HTTP/2 frames.
 pub const CAPACITY: usize = 64 * 1024;
 
+/// Shown every byte a connection writes out, in order.
+pub trait Outbound {
+    /// `bytes` were written to the inner stream.
+    fn wrote(&mut self, bytes: &[u8]);
+}
+
+/// Nothing to tell.
+impl Outbound for () {
+    fn wrote(&mut self, _: &[u8]) {}
+}
+
 /// An IO object whose writes are coalesced (see the module docs).
 #[derive(Debug)]
-pub struct Coalesce<T> {
+pub struct Coalesce<T, O = ()> {
     inner: T,
+    outbound: O,
     /// Bytes accepted and not yet written; `buf[sent..]` is what is left.
     buf: Vec<u8>,
     sent: usize,
@@ -41,7 +57,14 @@ pub struct Coalesce<T> {
 impl<T> Coalesce<T> {
     /// Wraps an accepted connection.
     pub fn new(inner: T) -> Self {
-        Coalesce { inner, buf: Vec::new(), sent: 0, owed: false }
+        Coalesce::with_outbound(inner, ())
+    }
+}
+
+impl<T, O: Outbound> Coalesce<T, O> {
+    /// Wraps an accepted connection, showing `outbound` what it writes.
+    pub fn with_outbound(inner: T, outbound: O) -> Self {
+        Coalesce { inner, outbound, buf: Vec::new(), sent: 0, owed: false }
     }
 
     /// The wrapped connection.
@@ -53,9 +76,11 @@ impl<T> Coalesce<T> {
         self.buf.len() - self.sent
     }
 
-    /// `n` more bytes written. Once everything is, the buffer is wiped and freed: a connection
-    /// holds one only while it has bytes waiting, so idle connections cost no more than before.
+    /// `n` more bytes of the buffer written. Once everything is, the buffer is wiped and freed:
+    /// a connection holds one only while it has bytes waiting, so idle connections cost no more
+    /// than before.
     fn consumed(&mut self, n: usize) {
+        self.outbound.wrote(&self.buf[self.sent..self.sent + n]);
         self.sent += n;
         if self.sent == self.buf.len() {
             // A fresh allocation each time: its bytes past `len` were never written.
@@ -66,7 +91,7 @@ impl<T> Coalesce<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> Coalesce<T> {
+impl<T: AsyncWrite + Unpin, O: Outbound> Coalesce<T, O> {
     /// Writes everything buffered; `Pending` (the write waker registered) if the socket is full.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.pending() > 0 {
@@ -90,7 +115,9 @@ impl<T: AsyncWrite + Unpin> Coalesce<T> {
         loop {
             let pending = self.pending();
             if pending == 0 {
-                return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+                let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
+                self.wrote_from(bufs, n);
+                return Poll::Ready(Ok(n));
             }
             let mut slices = Vec::with_capacity(bufs.len() + 1);
             slices.push(IoSlice::new(&self.buf[self.sent..]));
@@ -106,13 +133,26 @@ impl<T: AsyncWrite + Unpin> Coalesce<T> {
             self.consumed(pending);
             self.owed = false;
             if n > pending {
+                self.wrote_from(bufs, n - pending);
                 return Poll::Ready(Ok(n - pending));
             }
         }
     }
+
+    /// Shows the outbound the first `n` bytes of `bufs`, written straight through.
+    fn wrote_from(&mut self, bufs: &[IoSlice<'_>], mut n: usize) {
+        for buf in bufs {
+            if n == 0 {
+                break;
+            }
+            let take = n.min(buf.len());
+            self.outbound.wrote(&buf[..take]);
+            n -= take;
+        }
+    }
 }
 
-impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for Coalesce<T> {
+impl<T: AsyncRead + AsyncWrite + Unpin, O: Outbound + Unpin> AsyncRead for Coalesce<T, O> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -129,7 +169,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for Coalesce<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
+impl<T: AsyncWrite + Unpin, O: Outbound + Unpin> AsyncWrite for Coalesce<T, O> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -178,18 +218,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
     }
 }
 
-impl<T> Drop for Coalesce<T> {
+impl<T, O> Drop for Coalesce<T, O> {
     fn drop(&mut self) {
         // Bytes never written out (the connection died with them).
         self.buf.as_mut_slice().zeroize();
-    }
-}
-
-impl<T: Connected> Connected for Coalesce<T> {
-    type ConnectInfo = T::ConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
     }
 }
 

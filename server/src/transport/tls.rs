@@ -4,11 +4,10 @@
 //! certificate chaining to it is required (mTLS), as on the ingest listener where collectors
 //! authenticate with their certificate.
 //!
-//! tonic's own `ServerTlsConfig` cannot set protocol versions, so the gateway builds the rustls
-//! config itself and hands tonic a stream of completed handshakes. Handshakes run in their own
-//! tasks with a timeout, so a slow or silent client never holds up accepting others.
+//! The listeners run each handshake in the connection's own task, within
+//! [`HANDSHAKE_TIMEOUT`], so a slow or silent client never holds up accepting others
+//! ([`super::serve`]).
 
-use std::io;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,14 +15,6 @@ use std::time::Duration;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::sync::CancellationToken;
-
-use crate::conn_limit::{Admission, Limited};
 
 /// Longest a TLS handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -97,47 +88,4 @@ pub fn server_config(files: &TlsFiles<'_>) -> Result<Arc<rustls::ServerConfig>, 
     let mut config = builder.with_single_cert(certs, key).map_err(|e| tls_error(files.key, e))?;
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
-}
-
-/// Accepts TCP connections on `listener` and yields those whose TLS handshake completed,
-/// until `shutdown`.
-/// A connection counts against `admission` from accept, through the handshake.
-pub fn incoming(
-    listener: TcpListener,
-    config: Arc<rustls::ServerConfig>,
-    admission: Admission,
-    shutdown: CancellationToken,
-) -> ReceiverStream<io::Result<TlsStream<Limited<TcpStream>>>> {
-    let (tx, rx) = mpsc::channel(64);
-    let acceptor = TlsAcceptor::from(config);
-    tokio::spawn(async move {
-        loop {
-            let (tcp, peer) = tokio::select! {
-                () = shutdown.cancelled() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(pair) => pair,
-                    Err(e) => {
-                        // Out of file descriptors, say: back off instead of spinning.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            // Nagle's algorithm costs unary calls ~40 ms (STACK.md).
-            let _ = tcp.set_nodelay(true);
-            let Some(tcp) = admission.admit(tcp) else { continue };
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
-            tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => {
-                        let _ = tx.send(Ok(stream)).await;
-                    }
-                    Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                }
-            });
-        }
-    });
-    ReceiverStream::new(rx)
 }

@@ -1,13 +1,18 @@
 //! Which calls keep a connection busy for the idle timeout: a tower layer that counts a call
-//! from the moment its request has fully arrived to the end of its response body (see the
-//! parent module's docs on idleness).
+//! from the moment its request has fully arrived *and* proved a key (or, on ingest, a verified
+//! chunk) to the end of its response body (see [`super::connection`] on idleness).
+//!
+//! The layer puts a [`CallSlot`] in each request's extensions; what authenticates the call
+//! (the API-key interceptor, the ingest handler once a chunk verifies) calls [`authenticated`],
+//! which also marks the connection proven ([`super::admission`]). A call that never does (a
+//! health check, a watch, reflection, a refused call) never counts, however often it comes.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::{Activity, CallGuard, ConnectionInfo};
+use super::connection::{Activity, CallGuard, ConnectionInfo};
 
 /// Counts each call against its connection's [`Activity`], from the request until the
 /// response body is dropped.
@@ -28,18 +33,6 @@ pub struct TrackCalls<S> {
     inner: S,
 }
 
-/// The connection of `extensions`, over plaintext or TLS.
-fn activity_of(extensions: &http::Extensions) -> Option<&Arc<Activity>> {
-    ConnectionInfo::of(extensions).map(|info| &info.activity)
-}
-
-/// Methods that never count as activity: long-lived, and open to peers without a key.
-const NOT_ACTIVITY: &[&str] = &[
-    "/grpc.health.v1.Health/Watch",
-    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-];
-
 impl<S, ResBody> tower::Service<http::Request<tonic::body::Body>> for TrackCalls<S>
 where
     S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>,
@@ -53,19 +46,23 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        let counted = !NOT_ACTIVITY.contains(&request.uri().path());
-        let call = match activity_of(request.extensions()) {
-            Some(activity) if counted => Some(Arc::new(CallSlot {
-                activity: activity.clone(),
-                state: std::sync::Mutex::new(SlotState::Waiting),
-            })),
-            _ => None,
-        };
+    fn call(&mut self, mut request: http::Request<tonic::body::Body>) -> Self::Future {
+        let call = ConnectionInfo::of(request.extensions()).map(|info| {
+            Arc::new(CallSlot {
+                activity: info.activity.clone(),
+                state: std::sync::Mutex::new(SlotState::Waiting {
+                    arrived: false,
+                    authenticated: false,
+                }),
+            })
+        });
         let request = match &call {
-            // The call starts when the request body ends (see `Arriving`).
-            Some(slot) => request
-                .map(|body| tonic::body::Body::new(Arriving { body, slot: Some(slot.clone()) })),
+            // The call starts when the request body ends (see `Arriving`) if it authenticated.
+            Some(slot) => {
+                request.extensions_mut().insert(slot.clone());
+                request
+                    .map(|body| tonic::body::Body::new(Arriving { body, slot: Some(slot.clone()) }))
+            }
             None => request,
         };
         let response = self.inner.call(request);
@@ -76,23 +73,38 @@ where
     }
 }
 
-/// Where a call stands: its request still arriving, in progress, or over.
+/// Where a call stands: not yet both arrived and authenticated, in progress, or over.
 #[derive(Debug)]
 enum SlotState {
-    Waiting,
+    Waiting { arrived: bool, authenticated: bool },
     Active(#[allow(dead_code)] CallGuard),
     Over,
 }
 
-/// The call of one request, shared by its request body (which starts it) and its response
-/// body (which ends it).
+/// The call of one request, shared by its request body and whatever authenticates it (which
+/// start it) and its response body (which ends it).
 #[derive(Debug)]
-struct CallSlot {
+pub struct CallSlot {
     activity: Arc<Activity>,
     state: std::sync::Mutex<SlotState>,
 }
 
 impl CallSlot {
+    /// Marks the call authenticated (it counts as activity once its request has fully
+    /// arrived) and its connection proven. Found in a request's extensions as `Arc<CallSlot>`.
+    pub fn authenticated(&self) {
+        self.activity.prove();
+        self.set(|state| match state {
+            SlotState::Waiting { arrived: true, .. } => {
+                Some(SlotState::Active(self.activity.call_started()))
+            }
+            SlotState::Waiting { arrived: false, .. } => {
+                Some(SlotState::Waiting { arrived: false, authenticated: true })
+            }
+            _ => None,
+        });
+    }
+
     fn set(&self, next: impl FnOnce(&SlotState) -> Option<SlotState>) {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(next) = next(&state) {
@@ -121,9 +133,14 @@ impl Arriving {
     fn arrived(&mut self) {
         if let Some(slot) = self.slot.take() {
             let activity = slot.activity.clone();
-            slot.set(|state| {
-                matches!(state, SlotState::Waiting)
-                    .then(|| SlotState::Active(activity.call_started()))
+            slot.set(|state| match state {
+                SlotState::Waiting { authenticated: true, .. } => {
+                    Some(SlotState::Active(activity.call_started()))
+                }
+                SlotState::Waiting { authenticated: false, .. } => {
+                    Some(SlotState::Waiting { arrived: true, authenticated: false })
+                }
+                _ => None,
             });
         }
     }

@@ -1,0 +1,198 @@
+//! How many connections a listener holds, and who gives way when it is full.
+//!
+//! Each admitted TCP connection holds a place ([`Slot`]: a semaphore permit and its place in the
+//! open-connection gauge) from accept, before any TLS handshake, until its socket is dropped.
+//! When every place is taken, a new connection takes the place of the oldest connection that
+//! has never made an authenticated call (*unproven*: it has shown no key, or on ingest no
+//! verified chunk), which is closed at its next turn; when every connection is proven, the new
+//! one is closed at once, before any HTTP/2 exchange. So peers without a key cannot keep
+//! clients that have one out by filling the listener (a flood of half-open connections, or
+//! health checks that never end), and the number of sockets never exceeds the cap.
+//!
+//! Refusals and accept errors (out of descriptors, most often) are logged at most once a second
+//! with a count; accept errors back off [`ACCEPT_BACKOFF`] instead of spinning.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use entropy_ops::Throttle;
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+
+use super::connection::{Activity, Conn, ConnectionLimits, Slot};
+use crate::metrics::ConnectionMetrics;
+
+/// How long to wait after an accept error before accepting again.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Admits connections to one listener.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    listener: &'static str,
+    slots: Arc<Semaphore>,
+    max: usize,
+    limits: ConnectionLimits,
+    metrics: ConnectionMetrics,
+    /// Connections not known to be proven, oldest first (proven and closed ones are dropped
+    /// from it as they are met).
+    unproven: Mutex<VecDeque<Weak<Activity>>>,
+    log: Throttle,
+}
+
+impl Admission {
+    /// At most `max` open connections on `listener`, each under `limits`, counted in `metrics`.
+    pub fn new(
+        listener: &'static str,
+        max: usize,
+        limits: ConnectionLimits,
+        metrics: ConnectionMetrics,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                listener,
+                slots: Arc::new(Semaphore::new(max)),
+                max,
+                limits,
+                metrics,
+                unproven: Mutex::new(VecDeque::new()),
+                log: Throttle::default(),
+            }),
+        }
+    }
+
+    /// The listener's name ("public", "ingest").
+    pub fn listener(&self) -> &'static str {
+        self.inner.listener
+    }
+
+    /// The per-connection limits.
+    pub fn limits(&self) -> &ConnectionLimits {
+        &self.inner.limits
+    }
+
+    /// `tcp`, admitted, or `None` (and `tcp` closed) when every place is held by a proven
+    /// connection.
+    pub fn admit(&self, tcp: TcpStream, peer: Option<SocketAddr>) -> Option<Conn<TcpStream>> {
+        let inner = &self.inner;
+        let slot = match inner.slots.clone().try_acquire_owned() {
+            Ok(permit) => Slot { _permit: permit, _open: inner.metrics.open() },
+            Err(_) => match self.evict_oldest_unproven() {
+                Some(slot) => {
+                    inner.metrics.evicted();
+                    slot
+                }
+                None => {
+                    inner.metrics.refused();
+                    if let Some(held_back) = inner.log.allow("full") {
+                        tracing::warn!(
+                            listener = inner.listener,
+                            max = inner.max,
+                            held_back,
+                            "connection limit reached and every connection is authenticated; \
+                             closing new connections"
+                        );
+                    }
+                    return None; // dropping `tcp` closes it
+                }
+            },
+        };
+        let activity = Arc::new(Activity::new(peer, slot, &inner.limits));
+        let mut unproven = inner.unproven.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Forget connections that closed or proved themselves (a weak reference keeps a closed
+        // connection's record allocated): from the front at every admission, all of them when
+        // the queue holds far more than the listener can.
+        while unproven.front().is_some_and(|w| w.upgrade().is_none_or(|a| a.is_proven())) {
+            unproven.pop_front();
+        }
+        if unproven.len() > 2 * inner.max + 64 {
+            unproven.retain(|w| w.upgrade().is_some_and(|a| !a.is_proven()));
+        }
+        unproven.push_back(Arc::downgrade(&activity));
+        drop(unproven);
+        Some(Conn::new(tcp, activity, &inner.limits, inner.metrics.stalled()))
+    }
+
+    /// Takes the place of the oldest live unproven connection, telling it to close.
+    fn evict_oldest_unproven(&self) -> Option<Slot> {
+        let mut unproven =
+            self.inner.unproven.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while let Some(weak) = unproven.pop_front() {
+            let Some(activity) = weak.upgrade() else { continue };
+            if activity.is_proven() {
+                continue;
+            }
+            if let Some(slot) = activity.evict() {
+                if let Some(held_back) = self.inner.log.allow("evicted") {
+                    tracing::info!(
+                        listener = self.inner.listener,
+                        held_back,
+                        "listener full: closed the oldest connection that never authenticated \
+                         to admit a new one"
+                    );
+                }
+                return Some(slot);
+            }
+        }
+        None
+    }
+
+    /// Notes an accept error; says how long to back off.
+    pub fn accept_failed(&self, error: &std::io::Error) -> Duration {
+        if let Some(held_back) = self.inner.log.allow("accept") {
+            tracing::warn!(
+                held_back,
+                "{}: accept failed; backing off: {error}",
+                self.inner.listener
+            );
+        }
+        ACCEPT_BACKOFF
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::GatewayMetrics;
+
+    fn limits() -> ConnectionLimits {
+        ConnectionLimits {
+            idle_timeout: None,
+            send_timeout: None,
+            max_undelivered_bytes: 1 << 20,
+            max_buffered_request_bytes: 1 << 16,
+        }
+    }
+
+    async fn pair(listener: &tokio::net::TcpListener) -> TcpStream {
+        let addr = listener.local_addr().expect("addr");
+        let (client, _) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        client.expect("connect")
+    }
+
+    #[tokio::test]
+    async fn a_full_listener_evicts_the_oldest_unproven_connection_and_never_a_proven_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let metrics = GatewayMetrics::new();
+        let admission = Admission::new("test", 2, limits(), metrics.connections("public"));
+        let proven = admission.admit(pair(&listener).await, None).expect("room");
+        proven.activity().prove();
+        let unproven = admission.admit(pair(&listener).await, None).expect("room");
+        assert!(!unproven.activity().is_evicted());
+
+        let newcomer = admission.admit(pair(&listener).await, None).expect("takes a place");
+        assert!(unproven.activity().is_evicted(), "the unproven connection gave way");
+        assert!(!proven.activity().is_evicted());
+        newcomer.activity().prove();
+
+        assert!(admission.admit(pair(&listener).await, None).is_none(), "all proven: refused");
+        drop(proven);
+        assert!(admission.admit(pair(&listener).await, None).is_some(), "a place came back");
+    }
+}

@@ -1,0 +1,303 @@
+//! The gateway's listeners below gRPC: accepting, admitting and serving connections, within
+//! byte allowances that make every buffer bounded, and delivery as the socket sees it.
+//!
+//! A connection, from the socket up:
+//!
+//! - [`admission`]: a place under the listener's cap, taken at accept; when full, the oldest
+//!   connection that never authenticated gives way.
+//! - [`connection::Conn`]: the socket, closed when idle (no authenticated call), stalled
+//!   (owed entropy, none written for `send_timeout`) or evicted.
+//! - TLS ([`tls`]), when configured.
+//! - [`write_coalesce`]: the frames of one turn leave in one write; every byte that leaves is
+//!   shown to [`written`], which tells the connection's [`ledger`] which response it belongs
+//!   to, so a response counts as delivered only once its bytes have left the process.
+//! - [`http2`] (h2, driven by the gateway: see there why not hyper) with a task per stream
+//!   ([`stream`]): requests read within allowances ([`request_body`]), responses sent only as
+//!   far as the peer's windows admit, each message settled ([`dues`]) when its last byte leaves;
+//!   or, for gRPC-Web over plaintext, [`http1`] (hyper).
+//! - [`calls`]: which calls keep the connection from being idle.
+//!
+//! Every buffer counts against [`budget`] accounts: per key (the key's
+//! `max_undelivered_bytes`), per connection and for the whole process. docs/security.md
+//! ("Resource bounds") gives each listener's worst case as a formula of the config.
+
+pub mod admission;
+pub mod budget;
+pub mod calls;
+pub mod connection;
+pub mod dues;
+mod framing;
+pub mod http1;
+pub mod http2;
+pub mod ledger;
+pub mod request_body;
+mod stream;
+pub mod tls;
+pub mod write_coalesce;
+pub mod written;
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use metrics::Counter;
+use prost::bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use admission::Admission;
+pub use budget::{Account, Budget, Hold, Holds};
+pub use calls::{CallSlot, TrackCalls, TrackCallsLayer};
+pub use connection::{Activity, ConnectionInfo, ConnectionLimits, Owing};
+pub use dues::Dues;
+pub use http2::Http2Settings;
+pub use ledger::Settle;
+
+use connection::Conn;
+use stream::StreamContext;
+use write_coalesce::{Coalesce, Outbound};
+use written::Written;
+
+/// Counters of what the transport refuses or cuts, for metrics.
+#[derive(Debug, Clone)]
+pub struct Events {
+    /// Calls refused because a request allowance was full.
+    pub shed: Counter,
+    /// Responses reset because their bytes waited longer than the send timeout.
+    pub stream_stalled: Counter,
+}
+
+impl Events {
+    fn shed(&self) {
+        self.shed.increment(1);
+    }
+
+    fn stream_stalled(&self) {
+        self.stream_stalled.increment(1);
+    }
+}
+
+/// One listener: what it admits, how it speaks, and the process account its requests use.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// Its connection cap and per-connection limits.
+    pub admission: Admission,
+    /// TLS (HTTP/2 by ALPN), or plaintext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Its HTTP/2 settings.
+    pub http2: Http2Settings,
+    /// Plaintext HTTP/1.1 too (gRPC-Web); HTTP/2 only otherwise.
+    pub http1: bool,
+    /// The process's account for this listener's requests (public requests, or ingest bodies).
+    pub requests: Account,
+    /// Where refusals and cuts are counted.
+    pub events: Events,
+}
+
+/// Serves `service` on `tcp` for `listener` until `shutdown`; then stops accepting and waits
+/// for every connection to finish (each is told to, with GOAWAY).
+pub async fn serve<S, B>(
+    tcp: TcpListener,
+    listener: Listener,
+    service: S,
+    shutdown: CancellationToken,
+) where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display + Send,
+{
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = tcp.accept() => accepted,
+        };
+        let (socket, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                // Out of descriptors, most often: back off instead of spinning.
+                tokio::time::sleep(listener.admission.accept_failed(&e)).await;
+                continue;
+            }
+        };
+        // Nagle's algorithm costs unary calls ~40 ms (STACK.md).
+        let _ = socket.set_nodelay(true);
+        let Some(conn) = listener.admission.admit(socket, Some(peer)) else { continue };
+        connections.spawn(serve_connection(
+            conn,
+            listener.clone(),
+            service.clone(),
+            shutdown.clone(),
+        ));
+    }
+    // Closing the listening socket now: the kernel stops completing new connections.
+    drop(tcp);
+    connections.close();
+    connections.wait().await;
+}
+
+/// Serves one admitted connection to its end.
+async fn serve_connection<S, B>(
+    conn: Conn<TcpStream>,
+    listener: Listener,
+    service: S,
+    shutdown: CancellationToken,
+) where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display + Send,
+{
+    let activity = conn.activity().clone();
+    let limits = *listener.admission.limits();
+    let ctx = Arc::new(StreamContext {
+        service: service.clone(),
+        activity: activity.clone(),
+        requests: listener.requests.clone(),
+        send_timeout: limits.send_timeout,
+        events: listener.events.clone(),
+    });
+    let leaving = Leaving { written: Written::default(), activity: activity.clone() };
+    match listener.tls {
+        Some(config) => {
+            let handshake = TlsAcceptor::from(config).accept(conn);
+            let tls = match tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, handshake).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => return tracing::debug!("TLS handshake failed: {e}"),
+                Err(_) => return tracing::debug!("TLS handshake timed out"),
+            };
+            // A client certificate the verifier accepted (mTLS) proves the connection.
+            if tls.get_ref().1.peer_certificates().is_some() {
+                activity.prove();
+            }
+            let io = Coalesce::with_outbound(tls, leaving);
+            http2::serve(io, listener.http2, ctx, shutdown).await;
+        }
+        None if listener.http1 => {
+            let (is_http2, conn) = match sniff(conn).await {
+                Ok(sniffed) => sniffed,
+                Err(e) => return tracing::debug!("connection closed before a request: {e}"),
+            };
+            let io = Coalesce::with_outbound(conn, leaving);
+            if is_http2 {
+                http2::serve(io, listener.http2, ctx, shutdown).await;
+            } else {
+                http1::serve(io, service, activity, listener.requests, shutdown).await;
+            }
+        }
+        None => {
+            let io = Coalesce::with_outbound(conn, leaving);
+            http2::serve(io, listener.http2, ctx, shutdown).await;
+        }
+    }
+}
+
+/// Shows a connection's ledger the body bytes that leave it.
+struct Leaving {
+    written: Written,
+    activity: Arc<Activity>,
+}
+
+impl Outbound for Leaving {
+    fn wrote(&mut self, bytes: &[u8]) {
+        let activity = &self.activity;
+        self.written.scan(bytes, |response, n| {
+            let settled = activity.ledger.written(response, n);
+            if settled.entropy_written {
+                activity.progressed();
+            }
+            settled.run();
+        });
+    }
+}
+
+/// The HTTP/2 client preface (RFC 9113 3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Reads enough of a plaintext connection to tell HTTP/2 (its preface) from HTTP/1.1; returns
+/// which, and the connection with those bytes put back.
+async fn sniff<T: AsyncRead + Unpin>(mut io: T) -> io::Result<(bool, Rewind<T>)> {
+    let mut seen = Vec::with_capacity(PREFACE.len());
+    while seen.len() < PREFACE.len() && PREFACE.starts_with(&seen) {
+        let mut byte = [0u8; PREFACE.len()];
+        let want = PREFACE.len() - seen.len();
+        let n = io.read(&mut byte[..want]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        seen.extend_from_slice(&byte[..n]);
+    }
+    Ok((seen.starts_with(PREFACE), Rewind { seen: Bytes::from(seen), io }))
+}
+
+/// A connection whose first bytes, already read, are read again.
+#[derive(Debug)]
+struct Rewind<T> {
+    seen: Bytes,
+    io: T,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.seen.is_empty() {
+            let n = self.seen.len().min(buf.remaining());
+            buf.put_slice(&self.seen.split_to(n));
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Rewind<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}

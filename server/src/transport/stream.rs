@@ -1,0 +1,353 @@
+//! One HTTP/2 stream: its request read within allowances, the service called, and its response
+//! sent only as fast as the peer's flow-control windows admit, each message settled when its
+//! last byte leaves.
+//!
+//! **Request.** The request's header block is held on the connection's and the process's
+//! request allowances for as long as the call lasts; when there is no room the call is refused
+//! at once (RESOURCE_EXHAUSTED, nothing read or drawn: load shedding). Its body is read within
+//! the same allowances ([`super::request_body`]).
+//!
+//! **Response.** Bytes go to h2 only as far as the stream's capacity (its window, capped by
+//! h2's send buffer) allows, so h2 never holds a byte the peer has not asked for, and nothing
+//! above the socket holds an unbounded amount for a peer that stops reading. Each body frame
+//! is recorded in the connection's ledger before h2 takes it; a response carrying drawn bytes
+//! ([`Dues`] in its extensions) has each message's settle placed at the offset where the message
+//! ends. A response without drawn bytes holds its unwritten bytes on the request allowances
+//! instead (a peer without a key can ask for those).
+//!
+//! **Send timeout.** A response whose bytes wait `send_timeout` with none of them written (its
+//! window stays shut) is reset (RST_STREAM CANCEL): what it held is discarded.
+
+use std::convert::Infallible;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream, SendStream};
+use prost::bytes::Bytes;
+use tokio::time::Instant;
+
+use super::budget::{Account, Holds};
+use super::connection::{Activity, ConnectionInfo};
+use super::dues::{Dues, MessageEnds};
+use super::ledger::{Due, Settle};
+use super::request_body::{H2Request, RequestBody};
+
+/// What every stream of a connection shares.
+#[derive(Debug)]
+pub(super) struct StreamContext<S> {
+    pub(super) service: S,
+    pub(super) activity: Arc<Activity>,
+    /// The process's account for this listener's requests (public requests, or ingest).
+    pub(super) requests: Account,
+    pub(super) send_timeout: Option<Duration>,
+    pub(super) events: super::Events,
+}
+
+/// How a response ended other than with all its bytes sent.
+#[derive(Debug)]
+enum Cut {
+    /// The client reset the stream, or the connection closed.
+    Gone,
+    /// Its bytes waited longer than the send timeout; reset by us.
+    Stalled,
+    /// The response body failed; reset by us.
+    Failed,
+}
+
+/// Serves one stream.
+pub(super) async fn serve<S, B>(
+    ctx: Arc<StreamContext<S>>,
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+) where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display + Send,
+{
+    let id = respond.stream_id().as_u32();
+    let accounts = [ctx.activity.requests.clone(), ctx.requests.clone()];
+    let Some(_head) = hold_now(&accounts, header_bytes(&request)) else {
+        ctx.events.shed();
+        shed(&mut respond, &accounts);
+        return;
+    };
+    let (mut parts, recv) = request.into_parts();
+    parts.extensions.insert(ConnectionInfo { activity: ctx.activity.clone() });
+    let body = tonic::body::Body::new(RequestBody::new(H2Request(recv), accounts.to_vec()));
+    let request = http::Request::from_parts(parts, body);
+
+    let mut service = ctx.service.clone();
+    let call = service.call(request);
+    let response = {
+        let mut call = pin!(call);
+        // A client that resets the stream before the answer cancels the call.
+        let answered = poll_fn(|cx| {
+            if respond.poll_reset(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            call.as_mut().poll(cx).map(Some)
+        })
+        .await;
+        match answered {
+            Some(Ok(response)) => response,
+            Some(Err(never)) => match never {},
+            None => return,
+        }
+    };
+    let (mut parts, body) = response.into_parts();
+    let dues = parts.extensions.remove::<Dues>();
+    let ends = MessageEnds::new(parts.headers.get(http::header::CONTENT_TYPE));
+    let end_of_stream = body.is_end_stream();
+    let Ok(send) = respond.send_response(http::Response::from_parts(parts, ()), end_of_stream)
+    else {
+        discard(dues);
+        return;
+    };
+    if end_of_stream {
+        discard(dues);
+        return;
+    }
+    let mut pipe = Pipe { ctx: &ctx, id, send, dues, ends, accounts };
+    let ended = pipe.run(body).await;
+    let ledger = &ctx.activity.ledger;
+    match ended {
+        Ok(()) => {
+            if let Some(dues) = &pipe.dues {
+                for settle in dues.rest() {
+                    ledger.attach(id, settle).run();
+                }
+            }
+            ledger.finish(id).run();
+        }
+        Err(cut) => {
+            match cut {
+                Cut::Stalled => {
+                    ctx.events.stream_stalled();
+                    pipe.send.send_reset(Reason::CANCEL);
+                }
+                Cut::Failed => pipe.send.send_reset(Reason::INTERNAL_ERROR),
+                Cut::Gone => {}
+            }
+            ledger.reset(id).run();
+            discard(pipe.dues.take());
+        }
+    }
+}
+
+/// Sends a response's body.
+struct Pipe<'a, S> {
+    ctx: &'a StreamContext<S>,
+    id: u32,
+    send: SendStream<Bytes>,
+    dues: Option<Dues>,
+    ends: MessageEnds,
+    accounts: [Account; 2],
+}
+
+impl<S> Pipe<'_, S> {
+    async fn run<B>(&mut self, body: B) -> Result<(), Cut>
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: std::fmt::Display + Send,
+    {
+        let mut body = pin!(body);
+        loop {
+            let frame = poll_fn(|cx| {
+                if self.send.poll_reset(cx).is_ready() {
+                    return Poll::Ready(Err(Cut::Gone));
+                }
+                body.as_mut().poll_frame(cx).map(Ok)
+            })
+            .await?;
+            match frame {
+                None => {
+                    return self.send.send_data(Bytes::new(), true).map_err(|_| Cut::Gone);
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(stream = self.id, "response body failed: {e}");
+                    return Err(Cut::Failed);
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => self.send_data(data).await?,
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            return self.send.send_trailers(trailers).map_err(|_| Cut::Gone);
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// Sends `data` as the stream's capacity admits it.
+    async fn send_data(&mut self, mut data: Bytes) -> Result<(), Cut> {
+        let ledger = &self.ctx.activity.ledger;
+        let mut offset = self.ends.offset();
+        let ends = self.ends.frame(&data);
+        let mut ends = ends.into_iter().peekable();
+        while !data.is_empty() {
+            let room = self.capacity(data.len()).await?;
+            let piece = data.split_to(room.min(data.len()));
+            let end = offset + piece.len() as u64;
+            let mut due: Vec<Due> = Vec::new();
+            match &self.dues {
+                Some(dues) => {
+                    while let Some(&at) = ends.peek()
+                        && at <= end
+                    {
+                        ends.next();
+                        if let Some(settle) = dues.next() {
+                            due.push((at, settle));
+                        }
+                    }
+                }
+                // Bytes of a response without entropy are held on the request allowances until
+                // written.
+                None => {
+                    let holds = self.hold(piece.len()).await?;
+                    due.push((end, Box::new(holds)));
+                }
+            }
+            ledger.sent(self.id, self.dues.is_some(), piece.len(), due).run();
+            self.send.send_data(piece, false).map_err(|_| Cut::Gone)?;
+            offset = end;
+        }
+        Ok(())
+    }
+
+    /// Waits until the stream may send at least one byte (of `want`); the send timeout runs
+    /// while it waits.
+    async fn capacity(&mut self, want: usize) -> Result<usize, Cut> {
+        self.send.reserve_capacity(want);
+        if self.send.capacity() > 0 {
+            return Ok(self.send.capacity());
+        }
+        let since = Instant::now();
+        let stalled = stalled(self.ctx, self.id, since);
+        let mut stalled = pin!(stalled);
+        poll_fn(|cx| {
+            if self.send.poll_reset(cx).is_ready() {
+                return Poll::Ready(Err(Cut::Gone));
+            }
+            loop {
+                let room = self.send.capacity();
+                if room > 0 {
+                    return Poll::Ready(Ok(room));
+                }
+                match self.send.poll_capacity(cx) {
+                    Poll::Ready(Some(Ok(_))) => continue,
+                    Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(Err(Cut::Gone)),
+                    Poll::Pending => break,
+                }
+            }
+            stalled.as_mut().poll(cx).map(|()| Err(Cut::Stalled))
+        })
+        .await
+    }
+
+    /// Holds `n` bytes on the request allowances; the send timeout runs while it waits.
+    async fn hold(&mut self, n: usize) -> Result<Holds, Cut> {
+        if let Some(holds) = hold_now(&self.accounts, n) {
+            return Ok(holds);
+        }
+        let accounts = &self.accounts;
+        let held = async {
+            let mut holds = Holds::default();
+            for account in accounts {
+                if let Some(hold) = account.hold(n, None).await {
+                    holds.add(hold);
+                }
+            }
+            holds
+        };
+        let stalled = stalled(self.ctx, self.id, Instant::now());
+        let (mut held, mut stalled) = (pin!(held), pin!(stalled));
+        let send = &mut self.send;
+        poll_fn(|cx| {
+            if send.poll_reset(cx).is_ready() {
+                return Poll::Ready(Err(Cut::Gone));
+            }
+            if let Poll::Ready(holds) = held.as_mut().poll(cx) {
+                return Poll::Ready(Ok(holds));
+            }
+            stalled.as_mut().poll(cx).map(|()| Err(Cut::Stalled))
+        })
+        .await
+    }
+}
+
+/// Completes once the stream has made no progress (none of its bytes written) for the send
+/// timeout since `since`; never without a send timeout.
+async fn stalled<S>(ctx: &StreamContext<S>, id: u32, since: Instant) {
+    let Some(timeout) = ctx.send_timeout else { return std::future::pending().await };
+    let mut deadline = since + timeout;
+    loop {
+        tokio::time::sleep_until(deadline).await;
+        let progress = ctx.activity.ledger.standing(id).map(|s| Instant::from_std(s.progress));
+        let next = progress.map_or(since, |p| p.max(since)) + timeout;
+        if next <= Instant::now() {
+            return;
+        }
+        deadline = next;
+    }
+}
+
+/// Holds `n` bytes on every one of `accounts` now, or on none.
+fn hold_now(accounts: &[Account], n: usize) -> Option<Holds> {
+    let mut holds = Holds::default();
+    for account in accounts {
+        holds.add(account.try_hold(n)?);
+    }
+    Some(holds)
+}
+
+/// Refuses a call whose headers found no room: a trailers-only RESOURCE_EXHAUSTED.
+fn shed(respond: &mut SendResponse<Bytes>, accounts: &[Account]) {
+    let full = accounts.iter().find(|a| a.held() * 2 > a.cap()).unwrap_or(&accounts[0]);
+    let status = tonic::Status::resource_exhausted(format!(
+        "the gateway is shedding load: {} ({} bytes) is full of requests in progress; nothing \
+         was read or drawn, retry later",
+        full.name(),
+        full.cap()
+    ));
+    // A trailers-only response: the status in the headers, which end the stream.
+    let _ = respond.send_response(status.into_http::<()>(), true);
+}
+
+/// Discards what a response was owed for messages it never sent.
+fn discard(dues: Option<Dues>) {
+    for settle in dues.iter().flat_map(Dues::rest) {
+        settle.discarded();
+    }
+}
+
+/// A header block's size as HTTP/2 counts it (RFC 9113 6.5.2: name, value and 32 bytes a field,
+/// pseudo-headers included).
+fn header_bytes<T>(request: &http::Request<T>) -> usize {
+    let fields: usize =
+        request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 32).sum();
+    let uri = request.uri();
+    let pseudo = request.method().as_str().len()
+        + uri.scheme_str().map_or(0, str::len)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(0, |p| p.as_str().len())
+        + 4 * 32;
+    fields + pseudo
+}
+
+/// Holds given back when the bytes they cover are written, or dropped.
+impl Settle for Holds {
+    fn delivered(self: Box<Self>) {}
+    fn discarded(self: Box<Self>) {}
+}
