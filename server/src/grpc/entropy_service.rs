@@ -402,6 +402,7 @@ impl EntropyApi {
             sources,
             pool_by_class: provenance::class_levels(&self.pool.levels_by_class()),
             expired_bytes_total: pool.expired_total,
+            evicted_bytes_total: pool.evicted_total,
             max_byte_age_ms: self.pool.limits().max_byte_age.map_or(0, ms),
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,

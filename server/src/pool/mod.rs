@@ -35,6 +35,19 @@
 //! all or nothing hold across lanes. Fairness holds within each lane; a tenant waiting in
 //! several lanes is charged only for the lane that served it.
 //!
+//! # Sharing the budget
+//!
+//! No class can keep another's bytes out ([`share`]): each present class is entitled to an
+//! equal share of the capacity, and a chunk of a class below its share is stored even into a
+//! full pool, by wiping the oldest unclaimed bytes of the classes above theirs (counted as
+//! evicted). Reserved bytes are never wiped, so the invariants above are untouched.
+//!
+//! # Accounting
+//!
+//! Every byte stored is, at any time, in exactly one place:
+//! `ingested = served + level + reserved + discarded + expired + evicted`, where `level` is the
+//! unclaimed bytes and `reserved` those assigned to takes still waiting for more.
+//!
 //! # Age limit
 //!
 //! With `max_byte_age` set, bytes older than it are wiped from the front of their lane and
@@ -45,6 +58,7 @@
 mod arena;
 mod fair;
 mod origin;
+mod share;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -58,6 +72,7 @@ use fair::{Progress, Scheduler};
 pub use fair::{QUANTUM, Tenant};
 use origin::Segments;
 pub use origin::{ChunkOrigin, Kinds, Provenance, Segment};
+use share::{Evictions, LaneLoad};
 
 /// Bytes drawn from the pool, with the record of the chunks they came from. The bytes are
 /// wiped when dropped unless moved out with [`Drawn::into_vec`].
@@ -236,7 +251,7 @@ pub enum TakeError {
 
 /// Running totals, in bytes, since the pool was created.
 ///
-/// They balance: `ingested = served + level + reserved + discarded + expired`, where
+/// They balance: `ingested = served + level + reserved + discarded + expired + evicted`, where
 /// `reserved` are bytes assigned to takes still waiting for the rest of what they asked for.
 #[derive(Debug, Default)]
 struct Counters {
@@ -244,6 +259,7 @@ struct Counters {
     served: AtomicU64,
     discarded: AtomicU64,
     expired: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// A snapshot of the pool's counters.
@@ -264,6 +280,8 @@ pub struct PoolStats {
     pub discarded_total: u64,
     /// Bytes wiped unserved for being older than the age limit.
     pub expired_total: u64,
+    /// Bytes wiped unserved to make room for a class below its share of the pool ([`share`]).
+    pub evicted_total: u64,
 }
 
 impl Pool {
@@ -299,17 +317,26 @@ impl Pool {
     }
 
     /// Copies `data`, the bytes of the chunk `origin`, into its class's lane, all of it or
-    /// (when there is no room) none of it, and shares it among that lane's waiting takes.
+    /// (when there is no room) none of it, and shares it among that lane's waiting takes. A
+    /// full pool makes room for a class below its share of the pool by wiping unclaimed bytes
+    /// of the classes above theirs ([`share`]).
     pub fn put(&self, data: &[u8], origin: Arc<ChunkOrigin>) -> Result<(), PoolFull> {
         let lane = origin.kinds.lane();
         {
             let now = Instant::now();
             let mut state = self.lock();
             self.expire_locked(&mut state, now);
-            let free = self.capacity - state.held;
-            if data.len() > free {
-                return Err(PoolFull { free, needed: data.len() });
-            }
+            let window = self.limits.class_absent_after;
+            let loads = std::array::from_fn(|l| {
+                let lane = &state.lanes[l];
+                LaneLoad {
+                    held: lane.bytes.len,
+                    unclaimed: lane.unclaimed(),
+                    present: lane.present(now, window),
+                }
+            });
+            let evictions = share::make_room(&loads, self.capacity, lane, data.len())?;
+            self.evict_locked(&mut state, &evictions);
             let State { arena, lanes, .. } = &mut *state;
             let target = &mut lanes[lane];
             target.bytes.push_back(arena, data);
@@ -473,6 +500,7 @@ impl Pool {
             served_total: self.counters.served.load(Ordering::Relaxed),
             discarded_total: self.counters.discarded.load(Ordering::Relaxed),
             expired_total: self.counters.expired.load(Ordering::Relaxed),
+            evicted_total: self.counters.evicted.load(Ordering::Relaxed),
         }
     }
 
@@ -563,6 +591,28 @@ impl Pool {
         }
         if expired > 0 {
             self.counters.expired.fetch_add(expired as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Wipes `evictions[l]` bytes from the front of each lane `l` (at most its unclaimed bytes,
+    /// so every reservation still fits) and counts them as evicted.
+    fn evict_locked(&self, state: &mut State, evictions: &Evictions) {
+        let mut evicted = 0;
+        for (lane, &n) in evictions.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let State { arena, lanes, held, .. } = &mut *state;
+            let target = &mut lanes[lane];
+            debug_assert!(n <= target.unclaimed(), "eviction of reserved bytes");
+            target.segments.pop_front(n);
+            target.bytes.discard_front(arena, n);
+            *held -= n;
+            evicted += n;
+        }
+        if evicted > 0 {
+            self.mirror(state);
+            self.counters.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
         }
     }
 
@@ -665,3 +715,5 @@ impl Drop for Ticket<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sharing;

@@ -65,7 +65,8 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  * is served, whole, by the first class that fills its share, its places in the others given
  * up. Sharing (above) holds within each class; every byte still goes to one caller, once, and
  * a call that fails consumes nothing. Each response says where its bytes came from
- * (`DrawProvenance`).
+ * (`DrawProvenance`). Classes share the capacity too: no class can keep another's bytes out
+ * (see `GetStatusResponse.evicted_bytes_total`).
  */
 
 /** How GetRandom returns its bytes. */
@@ -284,6 +285,14 @@ export interface GetStatusResponse {
   expiredBytesTotal: bigint;
   /** The longest a byte may stay in the pool, in milliseconds; 0: no limit. */
   maxByteAgeMs: bigint;
+  /**
+   * Bytes wiped unserved to make room for another class of sources. Classes share the pool:
+   * each class fed within `ingest_stale_after_ms` (or holding bytes) is entitled to an equal
+   * share of `pool_capacity_bytes`, and a chunk of a class below its share is stored into a full
+   * pool by wiping the oldest bytes of the classes above theirs that no waiting call has
+   * reserved. A chunk of a class at its share is refused (RESOURCE_EXHAUSTED) as before.
+   */
+  evictedBytesTotal: bigint;
 }
 
 /** Bytes in the pool of one class. */
@@ -1185,6 +1194,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     poolByClass: [],
     expiredBytesTotal: 0n,
     maxByteAgeMs: 0n,
+    evictedBytesTotal: 0n,
   };
 }
 
@@ -1279,6 +1289,12 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
         throw new globalThis.Error("value provided for field message.maxByteAgeMs of type uint64 too large");
       }
       writer.uint32(136).uint64(message.maxByteAgeMs);
+    }
+    if (message.evictedBytesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.evictedBytesTotal) !== message.evictedBytesTotal) {
+        throw new globalThis.Error("value provided for field message.evictedBytesTotal of type uint64 too large");
+      }
+      writer.uint32(144).uint64(message.evictedBytesTotal);
     }
     return writer;
   },
@@ -1430,6 +1446,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.maxByteAgeMs = reader.uint64() as bigint;
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.evictedBytesTotal = reader.uint64() as bigint;
             continue;
           }
         }
