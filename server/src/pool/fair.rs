@@ -14,6 +14,11 @@
 //! the tenants ahead of it in received bytes have had theirs. Under contention, tenants receive
 //! equal bytes whatever the number or size of their requests.
 //!
+//! An *elastic* waiter names a range instead: it is ready once it holds at least its minimum
+//! (it keeps receiving turns up to its maximum until it collects them), so under scarcity it
+//! leaves with the bytes that reached it instead of waiting for all it could use. A waiter whose
+//! minimum equals its maximum is the all-or-nothing waiter above.
+//!
 //! *Received* counts every byte a tenant took, waiting or not. A tenant that had no waiter for a
 //! while (a stream between two messages, a key that was idle) comes back no further than
 //! [`CATCH_UP`] bytes behind the least-served waiting tenant: short gaps keep its place, long
@@ -57,7 +62,10 @@ impl Tenant {
 #[derive(Debug)]
 struct Waiter {
     tenant: Tenant,
+    /// The most it takes.
     need: usize,
+    /// The least it leaves with (at most `need`).
+    min: usize,
     reserved: usize,
     waker: Option<Waker>,
 }
@@ -89,7 +97,7 @@ pub(super) struct Scheduler {
 pub(super) enum Progress {
     /// Still short of what it needs.
     Waiting,
-    /// Its reservation is full: it may copy `need` bytes out.
+    /// Its reservation reached its minimum: it may copy this many bytes (what it holds) out.
     Ready(usize),
 }
 
@@ -111,11 +119,19 @@ impl Scheduler {
         self.lines.entry(tenant).or_default().received += n as u64;
     }
 
-    /// Adds a waiter for `need` bytes at the back of `tenant`'s line.
+    /// Adds a waiter for exactly `need` bytes at the back of `tenant`'s line.
+    #[cfg(test)]
     pub(super) fn enqueue(&mut self, tenant: Tenant, need: usize) -> u64 {
+        self.enqueue_between(tenant, need, need)
+    }
+
+    /// Adds a waiter for `min..=need` bytes at the back of `tenant`'s line; `min` is clamped to
+    /// `1..=need`.
+    pub(super) fn enqueue_between(&mut self, tenant: Tenant, min: usize, need: usize) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.waiters.insert(id, Waiter { tenant, need, reserved: 0, waker: None });
+        let min = min.clamp(1, need.max(1));
+        self.waiters.insert(id, Waiter { tenant, need, min, reserved: 0, waker: None });
         self.forget_idle();
         let floor = self.least_received().map(|least| least.saturating_sub(CATCH_UP));
         let line = self.lines.entry(tenant).or_default();
@@ -136,8 +152,9 @@ impl Scheduler {
             // Only its own take removes a waiter, and it stops asking then.
             return Progress::Waiting;
         };
-        if waiter.reserved == waiter.need {
-            return Progress::Ready(waiter.need);
+        // `min <= need`, so an all-or-nothing waiter is ready exactly when it holds `need`.
+        if waiter.reserved >= waiter.min {
+            return Progress::Ready(waiter.reserved);
         }
         match &mut waiter.waker {
             Some(w) if w.will_wake(waker) => {}
@@ -146,10 +163,15 @@ impl Scheduler {
         Progress::Waiting
     }
 
-    /// Removes a ready waiter whose bytes are being copied out: its reservation ends.
+    /// Removes a ready waiter whose bytes are being copied out: its reservation ends. An
+    /// elastic waiter that leaves short of its maximum also leaves its tenant's line; its tenant
+    /// keeps the charge for what it got.
     pub(super) fn complete(&mut self, id: u64) {
-        if let Some(waiter) = self.waiters.remove(&id) {
-            self.reserved -= waiter.reserved;
+        let Some(waiter) = self.waiters.remove(&id) else { return };
+        self.reserved -= waiter.reserved;
+        if waiter.reserved < waiter.need {
+            self.unsatisfied -= 1;
+            self.leave_line(waiter.tenant, id);
         }
     }
 
@@ -162,16 +184,24 @@ impl Scheduler {
         line.received = line.received.saturating_sub(waiter.reserved as u64);
         if waiter.reserved < waiter.need {
             self.unsatisfied -= 1;
-            line.queue.retain(|w| *w != id);
-            if line.queue.is_empty() {
-                self.active.retain(|t| *t != waiter.tenant);
-            }
+            self.leave_line(waiter.tenant, id);
+        }
+    }
+
+    /// Takes unsatisfied waiter `id` out of `tenant`'s line (and the tenant out of the active
+    /// ones when its line empties).
+    fn leave_line(&mut self, tenant: Tenant, id: u64) {
+        let Some(line) = self.lines.get_mut(&tenant) else { return };
+        line.queue.retain(|w| *w != id);
+        if line.queue.is_empty() {
+            self.active.retain(|t| *t != tenant);
         }
     }
 
     /// Shares `unclaimed` bytes (in the ring, reserved by no one) among unsatisfied waiters,
     /// [`QUANTUM`] at a time to the least-served waiting tenant, oldest waiter first. Wakes
-    /// the waiters that became ready.
+    /// the waiters that became ready (an elastic one when it reaches its minimum: it stays in
+    /// line, and takes further turns, until it collects).
     pub(super) fn distribute(&mut self, mut unclaimed: usize) {
         while unclaimed > 0 {
             let Some(slot) = self.least_served_slot() else { return };
@@ -196,9 +226,11 @@ impl Scheduler {
                 if waiter.reserved == waiter.need {
                     line.queue.pop_front();
                     self.unsatisfied -= 1;
-                    if let Some(waker) = waiter.waker.take() {
-                        waker.wake();
-                    }
+                }
+                if waiter.reserved >= waiter.min
+                    && let Some(waker) = waiter.waker.take()
+                {
+                    waker.wake();
                 }
             }
             if line.queue.is_empty() {
@@ -360,6 +392,45 @@ mod tests {
         s.distribute(100);
         assert!(ready(&mut s, new));
         assert_eq!((s.reserved, s.unsatisfied()), (200, 0));
+    }
+
+    #[test]
+    fn an_elastic_waiter_is_ready_at_its_minimum_and_takes_turns_until_it_collects() {
+        let mut s = Scheduler::default();
+        let t = Tenant::named("stream");
+        let elastic = s.enqueue_between(t, QUANTUM, 16 * QUANTUM);
+        let behind = s.enqueue(t, 10);
+        s.distribute(QUANTUM - 1);
+        assert!(!ready(&mut s, elastic), "short of its minimum");
+        s.distribute(1);
+        assert_eq!(s.progress(elastic, Waker::noop()), Progress::Ready(QUANTUM));
+        s.distribute(QUANTUM);
+        assert_eq!(
+            s.progress(elastic, Waker::noop()),
+            Progress::Ready(2 * QUANTUM),
+            "still first in its tenant's line until it collects"
+        );
+        assert!(!ready(&mut s, behind));
+        s.complete(elastic);
+        assert_eq!((s.reserved, s.waiting(), s.unsatisfied()), (0, 1, 1));
+        s.distribute(10);
+        assert!(ready(&mut s, behind), "the next in line once the elastic one left");
+        assert_eq!(s.lines[&t].received, 2 * QUANTUM as u64 + 10, "charged for what it got");
+    }
+
+    #[test]
+    fn elastic_waiters_of_many_tenants_leave_with_equal_turns() {
+        let mut s = Scheduler::default();
+        let ids: Vec<u64> = (0..50)
+            .map(|i| s.enqueue_between(Tenant::named(&format!("key-{i}")), QUANTUM, 16 * QUANTUM))
+            .collect();
+        s.distribute(50 * QUANTUM);
+        for &id in &ids {
+            assert_eq!(s.progress(id, Waker::noop()), Progress::Ready(QUANTUM));
+            s.complete(id);
+        }
+        assert_eq!((s.reserved, s.waiting(), s.unsatisfied()), (0, 0, 0));
+        assert!(s.active.is_empty());
     }
 
     #[test]

@@ -15,13 +15,19 @@
 //! - `take(n)` copies `n` bytes out at once when no one is waiting and `n` are unclaimed;
 //!   otherwise it waits until its reservation reaches `n`, then copies `n` bytes out. Either
 //!   way the ring region they came from is zeroized.
+//! - an *elastic* take ([`Pool::take_between`], for streams) names `min..=max`: it copies `max`
+//!   out at once as `take(max)` would; otherwise it waits in line the same way, and leaves
+//!   with what it has reserved as soon as that is at least `min`. Its reservation is checked
+//!   after each sharing of arriving bytes (under the lock), so it leaves with its part of the
+//!   bytes that reached the pool rather than waiting for all of `max`.
 //!
 //! At most once: the reservations never exceed the bytes in the ring (a reservation is only
 //! ever made from unclaimed bytes, and a take removes as many bytes from the ring as it ends
 //! of reservation), and every copy-out happens under the lock and removes what it copied, so
-//! no byte leaves the ring twice. All or nothing: a take copies out exactly `n` bytes or
-//! nothing; a take that gives up (its deadline passed, its client left) ends its reservation,
-//! and the bytes it held, which never left the ring, go back to the round.
+//! no byte leaves the ring twice. All or nothing: a take copies out exactly `n` bytes (an
+//! elastic one, between its `min` and `max`) or nothing; a take that gives up (its deadline
+//! passed, its client left) ends its reservation, and the bytes it held, which never left the
+//! ring, go back to the round.
 //!
 //! # Classes
 //!
@@ -60,6 +66,7 @@ mod fair;
 mod origin;
 mod share;
 
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -368,6 +375,22 @@ impl Pool {
         accept: Kinds,
         deadline: Option<Instant>,
     ) -> Result<Drawn, TakeError> {
+        self.take_between(tenant, n..=n, accept, deadline).await
+    }
+
+    /// Takes between `want.start()` and `want.end()` bytes of one class within `accept` for
+    /// `tenant`: all of `want.end()` at once when they are there and no one waits; otherwise,
+    /// waiting in line as [`Pool::take_for`] does, what it has been assigned as soon as that is
+    /// at least `want.start()` (clamped to `1..=want.end()`). Same errors, deadline and
+    /// cancel-safety as [`Pool::take_for`]: on error nothing is consumed.
+    pub async fn take_between(
+        &self,
+        tenant: Tenant,
+        want: RangeInclusive<usize>,
+        accept: Kinds,
+        deadline: Option<Instant>,
+    ) -> Result<Drawn, TakeError> {
+        let (min, n) = (*want.start(), *want.end());
         self.check_size(n)?;
         if n == 0 {
             return Ok(Drawn::default());
@@ -386,8 +409,10 @@ impl Pool {
             self.check_accepted_present(&state, accept, now)?;
             let lanes: Vec<usize> =
                 (0..Kinds::CLASSES).filter(|&l| Kinds::of_lane(l).within(accept)).collect();
-            let entries: Vec<(usize, u64)> =
-                lanes.iter().map(|&l| (l, state.lanes[l].scheduler.enqueue(tenant, n))).collect();
+            let entries: Vec<(usize, u64)> = lanes
+                .iter()
+                .map(|&l| (l, state.lanes[l].scheduler.enqueue_between(tenant, min, n)))
+                .collect();
             state.tickets += 1;
             for &lane in &lanes {
                 self.share(&mut state, lane);

@@ -9,7 +9,7 @@ use super::*;
 
 /// Bytes that identify their position in an ingest sequence: byte i of the whole stream
 /// fed to the pool is `serial(i)`, so any duplicate or loss shows up when decoding.
-fn numbered(start: u32, count: u32) -> Vec<u8> {
+pub(super) fn numbered(start: u32, count: u32) -> Vec<u8> {
     (start..start + count).flat_map(u32::to_le_bytes).collect()
 }
 
