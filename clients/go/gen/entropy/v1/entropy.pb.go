@@ -15,7 +15,7 @@
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
 //                       responses in flight. Nothing was consumed.
 //   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
-//                       wait (a stream: for its next message within `stream_max_wait_ms`), or
+//                       wait (a stream: no message reached it for `stream_max_wait_ms`), or
 //                       the server is shutting down. Nothing was consumed: retry.
 //   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
 //   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
@@ -256,11 +256,15 @@ func (x *GetRandomResponse) GetProvenance() *DrawProvenance {
 // Request for StreamRandom.
 type StreamRandomRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576 (1 MiB).
-	// The last message of a stream with `total_bytes` set may be shorter.
+	// The most bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576
+	// (1 MiB). Messages carry `chunk_bytes` while the pool has them; when entropy is scarce they
+	// carry fewer, as the bytes arrive, but at least min(chunk_bytes, 4096), so a stream is never
+	// cut off for waiting on a whole large message. The last message of a stream with
+	// `total_bytes` set may be shorter. Do not rely on message sizes; count bytes.
 	ChunkBytes uint32 `protobuf:"varint,1,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
-	// Bytes to send in all, after which the stream ends with OK. 0 means no limit: the stream
-	// runs until the client cancels it or the server shuts down (which ends it with UNAVAILABLE).
+	// Bytes to send in all, exactly, after which the stream ends with OK. 0 means no limit: the
+	// stream runs until the client cancels it or the server shuts down (which ends it with
+	// UNAVAILABLE).
 	TotalBytes uint64 `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
 	// The source kinds whose bytes this call accepts; empty accepts any. A chunk qualifies when
 	// every source that contributed to it has one of these kinds, so bytes of a QUANTUM source
@@ -329,7 +333,8 @@ func (x *StreamRandomRequest) GetAcceptKinds() []SourceKind {
 // One message of a StreamRandom stream.
 type StreamRandomResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The next `chunk_bytes` random bytes (fewer in the last message of a bounded stream).
+	// The next random bytes: at most `chunk_bytes`, at least min(chunk_bytes, 4096) except in the
+	// last message of a bounded stream.
 	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	// Where these bytes came from.
 	Provenance    *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`

@@ -15,7 +15,7 @@
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
 //                       responses in flight. Nothing was consumed.
 //   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
-//                       wait (a stream: for its next message within `stream_max_wait_ms`), or
+//                       wait (a stream: no message reached it for `stream_max_wait_ms`), or
 //                       the server is shutting down. Nothing was consumed: retry.
 //   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
 //   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
@@ -77,10 +77,11 @@ const (
 type EntropyServiceClient interface {
 	// Exactly `num_bytes` random bytes, or an error and nothing consumed.
 	GetRandom(ctx context.Context, in *GetRandomRequest, opts ...grpc.CallOption) (*GetRandomResponse, error)
-	// A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-	// the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-	// they are larger); a client that stops reading for the server's send timeout loses its
-	// connection, and what was drawn for it is discarded, never served to anyone.
+	// A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+	// scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+	// 256 KiB ahead of the client (one message when they are larger); a client that stops
+	// reading for the server's send timeout loses its connection, and what was drawn for it is
+	// discarded, never served to anyone.
 	StreamRandom(ctx context.Context, in *StreamRandomRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamRandomResponse], error)
 	// Uniformly distributed integers in an inclusive range, unbiased (rejection sampling).
 	GetIntegers(ctx context.Context, in *GetIntegersRequest, opts ...grpc.CallOption) (*GetIntegersResponse, error)
@@ -191,10 +192,11 @@ func (c *entropyServiceClient) CheckQuality(ctx context.Context, in *CheckQualit
 type EntropyServiceServer interface {
 	// Exactly `num_bytes` random bytes, or an error and nothing consumed.
 	GetRandom(context.Context, *GetRandomRequest) (*GetRandomResponse, error)
-	// A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-	// the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-	// they are larger); a client that stops reading for the server's send timeout loses its
-	// connection, and what was drawn for it is discarded, never served to anyone.
+	// A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+	// scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+	// 256 KiB ahead of the client (one message when they are larger); a client that stops
+	// reading for the server's send timeout loses its connection, and what was drawn for it is
+	// discarded, never served to anyone.
 	StreamRandom(*StreamRandomRequest, grpc.ServerStreamingServer[StreamRandomResponse]) error
 	// Uniformly distributed integers in an inclusive range, unbiased (rejection sampling).
 	GetIntegers(context.Context, *GetIntegersRequest) (*GetIntegersResponse, error)

@@ -15,7 +15,7 @@
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
 //                       responses in flight. Nothing was consumed.
 //   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
-//                       wait (a stream: for its next message within `stream_max_wait_ms`), or
+//                       wait (a stream: no message reached it for `stream_max_wait_ms`), or
 //                       the server is shutting down. Nothing was consumed: retry.
 //   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
 //   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
@@ -141,16 +141,20 @@ export const GetRandomResponseSchema: GenMessage<GetRandomResponse> = /*@__PURE_
  */
 export type StreamRandomRequest = Message<"entropy.v1.StreamRandomRequest"> & {
   /**
-   * Bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576 (1 MiB).
-   * The last message of a stream with `total_bytes` set may be shorter.
+   * The most bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576
+   * (1 MiB). Messages carry `chunk_bytes` while the pool has them; when entropy is scarce they
+   * carry fewer, as the bytes arrive, but at least min(chunk_bytes, 4096), so a stream is never
+   * cut off for waiting on a whole large message. The last message of a stream with
+   * `total_bytes` set may be shorter. Do not rely on message sizes; count bytes.
    *
    * @generated from field: uint32 chunk_bytes = 1;
    */
   chunkBytes: number;
 
   /**
-   * Bytes to send in all, after which the stream ends with OK. 0 means no limit: the stream
-   * runs until the client cancels it or the server shuts down (which ends it with UNAVAILABLE).
+   * Bytes to send in all, exactly, after which the stream ends with OK. 0 means no limit: the
+   * stream runs until the client cancels it or the server shuts down (which ends it with
+   * UNAVAILABLE).
    *
    * @generated from field: uint64 total_bytes = 2;
    */
@@ -185,7 +189,8 @@ export const StreamRandomRequestSchema: GenMessage<StreamRandomRequest> = /*@__P
  */
 export type StreamRandomResponse = Message<"entropy.v1.StreamRandomResponse"> & {
   /**
-   * The next `chunk_bytes` random bytes (fewer in the last message of a bounded stream).
+   * The next random bytes: at most `chunk_bytes`, at least min(chunk_bytes, 4096) except in the
+   * last message of a bounded stream.
    *
    * @generated from field: bytes data = 1;
    */
@@ -944,10 +949,11 @@ export const EntropyService: GenService<{
     output: typeof GetRandomResponseSchema;
   },
   /**
-   * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-   * they are larger); a client that stops reading for the server's send timeout loses its
-   * connection, and what was drawn for it is discarded, never served to anyone.
+   * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+   * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+   * 256 KiB ahead of the client (one message when they are larger); a client that stops
+   * reading for the server's send timeout loses its connection, and what was drawn for it is
+   * discarded, never served to anyone.
    *
    * @generated from rpc entropy.v1.EntropyService.StreamRandom
    */
