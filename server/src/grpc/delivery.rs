@@ -88,7 +88,7 @@ impl Undelivered {
         totals: Arc<Totals>,
         connection: Option<&ConnectionInfo>,
     ) -> Self {
-        let Held { holds, wire } = holds;
+        let Held { holds, wire, .. } = holds;
         Self { n, holds, wire, meter, totals, _owing: connection.map(ConnectionInfo::owe) }
     }
 
@@ -152,7 +152,23 @@ impl Drop for Undelivered {
 #[derive(Debug)]
 pub struct Held {
     holds: Holds,
+    /// The key's account (drawn bytes).
+    key: Account,
+    /// The accounts holding wire bytes.
     wire: Vec<Account>,
+}
+
+impl Held {
+    /// Keeps what a draw that came out shorter needs: `drawn` bytes on the key's account,
+    /// `wire` on the others; gives back the rest.
+    pub fn trim(&mut self, drawn: usize, wire: usize) {
+        let held = self.holds.on(&self.key);
+        self.holds.give_back_on(&self.key, held.saturating_sub(drawn));
+        for account in &self.wire {
+            let held = self.holds.on(account);
+            self.holds.give_back_on(account, held.saturating_sub(wire));
+        }
+    }
 }
 
 /// Holds room for a draw of `drawn` bytes whose response takes at most `wire` bytes: on the
@@ -177,7 +193,7 @@ pub async fn hold(
     for account in &on_wire {
         holds.add(account.hold(wire, deadline).await.ok_or(Full::of(account, wire))?);
     }
-    Ok(Held { holds, wire: on_wire })
+    Ok(Held { holds, key: key.clone(), wire: on_wire })
 }
 
 /// An allowance that had no room in time.

@@ -474,6 +474,7 @@ impl EntropyApi {
             sources,
             pool_by_class: provenance::class_levels(&self.pool.levels_by_class()),
             expired_bytes_total: pool.expired_total,
+            evicted_bytes_total: pool.evicted_total,
             max_byte_age_ms: self.pool.limits().max_byte_age.map_or(0, ms),
             discarded_bytes_total: self.totals.discarded(),
             quality_tested_bytes_total: self.totals.quality_tested(),

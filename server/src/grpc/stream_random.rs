@@ -8,6 +8,16 @@
 //! among the tenants with waiting draws, and a stream with a single draw in flight could take
 //! only one message of each chunk.
 //!
+//! Messages are elastic: each draw asks the pool for `chunk` bytes but leaves with what has
+//! reached it once that is at least [`QUANTUM`] ([`Pool::take_between`]). Under scarcity a
+//! stream then sends shorter messages as bytes arrive, instead of waiting for whole messages
+//! that the supply shared among many keys could take longer than `stream_max_wait_ms` to fill
+//! (50 keys × 64 KiB at 80 KB/s is 40 s). It ends with UNAVAILABLE only when no message
+//! reached it for `stream_max_wait_ms`, counted from its last message (not from each draw's
+//! start: its draws ahead are served one after another). The bytes still add up to
+//! `total_bytes` exactly, and only the last message is shorter than [`QUANTUM`] (or than
+//! `chunk`, if smaller).
+//!
 //! Nothing drawn is lost or miscounted: a message drawn but not queued when the stream ends (its
 //! client left, an earlier draw failed, shutdown) goes back to the pool, which serves it to
 //! someone else. A queued message becomes a response only when the transport takes it from the
@@ -25,7 +35,7 @@ use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
@@ -36,7 +46,7 @@ use super::errors::{out_of_range, take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::requests::accept_kinds;
-use crate::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
+use crate::pool::{Drawn, Kinds, Pool, QUANTUM, TakeError, Tenant};
 use crate::quota::{KeyQuota, StreamSlot};
 use crate::transport::{Account, ConnectionInfo, Dues};
 
@@ -109,7 +119,7 @@ pub struct Producer {
     pub connection: Option<ConnectionInfo>,
     /// Holds the key's stream slot until the stream ends.
     pub slot: StreamSlot,
-    /// Longest wait for one message's entropy.
+    /// Longest wait for entropy with no message going out.
     pub max_wait: Duration,
     /// The client's deadline, if it set one.
     pub client_deadline: Option<Instant>,
@@ -195,6 +205,8 @@ impl Producer {
         let depth = stream_depth(self.plan.chunk);
         let mut in_flight = FuturesOrdered::new();
         let mut planned: u64 = 0;
+        // When the stream last queued a message: its draws wait from there (see `draw`).
+        let progress = watch::Sender::new(Instant::now());
         let outcome: (Code, String) = loop {
             // Keep `depth` draws in flight; each first holds a place in the queue, so nothing
             // is drawn that the queue could not take.
@@ -206,8 +218,13 @@ impl Producer {
                 if n == 0 {
                     break;
                 }
+                // A draw too short to be elastic is the stream's last: plan it only once the
+                // draws before it are in, for they may come back short and leave more to send.
+                if n < QUANTUM.min(self.plan.chunk) && !in_flight.is_empty() {
+                    break;
+                }
                 planned += n as u64;
-                in_flight.push_back(self.draw(tx.clone(), n));
+                in_flight.push_back(self.draw(tx.clone(), n, progress.subscribe()));
             }
             if in_flight.is_empty() {
                 break (Code::Ok, String::new()); // all of total_bytes sent
@@ -233,9 +250,10 @@ impl Producer {
                     self.send_last(&tx, status).await;
                     break outcome;
                 }
-                Ok((place, unsent, held)) => {
+                Ok((place, unsent, held, asked)) => {
                     let bytes = unsent.into_bytes();
                     let n = bytes.len();
+                    planned -= (asked - n) as u64; // what a short draw left is planned again
                     let undelivered = Undelivered::new(
                         n,
                         held,
@@ -244,6 +262,7 @@ impl Producer {
                         self.connection.as_ref(),
                     );
                     place.send(Queued::Bytes(bytes, undelivered));
+                    progress.send_replace(Instant::now());
                     self.call.drew(n);
                 }
                 Err(Ended::ClientLeft) => break (Code::Cancelled, "client left".into()),
@@ -261,13 +280,16 @@ impl Producer {
         call.end(outcome.0, &outcome.1);
     }
 
-    /// One message: a place in the queue, the key's byte tokens, then the bytes.
+    /// One message of at most `n` bytes: a place in the queue, the key's byte tokens, then the
+    /// bytes, and `n`. `progress` says when the stream last queued a message.
     fn draw(
         &self,
         tx: mpsc::Sender<Queued>,
         n: usize,
-    ) -> impl Future<Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, delivery::Held), Ended>> + use<>
-    {
+        progress: watch::Receiver<Instant>,
+    ) -> impl Future<
+        Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, delivery::Held, usize), Ended>,
+    > + use<> {
         let (pool, quota, tenant, max_wait, accept) =
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait, self.plan.accept);
         let (connection, responses) = (self.connection.clone(), self.responses.clone());
@@ -278,7 +300,7 @@ impl Producer {
             let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
             quota.wait_bytes(n).await;
             let deadline = Some(Instant::now() + max_wait);
-            let hold = delivery::hold(
+            let mut held = delivery::hold(
                 &quota,
                 connection.as_ref(),
                 &responses,
@@ -287,11 +309,14 @@ impl Producer {
             )
             .await
             .map_err(|full| Ended::Failed(full.into()))?;
-            let bytes = pool
-                .take_for(tenant, n, accept, Some(Instant::now() + max_wait))
+            let least = n.min(QUANTUM);
+            let take = pool.take_between(tenant, least..=n, accept, None);
+            let bytes = unless_stalled(take, progress, max_wait)
                 .await
-                .map_err(|e| Ended::Failed(stream_take_failed(e, n, max_wait)))?;
-            Ok((place, Unsent { pool, bytes: Some(bytes) }, hold))
+                .map_err(|e| Ended::Failed(stream_take_failed(e, least, max_wait)))?;
+            // Hold only what was drawn: a short message frees the rest of its allowances.
+            held.trim(bytes.len(), wire_bound(bytes.len()));
+            Ok((place, Unsent { pool, bytes: Some(bytes) }, held, n))
         }
     }
 
@@ -388,12 +413,38 @@ impl Drop for Outbox {
     }
 }
 
-/// The status that ends a stream whose next message could not be drawn.
+/// Runs a stream's `take` until it ends, or until the stream has gone `max_wait` without a
+/// message (by `progress`) while it waited: it then gives up, consuming nothing.
+///
+/// Timed from the stream's last message, not from the draw's start: under scarcity a stream's
+/// draws are served one after another (its key's turns go to its oldest draw first), so the
+/// last of its draws ahead waits for all the others. Timed from its own start, that draw
+/// could end a stream whose messages were still arriving.
+async fn unless_stalled(
+    take: impl Future<Output = Result<Drawn, TakeError>>,
+    mut progress: watch::Receiver<Instant>,
+    max_wait: Duration,
+) -> Result<Drawn, TakeError> {
+    let started = Instant::now();
+    let mut take = std::pin::pin!(take);
+    loop {
+        let deadline = (*progress.borrow_and_update()).max(started) + max_wait;
+        tokio::select! {
+            result = &mut take => return result,
+            () = tokio::time::sleep_until(deadline) => return Err(TakeError::TimedOut),
+            // A message went out: wait on, from it. (An error: the stream ended; this
+            // branch is off and the draw is about to be dropped.)
+            Ok(()) = progress.changed() => {}
+        }
+    }
+}
+
+/// The status that ends a stream whose next message (at least `n` bytes) could not be drawn.
 fn stream_take_failed(e: TakeError, n: usize, max_wait: Duration) -> Status {
     match e {
         TakeError::TimedOut => Status::unavailable(format!(
-            "no entropy for the next {n}-byte message within {} ms (stream_max_wait_ms); \
-             nothing consumed, reopen the stream later",
+            "no entropy reached this stream for {} ms (stream_max_wait_ms; its next message \
+             needs at least {n} bytes); nothing consumed, reopen the stream later",
             max_wait.as_millis()
         )),
         other => take_failed(other, Limit::Server, n),

@@ -30,6 +30,12 @@ pub const FAMILIES: &[Family] = &[
         "Bytes wiped unserved for being older than max_byte_age_ms.",
     ),
     Family::new(
+        "entropy_gateway_pool_evicted_bytes_total",
+        Kind::Counter,
+        &[],
+        "Bytes wiped unserved to make room for a class of sources below its share of the pool.",
+    ),
+    Family::new(
         "entropy_gateway_pool_capacity_bytes",
         Kind::Gauge,
         &[],

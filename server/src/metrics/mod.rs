@@ -87,6 +87,7 @@ pub struct GatewayMetrics {
     pool_bytes: Gauge,
     pool_class_bytes: [Gauge; Kinds::CLASSES],
     pool_expired: Counter,
+    pool_evicted: Counter,
     pool_capacity_bytes: Gauge,
     pool_low_watermark_bytes: Gauge,
     pool_waiters: Gauge,
@@ -146,6 +147,7 @@ impl GatewayMetrics {
                 r.gauge("entropy_gateway_pool_class_bytes", &[("class", &class)])
             }),
             pool_expired: r.counter("entropy_gateway_pool_expired_bytes_total", &[]),
+            pool_evicted: r.counter("entropy_gateway_pool_evicted_bytes_total", &[]),
             pool_capacity_bytes: r.gauge("entropy_gateway_pool_capacity_bytes", &[]),
             pool_low_watermark_bytes: r.gauge("entropy_gateway_pool_low_watermark_bytes", &[]),
             pool_waiters: r.gauge("entropy_gateway_pool_waiters", &[]),
@@ -204,6 +206,7 @@ impl GatewayMetrics {
             gauge.set(bytes as f64);
         }
         self.pool_expired.absolute(pool.expired_total);
+        self.pool_evicted.absolute(pool.evicted_total);
         self.pool_capacity_bytes.set(pool.capacity as f64);
         self.pool_low_watermark_bytes.set(low_watermark as f64);
         self.pool_waiters.set(pool.waiters as f64);

@@ -15,13 +15,19 @@
 //! - `take(n)` copies `n` bytes out at once when no one is waiting and `n` are unclaimed;
 //!   otherwise it waits until its reservation reaches `n`, then copies `n` bytes out. Either
 //!   way the ring region they came from is zeroized.
+//! - an *elastic* take ([`Pool::take_between`], for streams) names `min..=max`: it copies `max`
+//!   out at once as `take(max)` would; otherwise it waits in line the same way, and leaves
+//!   with what it has reserved as soon as that is at least `min`. Its reservation is checked
+//!   after each sharing of arriving bytes (under the lock), so it leaves with its part of the
+//!   bytes that reached the pool rather than waiting for all of `max`.
 //!
 //! At most once: the reservations never exceed the bytes in the ring (a reservation is only
 //! ever made from unclaimed bytes, and a take removes as many bytes from the ring as it ends
 //! of reservation), and every copy-out happens under the lock and removes what it copied, so
-//! no byte leaves the ring twice. All or nothing: a take copies out exactly `n` bytes or
-//! nothing; a take that gives up (its deadline passed, its client left) ends its reservation,
-//! and the bytes it held, which never left the ring, go back to the round.
+//! no byte leaves the ring twice. All or nothing: a take copies out exactly `n` bytes (an
+//! elastic one, between its `min` and `max`) or nothing; a take that gives up (its deadline
+//! passed, its client left) ends its reservation, and the bytes it held, which never left the
+//! ring, go back to the round.
 //!
 //! # Classes
 //!
@@ -35,6 +41,19 @@
 //! all or nothing hold across lanes. Fairness holds within each lane; a tenant waiting in
 //! several lanes is charged only for the lane that served it.
 //!
+//! # Sharing the budget
+//!
+//! No class can keep another's bytes out ([`share`]): each present class is entitled to an
+//! equal share of the capacity, and a chunk of a class below its share is stored even into a
+//! full pool, by wiping the oldest unclaimed bytes of the classes above theirs (counted as
+//! evicted). Reserved bytes are never wiped, so the invariants above are untouched.
+//!
+//! # Accounting
+//!
+//! Every byte stored is, at any time, in exactly one place:
+//! `ingested = served + level + reserved + discarded + expired + evicted`, where `level` is the
+//! unclaimed bytes and `reserved` those assigned to takes still waiting for more.
+//!
 //! # Age limit
 //!
 //! With `max_byte_age` set, bytes older than it are wiped from the front of their lane and
@@ -45,7 +64,9 @@
 mod arena;
 mod fair;
 mod origin;
+mod share;
 
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -58,6 +79,7 @@ use fair::{Progress, Scheduler};
 pub use fair::{QUANTUM, Tenant};
 use origin::Segments;
 pub use origin::{ChunkOrigin, Kinds, Provenance, Segment};
+use share::{Evictions, LaneLoad};
 
 /// Bytes drawn from the pool, with the record of the chunks they came from. The bytes are
 /// wiped when dropped unless moved out with [`Drawn::into_vec`].
@@ -236,7 +258,7 @@ pub enum TakeError {
 
 /// Running totals, in bytes, since the pool was created.
 ///
-/// They balance: `ingested = served + level + reserved + discarded + expired`, where
+/// They balance: `ingested = served + level + reserved + discarded + expired + evicted`, where
 /// `reserved` are bytes assigned to takes still waiting for the rest of what they asked for.
 #[derive(Debug, Default)]
 struct Counters {
@@ -244,6 +266,7 @@ struct Counters {
     served: AtomicU64,
     discarded: AtomicU64,
     expired: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// A snapshot of the pool's counters.
@@ -264,6 +287,8 @@ pub struct PoolStats {
     pub discarded_total: u64,
     /// Bytes wiped unserved for being older than the age limit.
     pub expired_total: u64,
+    /// Bytes wiped unserved to make room for a class below its share of the pool ([`share`]).
+    pub evicted_total: u64,
 }
 
 impl Pool {
@@ -299,17 +324,26 @@ impl Pool {
     }
 
     /// Copies `data`, the bytes of the chunk `origin`, into its class's lane, all of it or
-    /// (when there is no room) none of it, and shares it among that lane's waiting takes.
+    /// (when there is no room) none of it, and shares it among that lane's waiting takes. A
+    /// full pool makes room for a class below its share of the pool by wiping unclaimed bytes
+    /// of the classes above theirs ([`share`]).
     pub fn put(&self, data: &[u8], origin: Arc<ChunkOrigin>) -> Result<(), PoolFull> {
         let lane = origin.kinds.lane();
         {
             let now = Instant::now();
             let mut state = self.lock();
             self.expire_locked(&mut state, now);
-            let free = self.capacity - state.held;
-            if data.len() > free {
-                return Err(PoolFull { free, needed: data.len() });
-            }
+            let window = self.limits.class_absent_after;
+            let loads = std::array::from_fn(|l| {
+                let lane = &state.lanes[l];
+                LaneLoad {
+                    held: lane.bytes.len,
+                    unclaimed: lane.unclaimed(),
+                    present: lane.present(now, window),
+                }
+            });
+            let evictions = share::make_room(&loads, self.capacity, lane, data.len())?;
+            self.evict_locked(&mut state, &evictions);
             let State { arena, lanes, .. } = &mut *state;
             let target = &mut lanes[lane];
             target.bytes.push_back(arena, data);
@@ -341,6 +375,22 @@ impl Pool {
         accept: Kinds,
         deadline: Option<Instant>,
     ) -> Result<Drawn, TakeError> {
+        self.take_between(tenant, n..=n, accept, deadline).await
+    }
+
+    /// Takes between `want.start()` and `want.end()` bytes of one class within `accept` for
+    /// `tenant`: all of `want.end()` at once when they are there and no one waits; otherwise,
+    /// waiting in line as [`Pool::take_for`] does, what it has been assigned as soon as that is
+    /// at least `want.start()` (clamped to `1..=want.end()`). Same errors, deadline and
+    /// cancel-safety as [`Pool::take_for`]: on error nothing is consumed.
+    pub async fn take_between(
+        &self,
+        tenant: Tenant,
+        want: RangeInclusive<usize>,
+        accept: Kinds,
+        deadline: Option<Instant>,
+    ) -> Result<Drawn, TakeError> {
+        let (min, n) = (*want.start(), *want.end());
         self.check_size(n)?;
         if n == 0 {
             return Ok(Drawn::default());
@@ -359,8 +409,10 @@ impl Pool {
             self.check_accepted_present(&state, accept, now)?;
             let lanes: Vec<usize> =
                 (0..Kinds::CLASSES).filter(|&l| Kinds::of_lane(l).within(accept)).collect();
-            let entries: Vec<(usize, u64)> =
-                lanes.iter().map(|&l| (l, state.lanes[l].scheduler.enqueue(tenant, n))).collect();
+            let entries: Vec<(usize, u64)> = lanes
+                .iter()
+                .map(|&l| (l, state.lanes[l].scheduler.enqueue_between(tenant, min, n)))
+                .collect();
             state.tickets += 1;
             for &lane in &lanes {
                 self.share(&mut state, lane);
@@ -473,6 +525,7 @@ impl Pool {
             served_total: self.counters.served.load(Ordering::Relaxed),
             discarded_total: self.counters.discarded.load(Ordering::Relaxed),
             expired_total: self.counters.expired.load(Ordering::Relaxed),
+            evicted_total: self.counters.evicted.load(Ordering::Relaxed),
         }
     }
 
@@ -563,6 +616,28 @@ impl Pool {
         }
         if expired > 0 {
             self.counters.expired.fetch_add(expired as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Wipes `evictions[l]` bytes from the front of each lane `l` (at most its unclaimed bytes,
+    /// so every reservation still fits) and counts them as evicted.
+    fn evict_locked(&self, state: &mut State, evictions: &Evictions) {
+        let mut evicted = 0;
+        for (lane, &n) in evictions.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let State { arena, lanes, held, .. } = &mut *state;
+            let target = &mut lanes[lane];
+            debug_assert!(n <= target.unclaimed(), "eviction of reserved bytes");
+            target.segments.pop_front(n);
+            target.bytes.discard_front(arena, n);
+            *held -= n;
+            evicted += n;
+        }
+        if evicted > 0 {
+            self.mirror(state);
+            self.counters.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
         }
     }
 
@@ -665,3 +740,5 @@ impl Drop for Ticket<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sharing;

@@ -2,15 +2,18 @@
 //! keys get equal shares, streams wait with a limit, and a spent deadline draws nothing.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{
     GetRandomRequest, GetStatusRequest, GetStatusResponse, StreamRandomRequest,
 };
 use tokio_stream::StreamExt;
 use tonic::Code;
+use tonic::transport::Channel;
 
 use super::support::{TestGateway, start_with_keys, test_config, with_key};
 
@@ -154,10 +157,173 @@ async fn contending_keys_receive_equal_shares_whatever_their_stream_count() {
     gw.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_keys_streaming_64_kib_messages_from_a_slow_feed_share_it_and_no_stream_fails() {
+    // Finding 10: 50 keys, one 64 KiB-message stream each, at 80 KB/s: 10 keys got nothing,
+    // shares ranged from 0 to 512 KiB, and every stream ended UNAVAILABLE (a whole message for
+    // every key needed ~40 s of the supply, more than stream_max_wait_ms). Scaled down, keeping
+    // the ratio: about 750 KB/s and a 2 s wait, where a whole message for every key needs over
+    // 4 s, and a key waits at most 49 × 16 KiB (about 1 s) for a turn (`pool::fair`).
+    const KEYS: usize = 50;
+    const MESSAGE: usize = 64 << 10;
+    let names: Vec<String> = (0..KEYS).map(|i| format!("key-{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut gw = gateway(&refs, |c| c.stream_max_wait_ms = 2_000).await;
+    let received: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+    let faults: Arc<Mutex<Vec<String>>> = Arc::default();
+    // The pool starts with 1 MiB, as a gateway fed while no one called does: the first keys
+    // take it at once (and must not be made to wait for every other key to catch up).
+    gw.feed(1 << 20, 64 << 10, |i| i as u8).await;
+    let mut clients = Vec::new();
+    for _ in 0..KEYS {
+        clients.push(gw.client().await);
+    }
+    // Streams open while the feed runs, as they would against an appliance.
+    let opener = tokio::spawn({
+        let (received, faults) = (received.clone(), faults.clone());
+        async move {
+            let mut readers = Vec::new();
+            for (i, mut client) in clients.into_iter().enumerate() {
+                let name = format!("key-{i:02}");
+                let request = with_key(
+                    &name,
+                    StreamRandomRequest { chunk_bytes: MESSAGE as u32, ..Default::default() },
+                );
+                let mut stream = client.stream_random(request).await.expect("opens").into_inner();
+                let (received, faults) = (received.clone(), faults.clone());
+                readers.push(tokio::spawn(async move {
+                    while let Some(message) = stream.next().await {
+                        let fault = match message {
+                            Ok(m) if (4096..=MESSAGE).contains(&m.data.len()) => {
+                                received[i].fetch_add(m.data.len(), Ordering::Relaxed);
+                                continue;
+                            }
+                            Ok(m) => format!("{name}: a message of {} bytes", m.data.len()),
+                            Err(status) => format!("{name}: {status:?}"),
+                        };
+                        faults.lock().expect("lock").push(fault);
+                        return;
+                    }
+                }));
+            }
+            readers
+        }
+    });
+    let mut ingest = gw.ingest_client().await;
+    trickle(&mut gw, &mut ingest, || opener.is_finished()).await;
+    let readers = opener.await.expect("join");
+    let before: Vec<usize> = received.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    trickle(&mut gw, &mut ingest, || tokio::time::Instant::now() >= until).await;
+    let shares: Vec<usize> = received
+        .iter()
+        .zip(&before)
+        .map(|(r, before)| r.load(Ordering::Relaxed) - before)
+        .collect();
+    let faults = faults.lock().expect("lock").clone();
+    assert!(faults.is_empty(), "streams failed while bytes flowed: {faults:?}");
+    let (least, most) = (shares.iter().min().copied(), shares.iter().max().copied());
+    let (least, most) = (least.unwrap_or(0), most.unwrap_or(0));
+    assert!(least > 0, "a key got nothing in 3 s: {shares:?}");
+    assert!(most <= 2 * least, "shares {least}..={most} differ by more than 2x: {shares:?}");
+    for reader in readers {
+        reader.abort();
+    }
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowly_fed_stream_waits_from_its_last_message_not_from_each_draw() {
+    // A stream draws four messages ahead; under scarcity they are served one after another, so
+    // the fourth waits for the three before it. Timed from its own start (600 ms here), it would
+    // end the stream while a message went out every 150 ms.
+    let mut gw = gateway(&["reader"], |c| c.stream_max_wait_ms = 400).await;
+    let mut client = gw.client().await;
+    let request = with_key(
+        "reader",
+        StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() },
+    );
+    let mut stream = client.stream_random(request).await.expect("opens").into_inner();
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while let Some(message) = stream.next().await {
+            got.push(message.map(|m| m.data.len()));
+        }
+        got
+    });
+    let mut ingest = gw.ingest_client().await;
+    for _ in 0..10 {
+        let chunk = gw.sign(vec![3; 4 << 10]);
+        ingest.publish(chunk).await.expect("chunk accepted");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    // Fed 10 × 4 KiB, then nothing: the stream ends 400 ms after its last message.
+    let got =
+        tokio::time::timeout(Duration::from_secs(5), reader).await.expect("ends").expect("join");
+    let (last, messages) = got.split_last().expect("messages, then the end");
+    assert_eq!(messages.iter().map(|m| m.as_ref().ok()).collect::<Vec<_>>(), [Some(&4096); 10]);
+    let ended = last.as_ref().expect_err("ends when the feed stops");
+    assert_eq!(ended.code(), Code::Unavailable, "{}", ended.message());
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_stream_under_scarcity_sends_shorter_messages_and_exactly_its_total() {
+    // Messages carry at most chunk_bytes and, but for the last, at least 4 KiB; the bytes add up
+    // to total_bytes exactly, though draws ahead come back short.
+    const TOTAL: usize = 50_000;
+    let mut gw = gateway(&["reader"], |c| c.stream_max_wait_ms = 5_000).await;
+    let mut client = gw.client().await;
+    let request = with_key(
+        "reader",
+        StreamRandomRequest {
+            chunk_bytes: 16 << 10,
+            total_bytes: TOTAL as u64,
+            ..Default::default()
+        },
+    );
+    let mut stream = client.stream_random(request).await.expect("opens").into_inner();
+    let reader = tokio::spawn(async move {
+        let mut sizes = Vec::new();
+        while let Some(message) = stream.next().await {
+            sizes.push(message.expect("no error while bytes flow").data.len());
+        }
+        sizes
+    });
+    let mut ingest = gw.ingest_client().await;
+    while !reader.is_finished() {
+        let chunk = gw.sign(vec![3; 4 << 10]);
+        ingest.publish(chunk).await.expect("chunk accepted");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let sizes = reader.await.expect("join");
+    assert_eq!(sizes.iter().sum::<usize>(), TOTAL, "{sizes:?}");
+    let (last, before) = sizes.split_last().expect("messages");
+    assert!(*last > 0 && *last <= 16 << 10, "{sizes:?}");
+    assert!(before.iter().all(|n| (4096..=16 << 10).contains(n)), "{sizes:?}");
+    assert!(before.iter().any(|&n| n < 16 << 10), "scarcity made some shorter: {sizes:?}");
+    gw.stop().await;
+}
+
+/// Publishes a 16 KiB chunk every 20 ms (about 750 KB/s) until `done`.
+async fn trickle(
+    gw: &mut TestGateway,
+    ingest: &mut IngestServiceClient<Channel>,
+    mut done: impl FnMut() -> bool,
+) {
+    while !done() {
+        let chunk = gw.sign(vec![7; 16 << 10]);
+        ingest.publish(chunk).await.expect("chunk accepted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_stream_waits_for_entropy_with_a_limit_and_consumes_nothing() {
     let mut gw = gateway(&["reader"], |c| c.stream_max_wait_ms = 300).await;
-    gw.feed(4 << 10, 4 << 10, |i| i as u8).await;
+    // Less than the least a message of 64 KiB carries (4 KiB): no message can be drawn.
+    gw.feed(3 << 10, 3 << 10, |i| i as u8).await;
     let mut client = gw.client().await;
     let request = with_key(
         "reader",
@@ -171,6 +337,6 @@ async fn a_stream_waits_for_entropy_with_a_limit_and_consumes_nothing() {
     assert_eq!(ended.code(), Code::Unavailable, "{}", ended.message());
     assert!(ended.message().contains("stream_max_wait_ms"), "{}", ended.message());
     let after = status(&gw, "reader").await;
-    assert_eq!((after.pool_bytes, after.served_bytes_total), (4 << 10, 0), "nothing consumed");
+    assert_eq!((after.pool_bytes, after.served_bytes_total), (3 << 10, 0), "nothing consumed");
     gw.stop().await;
 }

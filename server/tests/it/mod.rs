@@ -1,5 +1,6 @@
 //! Test groups and the shared harness.
 
+mod classes;
 mod diode;
 mod entropy;
 mod exposure;

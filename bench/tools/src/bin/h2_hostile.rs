@@ -334,11 +334,7 @@ async fn send_partial(args: &Args, tally: &Tally, send: &mut h2::SendStream<Byte
 
 /// Waits for a response: counts a refusal (RST_STREAM) or its grpc-status; reads its body only
 /// with `read_every` (then slowly, giving the window back as it goes).
-async fn answered(
-    tally: &Tally,
-    response: h2::client::ResponseFuture,
-    read_every: Option<u64>,
-) {
+async fn answered(tally: &Tally, response: h2::client::ResponseFuture, read_every: Option<u64>) {
     let response = match response.await {
         Ok(response) => response,
         Err(_) => {

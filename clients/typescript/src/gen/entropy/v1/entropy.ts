@@ -44,7 +44,7 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  *                       and not yet read by the client (`max_undelivered_bytes`): read the
  *                       responses in flight. Nothing was consumed.
  *   UNAVAILABLE         the pool did not hold enough entropy within the server's maximum
- *                       wait (a stream: for its next message within `stream_max_wait_ms`), or
+ *                       wait (a stream: no message reached it for `stream_max_wait_ms`), or
  *                       the server is shutting down. Nothing was consumed: retry.
  *   DEADLINE_EXCEEDED   the client's own deadline passed first. Nothing was consumed.
  *   FAILED_PRECONDITION the call accepts only some source kinds (`accept_kinds`) and the
@@ -65,7 +65,8 @@ export const protobufFileName = "entropy/v1/entropy.proto";
  * is served, whole, by the first class that fills its share, its places in the others given
  * up. Sharing (above) holds within each class; every byte still goes to one caller, once, and
  * a call that fails consumes nothing. Each response says where its bytes came from
- * (`DrawProvenance`).
+ * (`DrawProvenance`). Classes share the capacity too: no class can keep another's bytes out
+ * (see `GetStatusResponse.evicted_bytes_total`).
  */
 
 /** How GetRandom returns its bytes. */
@@ -120,13 +121,17 @@ export interface GetRandomResponse {
 /** Request for StreamRandom. */
 export interface StreamRandomRequest {
   /**
-   * Bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576 (1 MiB).
-   * The last message of a stream with `total_bytes` set may be shorter.
+   * The most bytes per response message: 0 means the default 16384 (16 KiB); at most 1048576
+   * (1 MiB). Messages carry `chunk_bytes` while the pool has them; when entropy is scarce they
+   * carry fewer, as the bytes arrive, but at least min(chunk_bytes, 4096), so a stream is never
+   * cut off for waiting on a whole large message. The last message of a stream with
+   * `total_bytes` set may be shorter. Do not rely on message sizes; count bytes.
    */
   chunkBytes: number;
   /**
-   * Bytes to send in all, after which the stream ends with OK. 0 means no limit: the stream
-   * runs until the client cancels it or the server shuts down (which ends it with UNAVAILABLE).
+   * Bytes to send in all, exactly, after which the stream ends with OK. 0 means no limit: the
+   * stream runs until the client cancels it or the server shuts down (which ends it with
+   * UNAVAILABLE).
    */
   totalBytes: bigint;
   /**
@@ -144,7 +149,10 @@ export interface StreamRandomRequest {
 
 /** One message of a StreamRandom stream. */
 export interface StreamRandomResponse {
-  /** The next `chunk_bytes` random bytes (fewer in the last message of a bounded stream). */
+  /**
+   * The next random bytes: at most `chunk_bytes`, at least min(chunk_bytes, 4096) except in the
+   * last message of a bounded stream.
+   */
   data: Buffer;
   /** Where these bytes came from. */
   provenance: DrawProvenance | undefined;
@@ -284,6 +292,14 @@ export interface GetStatusResponse {
   expiredBytesTotal: bigint;
   /** The longest a byte may stay in the pool, in milliseconds; 0: no limit. */
   maxByteAgeMs: bigint;
+  /**
+   * Bytes wiped unserved to make room for another class of sources. Classes share the pool:
+   * each class fed within `ingest_stale_after_ms` (or holding bytes) is entitled to an equal
+   * share of `pool_capacity_bytes`, and a chunk of a class below its share is stored into a full
+   * pool by wiping the oldest bytes of the classes above theirs that no waiting call has
+   * reserved. A chunk of a class at its share is refused (RESOURCE_EXHAUSTED) as before.
+   */
+  evictedBytesTotal: bigint;
 }
 
 /** Bytes in the pool of one class. */
@@ -1185,6 +1201,7 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     poolByClass: [],
     expiredBytesTotal: 0n,
     maxByteAgeMs: 0n,
+    evictedBytesTotal: 0n,
   };
 }
 
@@ -1279,6 +1296,12 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
         throw new globalThis.Error("value provided for field message.maxByteAgeMs of type uint64 too large");
       }
       writer.uint32(136).uint64(message.maxByteAgeMs);
+    }
+    if (message.evictedBytesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.evictedBytesTotal) !== message.evictedBytesTotal) {
+        throw new globalThis.Error("value provided for field message.evictedBytesTotal of type uint64 too large");
+      }
+      writer.uint32(144).uint64(message.evictedBytesTotal);
     }
     return writer;
   },
@@ -1430,6 +1453,14 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.maxByteAgeMs = reader.uint64() as bigint;
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.evictedBytesTotal = reader.uint64() as bigint;
             continue;
           }
         }
@@ -2145,10 +2176,11 @@ export const EntropyServiceService = {
     responseDeserialize: (value: Buffer): GetRandomResponse => GetRandomResponse.decode(value),
   },
   /**
-   * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-   * they are larger); a client that stops reading for the server's send timeout loses its
-   * connection, and what was drawn for it is discarded, never served to anyone.
+   * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+   * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+   * 256 KiB ahead of the client (one message when they are larger); a client that stops
+   * reading for the server's send timeout loses its connection, and what was drawn for it is
+   * discarded, never served to anyone.
    */
   streamRandom: {
     path: "/entropy.v1.EntropyService/StreamRandom" as const,
@@ -2221,10 +2253,11 @@ export interface EntropyServiceServer extends UntypedServiceImplementation {
   /** Exactly `num_bytes` random bytes, or an error and nothing consumed. */
   getRandom: handleUnaryCall<GetRandomRequest, GetRandomResponse>;
   /**
-   * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-   * they are larger); a client that stops reading for the server's send timeout loses its
-   * connection, and what was drawn for it is discarded, never served to anyone.
+   * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+   * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+   * 256 KiB ahead of the client (one message when they are larger); a client that stops
+   * reading for the server's send timeout loses its connection, and what was drawn for it is
+   * discarded, never served to anyone.
    */
   streamRandom: handleServerStreamingCall<StreamRandomRequest, StreamRandomResponse>;
   /** Uniformly distributed integers in an inclusive range, unbiased (rejection sampling). */
@@ -2261,10 +2294,11 @@ export interface EntropyServiceClient extends Client {
     callback: (error: ServiceError | null, response: GetRandomResponse) => void,
   ): ClientUnaryCall;
   /**
-   * A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-   * the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-   * they are larger); a client that stops reading for the server's send timeout loses its
-   * connection, and what was drawn for it is discarded, never served to anyone.
+   * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+   * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+   * 256 KiB ahead of the client (one message when they are larger); a client that stops
+   * reading for the server's send timeout loses its connection, and what was drawn for it is
+   * discarded, never served to anyone.
    */
   streamRandom(
     request: StreamRandomRequest,

@@ -112,7 +112,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms")
+    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms", "evicted_bytes_total")
     POOL_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_LOW_WATERMARK_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class GetStatusResponse(_message.Message):
     POOL_BY_CLASS_FIELD_NUMBER: _ClassVar[int]
     EXPIRED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTE_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     pool_bytes: int
     pool_capacity_bytes: int
     pool_low_watermark_bytes: int
@@ -147,7 +148,8 @@ class GetStatusResponse(_message.Message):
     pool_by_class: _containers.RepeatedCompositeFieldContainer[ClassLevel]
     expired_bytes_total: int
     max_byte_age_ms: int
-    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ...) -> None: ...
+    evicted_bytes_total: int
+    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ..., evicted_bytes_total: _Optional[int] = ...) -> None: ...
 
 class ClassLevel(_message.Message):
     __slots__ = ("kinds", "bytes")

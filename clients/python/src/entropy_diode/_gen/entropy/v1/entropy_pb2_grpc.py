@@ -84,10 +84,11 @@ class EntropyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StreamRandom(self, request, context):
-        """A stream of random bytes in messages of `chunk_bytes`, until `total_bytes` have been sent or
-        the client cancels. The gateway draws up to 256 KiB ahead of the client (one message when
-        they are larger); a client that stops reading for the server's send timeout loses its
-        connection, and what was drawn for it is discarded, never served to anyone.
+        """A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
+        scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
+        256 KiB ahead of the client (one message when they are larger); a client that stops
+        reading for the server's send timeout loses its connection, and what was drawn for it is
+        discarded, never served to anyone.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
