@@ -806,7 +806,8 @@ type GetStatusResponse struct {
 	Waiters uint64 `protobuf:"varint,4,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// Bytes accepted into the pool since the gateway started.
 	IngestedBytesTotal uint64 `protobuf:"varint,5,opt,name=ingested_bytes_total,json=ingestedBytesTotal,proto3" json:"ingested_bytes_total,omitempty"`
-	// Bytes handed out to callers since the gateway started.
+	// Bytes served to callers since the gateway started: bytes of responses whose last byte was
+	// written to the caller's connection. Never decreases; CheckQuality samples are not served.
 	ServedBytesTotal uint64 `protobuf:"varint,6,opt,name=served_bytes_total,json=servedBytesTotal,proto3" json:"served_bytes_total,omitempty"`
 	// Chunks accepted since the gateway started.
 	ChunksAcceptedTotal uint64 `protobuf:"varint,7,opt,name=chunks_accepted_total,json=chunksAcceptedTotal,proto3" json:"chunks_accepted_total,omitempty"`
@@ -840,8 +841,13 @@ type GetStatusResponse struct {
 	// pool by wiping the oldest bytes of the classes above theirs that no waiting call has
 	// reserved. A chunk of a class at its share is refused (RESOURCE_EXHAUSTED) as before.
 	EvictedBytesTotal uint64 `protobuf:"varint,18,opt,name=evicted_bytes_total,json=evictedBytesTotal,proto3" json:"evicted_bytes_total,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Bytes drawn for callers that never received them (the stream was reset, the connection
+	// closed or stalled past the send timeout), wiped, never served to anyone. Never decreases.
+	DiscardedBytesTotal uint64 `protobuf:"varint,19,opt,name=discarded_bytes_total,json=discardedBytesTotal,proto3" json:"discarded_bytes_total,omitempty"`
+	// Bytes drawn as CheckQuality samples: tested and wiped, never served. Never decreases.
+	QualityTestedBytesTotal uint64 `protobuf:"varint,20,opt,name=quality_tested_bytes_total,json=qualityTestedBytesTotal,proto3" json:"quality_tested_bytes_total,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
@@ -996,6 +1002,20 @@ func (x *GetStatusResponse) GetMaxByteAgeMs() uint64 {
 func (x *GetStatusResponse) GetEvictedBytesTotal() uint64 {
 	if x != nil {
 		return x.EvictedBytesTotal
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetDiscardedBytesTotal() uint64 {
+	if x != nil {
+		return x.DiscardedBytesTotal
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetQualityTestedBytesTotal() uint64 {
+	if x != nil {
+		return x.QualityTestedBytesTotal
 	}
 	return 0
 }
@@ -1588,7 +1608,7 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
 	"provenance\"\x12\n" +
-	"\x10GetStatusRequest\"\xd3\x06\n" +
+	"\x10GetStatusRequest\"\xc4\a\n" +
 	"\x11GetStatusResponse\x12\x1d\n" +
 	"\n" +
 	"pool_bytes\x18\x01 \x01(\x04R\tpoolBytes\x12.\n" +
@@ -1609,7 +1629,9 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\rpool_by_class\x18\x0f \x03(\v2\x16.entropy.v1.ClassLevelR\vpoolByClass\x12.\n" +
 	"\x13expired_bytes_total\x18\x10 \x01(\x04R\x11expiredBytesTotal\x12%\n" +
 	"\x0fmax_byte_age_ms\x18\x11 \x01(\x04R\fmaxByteAgeMs\x12.\n" +
-	"\x13evicted_bytes_total\x18\x12 \x01(\x04R\x11evictedBytesTotalB\x14\n" +
+	"\x13evicted_bytes_total\x18\x12 \x01(\x04R\x11evictedBytesTotal\x122\n" +
+	"\x15discarded_bytes_total\x18\x13 \x01(\x04R\x13discardedBytesTotal\x12;\n" +
+	"\x1aquality_tested_bytes_total\x18\x14 \x01(\x04R\x17qualityTestedBytesTotalB\x14\n" +
 	"\x12_last_chunk_age_ms\"P\n" +
 	"\n" +
 	"ClassLevel\x12,\n" +

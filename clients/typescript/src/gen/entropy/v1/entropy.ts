@@ -256,7 +256,10 @@ export interface GetStatusResponse {
   waiters: bigint;
   /** Bytes accepted into the pool since the gateway started. */
   ingestedBytesTotal: bigint;
-  /** Bytes handed out to callers since the gateway started. */
+  /**
+   * Bytes served to callers since the gateway started: bytes of responses whose last byte was
+   * written to the caller's connection. Never decreases; CheckQuality samples are not served.
+   */
   servedBytesTotal: bigint;
   /** Chunks accepted since the gateway started. */
   chunksAcceptedTotal: bigint;
@@ -300,6 +303,13 @@ export interface GetStatusResponse {
    * reserved. A chunk of a class at its share is refused (RESOURCE_EXHAUSTED) as before.
    */
   evictedBytesTotal: bigint;
+  /**
+   * Bytes drawn for callers that never received them (the stream was reset, the connection
+   * closed or stalled past the send timeout), wiped, never served to anyone. Never decreases.
+   */
+  discardedBytesTotal: bigint;
+  /** Bytes drawn as CheckQuality samples: tested and wiped, never served. Never decreases. */
+  qualityTestedBytesTotal: bigint;
 }
 
 /** Bytes in the pool of one class. */
@@ -1202,6 +1212,8 @@ function createBaseGetStatusResponse(): GetStatusResponse {
     expiredBytesTotal: 0n,
     maxByteAgeMs: 0n,
     evictedBytesTotal: 0n,
+    discardedBytesTotal: 0n,
+    qualityTestedBytesTotal: 0n,
   };
 }
 
@@ -1302,6 +1314,18 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
         throw new globalThis.Error("value provided for field message.evictedBytesTotal of type uint64 too large");
       }
       writer.uint32(144).uint64(message.evictedBytesTotal);
+    }
+    if (message.discardedBytesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.discardedBytesTotal) !== message.discardedBytesTotal) {
+        throw new globalThis.Error("value provided for field message.discardedBytesTotal of type uint64 too large");
+      }
+      writer.uint32(152).uint64(message.discardedBytesTotal);
+    }
+    if (message.qualityTestedBytesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.qualityTestedBytesTotal) !== message.qualityTestedBytesTotal) {
+        throw new globalThis.Error("value provided for field message.qualityTestedBytesTotal of type uint64 too large");
+      }
+      writer.uint32(160).uint64(message.qualityTestedBytesTotal);
     }
     return writer;
   },
@@ -1461,6 +1485,22 @@ export const GetStatusResponse: MessageFns<GetStatusResponse> = {
             }
 
             message.evictedBytesTotal = reader.uint64() as bigint;
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.discardedBytesTotal = reader.uint64() as bigint;
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.qualityTestedBytesTotal = reader.uint64() as bigint;
             continue;
           }
         }

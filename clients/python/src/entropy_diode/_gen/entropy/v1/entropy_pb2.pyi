@@ -112,7 +112,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms", "evicted_bytes_total")
+    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms", "evicted_bytes_total", "discarded_bytes_total", "quality_tested_bytes_total")
     POOL_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_LOW_WATERMARK_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +131,8 @@ class GetStatusResponse(_message.Message):
     EXPIRED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTE_AGE_MS_FIELD_NUMBER: _ClassVar[int]
     EVICTED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DISCARDED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    QUALITY_TESTED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     pool_bytes: int
     pool_capacity_bytes: int
     pool_low_watermark_bytes: int
@@ -149,7 +151,9 @@ class GetStatusResponse(_message.Message):
     expired_bytes_total: int
     max_byte_age_ms: int
     evicted_bytes_total: int
-    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ..., evicted_bytes_total: _Optional[int] = ...) -> None: ...
+    discarded_bytes_total: int
+    quality_tested_bytes_total: int
+    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ..., evicted_bytes_total: _Optional[int] = ..., discarded_bytes_total: _Optional[int] = ..., quality_tested_bytes_total: _Optional[int] = ...) -> None: ...
 
 class ClassLevel(_message.Message):
     __slots__ = ("kinds", "bytes")
