@@ -21,6 +21,7 @@ use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::delivery::Totals;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::ingest_service::IngestApi;
+use crate::grpc::one_message::OneMessageLayer;
 use crate::grpc::stream_random::ShutdownCuts;
 use crate::grpc_web::GrpcWeb;
 use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
@@ -231,12 +232,16 @@ impl Gateway {
         .with_metrics(self.metrics.clone())
         .with_responses(self.budget.responses.clone())
         .with_totals(self.totals.clone());
-        let entropy = TagMethod(tonic::service::interceptor::InterceptedService::new(
-            EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
-            ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
-        ));
-        let ingest_api = IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
-            .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES);
+        // Every method but reflection takes exactly one request message (one_message.rs).
+        let entropy =
+            OneMessageLayer.layer(TagMethod(tonic::service::interceptor::InterceptedService::new(
+                EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
+                ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
+            )));
+        let ingest_api = OneMessageLayer.layer(
+            IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
+                .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
+        );
 
         // On shutdown: stop reporting SERVING and fail waiting takes at once, then drain.
         // Streams watch the same token and end themselves.
@@ -272,7 +277,7 @@ impl Gateway {
 
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
         let public_routes = crate::grpc_web::route_public(entropy, web.as_ref())
-            .add_service(public_health_service)
+            .add_service(OneMessageLayer.layer(public_health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
             .prepare();

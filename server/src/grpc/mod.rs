@@ -3,7 +3,7 @@
 //! Nothing below this module knows tonic. Each file is one concern: requests converted from
 //! their wire types once ([`requests`]), authentication ([`auth`]), deadlines ([`deadline`]),
 //! error mapping ([`errors`]), per-call metrics and log lines ([`observe`]), delivery of drawn
-//! bytes ([`delivery`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the
+//! bytes ([`delivery`]), one request message per unary call ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the
 //! wire ([`provenance`]), CheckQuality's report ([`quality`]), and the two services.
 
 pub mod auth;
@@ -13,6 +13,7 @@ pub mod entropy_service;
 pub mod errors;
 pub mod ingest_service;
 pub mod observe;
+pub mod one_message;
 pub mod provenance;
 pub mod quality;
 pub mod requests;

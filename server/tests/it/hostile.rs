@@ -291,6 +291,117 @@ async fn malformed_messages(channel: &Channel, expect: &mut Expect) {
     }
 }
 
+/// Sends `frames` as the request body of `path` over raw HTTP/2 (each a DATA frame, the last
+/// ending the stream) and returns the grpc-status and grpc-message of the answer.
+async fn raw_frames(
+    addr: std::net::SocketAddr,
+    path: &str,
+    frames: &[Bytes],
+    key: Option<&str>,
+) -> Result<(), Status> {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let driver = tokio::spawn(connection);
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(key) = key {
+        request = request.header("authorization", format!("Bearer {key}"));
+    }
+    let mut h2 = h2.ready().await.expect("ready");
+    let (response, mut body) =
+        h2.send_request(request.body(()).unwrap(), frames.is_empty()).unwrap();
+    for (i, frame) in frames.iter().enumerate() {
+        body.send_data(frame.clone(), i + 1 == frames.len()).expect("data");
+    }
+    let response = response.await.expect("answered");
+    let (parts, mut body) = response.into_parts();
+    let mut headers = parts.headers;
+    while let Some(Ok(data)) = body.data().await {
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    if let Ok(Some(trailers)) = body.trailers().await {
+        headers.extend(trailers);
+    }
+    driver.abort();
+    let code = headers.get("grpc-status").and_then(|v| v.to_str().ok()).unwrap_or("?");
+    let code: i32 = code.parse().expect("a grpc-status");
+    let message = headers.get("grpc-message").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let message = percent_decode(message);
+    if code == 0 { Ok(()) } else { Err(Status::new(Code::from(code), message)) }
+}
+
+/// grpc-message's percent-encoding undone.
+fn percent_decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex: String = bytes.by_ref().take(2).map(char::from).collect();
+            out.push(u8::from_str_radix(&hex, 16).unwrap_or(b'?'));
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A gRPC frame of `message`.
+fn framed(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.put_u8(0);
+    out.put_u32(message.len() as u32);
+    out.extend_from_slice(message);
+    Bytes::from(out)
+}
+
+/// Calls that take one message get exactly one: two (in one frame or two), none, or a
+/// message cut short are refused before the handler runs, and nothing is drawn.
+async fn message_counts(
+    gw: &TestGateway,
+    client: &mut EntropyServiceClient<Channel>,
+    expect: &mut Expect,
+) {
+    let before = client.get_status(authed(GetStatusRequest {})).await.unwrap().into_inner();
+    let get8 = framed(&GetRandomRequest { num_bytes: 8, ..Default::default() }.encode_to_vec());
+    let two_in_one = Bytes::from([get8.clone(), get8.clone()].concat());
+    let key = Some(API_KEY);
+    let cases: [(&str, &str, Vec<Bytes>, &str); 6] = [
+        ("two messages in one frame", GET_RANDOM, vec![two_in_one], "exactly one request message"),
+        ("two messages in two frames", GET_RANDOM, vec![get8.clone(), get8.clone()], "exactly one"),
+        ("no message", GET_RANDOM, vec![], "carried no message"),
+        (
+            "a message cut short",
+            GET_RANDOM,
+            vec![get8.slice(..6)],
+            "before its message was complete",
+        ),
+        (
+            "a stray byte after the message",
+            GET_RANDOM,
+            vec![get8.clone(), Bytes::from_static(&[0])],
+            "exactly one",
+        ),
+        (
+            "two health checks in one call",
+            "/grpc.health.v1.Health/Check",
+            vec![framed(&[]), framed(&[])],
+            "exactly one",
+        ),
+    ];
+    for (case, path, frames, words) in cases {
+        let result = raw_frames(gw.public, path, &frames, key).await;
+        expect.status(case, result, Code::InvalidArgument, &[words]);
+    }
+    raw_frames(gw.public, GET_RANDOM, &[get8], key).await.expect("one message is served");
+    let after = client.get_status(authed(GetStatusRequest {})).await.unwrap().into_inner();
+    assert_eq!(
+        before.pool_bytes - after.pool_bytes,
+        8,
+        "only the well-formed call drew (8 bytes); the refused ones drew nothing"
+    );
+}
+
 async fn hostile_chunks(gw: &mut TestGateway, expect: &mut Expect) {
     let ingest_channel =
         Channel::from_shared(format!("http://{}", gw.ingest)).unwrap().connect().await.unwrap();
@@ -429,6 +540,7 @@ async fn the_gateway_survives_hostile_input_and_every_byte_is_accounted_for() {
     bad_keys(&channel, &mut expect).await;
     extreme_fields(&mut client, &mut expect).await;
     malformed_messages(&channel, &mut expect).await;
+    message_counts(&gw, &mut client, &mut expect).await;
     hostile_chunks(&mut gw, &mut expect).await;
     open_and_drop_connections(gw.public, 1000).await;
     open_and_drop_connections(gw.ingest, 1000).await;
