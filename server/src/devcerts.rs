@@ -29,10 +29,11 @@ pub struct DevCerts {
 }
 
 /// Generates a CA, a server certificate for `hosts` (DNS names or IP addresses) and a client
-/// certificate, and writes them into `dir` (created if missing).
+/// certificate, and writes them into `dir` (created if missing, mode 0700 whatever the umask;
+/// an existing directory others can write to is refused: they could swap the files).
 pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    private_dir(dir)?;
 
     let ca_key = KeyPair::generate().map_err(|e| err(&e))?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| err(&e))?;
@@ -74,6 +75,28 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
     write(&out.client_cert, &client_pem, false)?;
     write(&out.client_key, &client_key, true)?;
     Ok(out)
+}
+
+/// Creates `dir` (and missing parents) with mode 0700, or checks that the existing one is not
+/// writable by group or others.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let shown = |e: std::io::Error| format!("{}: {e}", dir.display());
+    if !dir.exists() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(shown)?;
+        // The umask may have taken bits away, never added them; set it exactly.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(shown)?;
+        return Ok(());
+    }
+    let mode = std::fs::metadata(dir).map_err(shown)?.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "{}: others can write to this directory (mode {mode:o}), so they could replace the \
+             keys written there; use a private directory (chmod go-w)",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Writes `text` to `path` through a new file in the same directory, renamed over `path`: an
@@ -126,6 +149,22 @@ mod tests {
     fn mode(path: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
         std::fs::symlink_metadata(path).expect("metadata").permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_new_directory_is_private_and_a_directory_others_can_write_to_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // Before: under umask 000 the directory was made world-writable (0777).
+        let new = tmp.path().join("made/here");
+        generate(&new, &["localhost".into()]).expect("generated");
+        assert_eq!(mode(&new), 0o700, "a new key directory is private");
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = generate(&open, &["localhost".into()]).expect_err("refused");
+        assert!(err.contains("others can write") && err.contains("777"), "{err}");
+        assert!(!open.join("gateway.key").exists(), "nothing written");
     }
 
     #[test]
