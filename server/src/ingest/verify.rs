@@ -99,8 +99,11 @@ pub enum VerifyError {
     BadMac,
     /// Dated before this gateway accepts chunks: an earlier run may have stored it.
     #[error(
-        "chunk is dated {early_ms} ms before this gateway accepts chunks (its start plus \
-         max_future_skew_ms): seal it again"
+        "chunk is dated {early_ms} ms before this gateway accepts chunks (after the lease its \
+         earlier runs left in state_dir, or with none its start plus max_future_skew_ms): an \
+         earlier run may have stored it, and nothing was stored now. If no send of this chunk \
+         (any seal of its sequence) had an unknown outcome, seal it again with a fresh \
+         timestamp and send that; otherwise drop it"
     )]
     SignedBeforeStart {
         /// How much too early.
