@@ -45,7 +45,7 @@ min_entropy_per_byte = 8.0
 TOML
 
 taskset -c 0 target/release/entropy-gateway --api-keys-file "$work/keys.toml" --ingest-keys-dir "$work/mac" \
-  --gateway-id bench \
+  --gateway-id bench --state-dir "$work/gateway-state" \
   --listen-addr "127.0.0.1:$PUB" --ingest-listen-addr "127.0.0.1:$ING" --pool-capacity-bytes "$POOL" \
   --max-chunk-bytes $((CHUNK > 1048576 ? CHUNK : 1048576)) --log-filter warn --metrics-listen-addr "" &
 gw=$!; pids+=("$gw")

@@ -186,6 +186,8 @@ class System:
         self.programs["gateway"] = Program("gateway", [
             str(self.bin / "entropy-gateway"), "--gateway-id", "gateway",
             "--api-keys-file", str(s / "api-keys.toml"), "--ingest-keys-dir", str(w / "mac-keys"),
+            # Kept across the gateway's lives, as a volume would be: its ingest lease.
+            "--state-dir", str(w / "gateway-state"),
             "--listen-addr", f"127.0.0.1:{p['public']}", "--ingest-listen-addr", f"127.0.0.1:{p['ingest']}",
             "--metrics-listen-addr", f"127.0.0.1:{p['gw_metrics']}",
             "--tls-cert-file", str(s / "gateway.pem"), "--tls-key-file", str(s / "gateway.key"),

@@ -15,7 +15,8 @@
 #   4. the checker itself: mistakes planted one at a time in a copy of the files (a collector
 #      sealing for the wrong gateway_id, two gateways with one id, a gateway Prometheus misses,
 #      a balancer upstream on the wrong port or name, a collector on the public network, an
-#      ingest address not the gateway's own) each make it fail with the expected problem.
+#      ingest address not the gateway's own, two gateways on one state volume, a state_dir on
+#      no volume) each make it fail with the expected problem.
 #   5. `haproxy -c` on deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes.
 #
 # Installs promtool (Debian package `prometheus`) when missing. Needs Go and the release
@@ -93,6 +94,8 @@ mutant compose.yaml 's/GATEWAY_3: "gateway-3:50051"/GATEWAY_3: "gateway-3:50052"
 mutant compose.yaml 's/GATEWAY_TLS_NAME: gateway /GATEWAY_TLS_NAME: gw /' 'GATEWAY_TLS_NAME "gw"'
 mutant compose.yaml '/^  collector-2:/,/^  [a-z]/s/networks: \[internal, monitoring\]/networks: [internal, monitoring, public]/' 'collector-2: on network "public"'
 mutant deploy/gateway/gateway.toml 's/^ingest_listen_addr = "172.30.52.10:50052"/ingest_listen_addr = "172.30.52.12:50052"/' 'gateway: ingest_listen_addr binds 172.30.52.12'
+mutant compose.yaml 's/- gateway-3-state:\/var\/lib\/entropy-gateway/- gateway-2-state:\/var\/lib\/entropy-gateway/' 'both mount volume gateway-2-state'
+mutant deploy/gateway/gateway.toml 's/^state_dir = .*/state_dir = "\/tmp\/state"/' 'gateway: state_dir "/tmp/state" is not a named volume'
 
 step "HAProxy accepts deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes (haproxy -c)"
 if command -v haproxy >/dev/null; then

@@ -15,12 +15,13 @@
 #      --print-config with the environment their pods get, and the policy the types cannot
 #      express is checked: pod security and resources of every container, /readyz readiness,
 #      terminationGracePeriodSeconds >= preStop + shutdown_drain_ms + shutdown_grace_ms (from
-#      the effective config), memory >= pool, per-gateway ingest names covering the HPA's
-#      maxReplicas, and the NetworkPolicies of the diode. One summary line per values set.
+#      the effective config), memory >= pool, each gateway's state_dir on a PersistentVolumeClaim
+#      of its own, per-gateway ingest names covering the HPA's maxReplicas, and the
+#      NetworkPolicies of the diode. One summary line per values set.
 #   3. Negative self-tests: k8s-check must fail on deploy/k8s-check/testdata/bad-*.yaml and
 #      name every planted fault (a misspelt field, a duplicate key, a wrongly-cased field, an
-#      unknown kind; a writable root filesystem, a missing limit, egress to 0.0.0.0/0, no
-#      default deny).
+#      unknown kind; a writable root filesystem, a writable volume that is not a
+#      volumeClaimTemplate, a missing limit, egress to 0.0.0.0/0, no default deny).
 #
 # When a helm v3.22 command is on PATH, its `helm lint --strict` and `helm template` output
 # are compared with k8s-check's as well.
@@ -100,6 +101,7 @@ expect_failure bad-fields.yaml \
   'unknown kind networking.k8s.io/v1/Ingress'
 expect_failure bad-policy.yaml \
   'readOnlyRootFilesystem must be true' \
+  'volume scratch mounted writable' \
   'no memory limit' \
   'no default-deny NetworkPolicy' \
   'peers ipBlock 0.0.0.0/0) allows more than'

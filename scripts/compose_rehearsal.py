@@ -7,7 +7,9 @@ as compose would run them, from compose-go's reading of compose.yaml (deploy/che
   naming the services it shares a network with, as Docker's DNS would;
 - each in a mount namespace where its compose `configs:` and `secrets:` appear at their
   container paths (/etc/entropy/..., /run/secrets/...) with the modes deploy/gen-secrets.sh
-  gave them, over an /etc and /run of its own;
+  gave them, over an /etc and /run of its own, and its named `volumes:` (the gateway's
+  state_dir) as writable directories owned by its user, as Docker initializes them from the
+  image;
 - the image's entrypoint (deploy/Dockerfile) with the service's command, as the service's
   user, with no capabilities and no_new_privs, on a read-only root filesystem.
 
@@ -160,12 +162,29 @@ class Rehearsal:
                     shutil.copy(source, dest)  # keeps the mode gen-secrets.sh gave it
         return etc, runs
 
+    def volumes(self, name):
+        """Shell commands mounting the service's named volumes: a directory per volume, owned
+        by the service's user (the image makes its mount points so), over a tmpfs on the parent
+        so nothing is created on the host's own root."""
+        svc = self.services[name]
+        uid, _, gid = svc["user"].partition(":")
+        cmds = []
+        for target, volume in sorted(svc.get("volumes", {}).items()):
+            host = self.work / "volumes" / volume
+            host.mkdir(parents=True, exist_ok=True)
+            os.chown(host, int(uid), int(gid or uid))
+            host.chmod(0o700)
+            parent = str(Path(target).parent)
+            cmds.append(f"mount -t tmpfs -o mode=0755 tmpfs {parent} && mkdir {target} && "
+                        f"mount --bind {host} {target} && mount -o remount,bind,ro {parent} && ")
+        return "".join(cmds)
+
     def start(self, name):
         svc = self.services[name]
         etc, runs = self.stage(name)
         uid, _, gid = svc["user"].partition(":")
         # read_only: true; in this private mount namespace only (the host's mounts stay as they are).
-        setup = (f"mount --bind {etc} /etc && mount --bind {runs} /run && "
+        setup = (f"mount --bind {etc} /etc && mount --bind {runs} /run && " + self.volumes(name) +
                  "mount -o remount,bind,ro / && mount -o remount,bind,ro /etc && mount -o remount,bind,ro /run && "
                  f"exec setpriv --reuid {uid} --regid {gid or uid} --clear-groups --inh-caps=-all "
                  f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex.quote, svc["argv"])))
@@ -220,6 +239,11 @@ class Rehearsal:
                   and fields.get("CapBnd", "").strip() == "0" * 16 and fields.get("NoNewPrivs", "").strip() == "1",
                   f"Uid {fields.get('Uid')} CapEff {fields.get('CapEff')} CapBnd {fields.get('CapBnd')} "
                   f"NoNewPrivs {fields.get('NoNewPrivs')}")
+        gateway = self.services["gateway"]
+        volume = gateway.get("volumes", {}).get("/var/lib/entropy-gateway", "none")
+        lease = self.work / "volumes" / volume / "ingest-lease"
+        check("gateway: its ingest lease is on its named volume (state_dir), written by its user",
+              lease.is_file() and lease.stat().st_uid == int(gateway["user"].partition(":")[0]), str(lease))
         r = self.grpcurl("entropy.v1.EntropyService/GetRandom", {"num_bytes": 32, "encoding": "ENCODING_HEX"})
         text = json.loads(r.stdout).get("text", "") if r.returncode == 0 else ""
         check("a client draws 32 bytes over TLS with the demo key", len(text) == 64, r.stderr)

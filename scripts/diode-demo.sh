@@ -62,7 +62,7 @@ for _ in $(seq 100); do [ -s "$work/simulator.pem" ] && break; sleep 0.1; done
 [ -s "$work/simulator.pem" ] || { echo "simulator did not start:"; cat "$work/simulator.log"; exit 1; }
 
 "$BIN_DIR/entropy-gateway" --api-keys-file "$work/api-keys.toml" --ingest-keys-dir "$work/mac-keys" \
-  --gateway-id demo \
+  --gateway-id demo --state-dir "$work/gateway-state" \
   --listen-addr "127.0.0.1:$PUBLIC_PORT" --ingest-listen-addr "127.0.0.1:$INGEST_PORT" \
   --pool-low-watermark-bytes 8192 --metrics-listen-addr "127.0.0.1:$GATEWAY_METRICS_PORT" &
 pids+=($!)

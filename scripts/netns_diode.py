@@ -285,7 +285,8 @@ class Diode:
         digest = hashlib.sha256(self.api_key.encode()).hexdigest()
         (self.work / "api-keys.toml").write_text(f'[[key]]\nname = "netns-diode"\nsha256 = "{digest}"\n')
         self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--gateway-id", "netns-gateway", "--api-keys-file", self.work / "api-keys.toml",
-                                       "--ingest-keys-dir", keys, "--listen-addr", f"0.0.0.0:{self.public_port}",
+                                       "--ingest-keys-dir", keys, "--state-dir", self.work / "gateway-state",
+                                       "--listen-addr", f"0.0.0.0:{self.public_port}",
                                        "--ingest-listen-addr", f"{OUT4}:{self.ingest_port}",
                                        "--pool-low-watermark-bytes", "8192", "--metrics-listen-addr", ""])
         st = self.wait_status(lambda s: True, 30)

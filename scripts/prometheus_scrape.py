@@ -135,6 +135,7 @@ scrape_configs:
         procs.start("gateway", [f"{bin_dir}/entropy-gateway", "--gateway-id", "gateway",
                                 "--api-keys-file", str(secrets / "api-keys.toml"),
                                 "--ingest-keys-dir", str(work / "mac-keys"),
+                                "--state-dir", str(work / "gateway-state"),
                                 "--listen-addr", f"127.0.0.1:{ports['public']}",
                                 "--ingest-listen-addr", f"127.0.0.1:{ports['ingest']}",
                                 "--metrics-listen-addr", f"127.0.0.1:{ports['gw_metrics']}",

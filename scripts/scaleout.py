@@ -116,7 +116,7 @@ class Scaleout:
         addr, w = self.lab.hosts[g], self.work
         self.lab.spawn(g, g, [
             self.bin / "entropy-gateway", "--gateway-id", g, "--api-keys-file", w / "api-keys.toml",
-            "--ingest-keys-dir", w / "mac", "--listen-addr", f"0.0.0.0:{PUBLIC}",
+            "--ingest-keys-dir", w / "mac", "--state-dir", w / f"{g}-state", "--listen-addr", f"0.0.0.0:{PUBLIC}",
             "--ingest-listen-addr", f"{addr}:{INGEST}", "--metrics-listen-addr", f"0.0.0.0:{METRICS}",
             "--tls-cert-file", w / "gateway.pem", "--tls-key-file", w / "gateway.key",
             "--pool-capacity-bytes", POOL, "--pool-low-watermark-bytes", 65536,

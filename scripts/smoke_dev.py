@@ -118,11 +118,27 @@ def config_errors(binary):
         mac_dir.mkdir()
         (mac_dir / "k1.key").write_text(os.urandom(32).hex() + "\n")
         addr, ingest = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-        proc = subprocess.Popen(
-            [binary, "--gateway-id", "smoke", "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
-             "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100",
-             "--metrics-listen-addr", ""],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        state = Path(tmp, "state")
+        prod = [binary, "--gateway-id", "smoke", "--api-keys-file", str(keys), "--ingest-keys-dir", str(mac_dir),
+                "--listen-addr", addr, "--ingest-listen-addr", ingest, "--max-wait-ms", "100",
+                "--metrics-listen-addr", ""]
+
+        # The ingest lease (state_dir): a directory that cannot be created exits 64 naming the
+        # key; a lease file that does not parse exits 65 naming the file; both before binding.
+        r = subprocess.run([*prod, "--state-dir", str(keys / "state")], capture_output=True, text=True, timeout=30)
+        check("a state_dir that cannot be created exits 64 naming state_dir",
+              r.returncode == 64 and "state_dir" in r.stderr, f"exit {r.returncode}: {r.stderr}")
+        torn = Path(tmp, "torn-state")
+        torn.mkdir()
+        (torn / "ingest-lease").write_text("entropy-gateway ingest lease v1\naccepted_until_unix_ms 17")
+        r = subprocess.run([*prod, "--state-dir", str(torn)], capture_output=True, text=True, timeout=30)
+        check("a torn ingest lease exits 65 naming the file, and is left as it was",
+              r.returncode == 65 and str(torn / "ingest-lease") in r.stderr
+              and (torn / "ingest-lease").read_text().endswith("unix_ms 17"),
+              f"exit {r.returncode}: {r.stderr}")
+
+        proc = subprocess.Popen([*prod, "--state-dir", str(state)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             r = None
             for _ in range(50):
@@ -132,6 +148,14 @@ def config_errors(binary):
                 time.sleep(0.1)
             check("key-file gateway starts NOT_SERVING with an empty pool",
                   r.returncode == 0 and "NOT_SERVING" in r.stdout, r.stdout + r.stderr)
+            check("its ingest lease is on disk before any chunk", (state / "ingest-lease").is_file(),
+                  str(sorted(p.name for p in state.iterdir())) if state.is_dir() else "no state_dir")
+            other = [*prod, "--state-dir", str(state)]
+            other[other.index("--listen-addr") + 1] = f"127.0.0.1:{free_port()}"
+            other[other.index("--ingest-listen-addr") + 1] = f"127.0.0.1:{free_port()}"
+            r = subprocess.run(other, capture_output=True, text=True, timeout=30)
+            check("a second gateway on the same state_dir exits 64: one process per lease",
+                  r.returncode == 64 and "in use by another gateway" in r.stderr, f"exit {r.returncode}: {r.stderr}")
             r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key=secret)
             check("key-file gateway: valid key, empty pool is UNAVAILABLE", error_code(r) == 14, r.stderr)
             r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", data={"num_bytes": 8}, key="prod-wrong")

@@ -75,6 +75,17 @@ def _metrics_flag(binary: Path) -> list[str]:
     return ["--metrics-listen-addr", ""] if "--metrics-listen-addr" in help_text else []
 
 
+def _state_flag(binary: Path, state: Path) -> list[str]:
+    """The ingest lease's directory, where the binary keeps one (builds before it had none,
+    and `ab_gateway.py` may run such a build)."""
+    try:
+        help_text = subprocess.run([str(binary), "--help"], capture_output=True, text=True,
+                                   timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return ["--state-dir", str(state)] if "--state-dir" in help_text else []
+
+
 @dataclass
 class Proc:
     """A started process and where its output goes."""
@@ -163,9 +174,11 @@ def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
         keys_file.write_text("".join(
             f'[[key]]\nname = "{n}"\nsha256 = "{hashlib.sha256(secret.encode()).hexdigest()}"\n'
             for n, secret in entries.items()))
-        # Chunks are accepted from the start plus max_future_skew_ms on: keep that short.
+        # A new ingest lease (the first start on a state_dir) accepts chunks from the start plus
+        # max_future_skew_ms on: keep that short. Each gateway name keeps its own lease.
         cmd += ["--api-keys-file", str(keys_file), "--ingest-keys-dir", str(macdir),
                 "--gateway-id", "bench", "--max-future-skew-ms", "200"]
+        cmd += _state_flag(exe, work / f"{name}-state")
     # info for our own crate only: the start-up line gives the addresses; per-request events
     # are debug (a target of the issue), which the log size per request checks.
     cmd += ["--listen-addr", "127.0.0.1:0", "--ingest-listen-addr", "127.0.0.1:0",

@@ -6,7 +6,8 @@
 //! - **Unknown outcome** (the connection dropped after the gateway may have stored the chunk):
 //!   resend the *same* sealed chunk from then on, never a re-dated copy. The gateway's replay
 //!   check answers ALREADY_EXISTS to a chunk it stored, which counts as delivered; and should
-//!   the gateway restart, the old timestamp is older than its start rule admits, so the chunk
+//!   the gateway restart, the old timestamp is at or before its ingest lease (which covers
+//!   every chunk it stored), so it answers FAILED_PRECONDITION and the chunk is dropped: it
 //!   cannot be stored twice across the restart either.
 //! - **Definitely not stored** (RESOURCE_EXHAUSTED: the pool is full; FAILED_PRECONDITION: a
 //!   timestamp the gateway cannot accept now), and no unknown outcome before: the chunk is

@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "it/metrics.rs"]
 mod metrics;
+#[path = "it/publisher.rs"]
+mod publisher;
 
 struct RunningSim {
     sim: Arc<Simulator>,

@@ -8,7 +8,8 @@
 // Then what the schema cannot say: every service runs as a non-root user, read-only, without
 // capabilities or new privileges, with resource limits and a health check; published ports
 // bind loopback; collectors and the simulator sit on internal networks only; each gateway's
-// ingest listener binds its own address on the internal network; every file compose mounts
+// ingest listener binds its own address on the internal network, and keeps its state_dir (the
+// ingest lease) on a named volume of its own, so it outlives the container; every file compose mounts
 // exists (secrets: as written by gen-secrets.sh into DIR); every path a gateway or collector
 // config names is mounted into that container; Prometheus scrapes every gateway and collector,
 // over a network it shares with them, on their metrics port; each collector's gateways and
@@ -282,6 +283,16 @@ func mounts(s types.ServiceConfig) map[string]bool {
 	return m
 }
 
+// namedVolumeAt: the named volume mounted at path in s ("" for none).
+func namedVolumeAt(s types.ServiceConfig, path string) string {
+	for _, v := range s.Volumes {
+		if v.Type == types.VolumeTypeVolume && v.Source != "" && filepath.Clean(v.Target) == filepath.Clean(path) {
+			return v.Source
+		}
+	}
+	return ""
+}
+
 func target(t, source string) string {
 	if t == "" {
 		return "/run/secrets/" + source
@@ -388,7 +399,22 @@ func checkGatewayConfig(p *types.Project, root, name string) {
 	if !ok {
 		return
 	}
+	state, _ := doc["state_dir"].(string)
+	delete(doc, "state_dir") // a directory the gateway writes, not a mounted file
 	checkPathsMounted(name, doc, mounts(s))
+	// The ingest lease must outlive the container: on a volume of the read-only root (or a
+	// tmpfs), a re-created gateway would start a new state and could store a chunk twice.
+	if vol := namedVolumeAt(s, state); state == "" || vol == "" {
+		fail("%s: state_dir %q is not a named volume (the ingest lease must survive the container)", name, state)
+	} else {
+		for other, o := range p.Services {
+			for _, v := range o.Volumes {
+				if other != name && v.Type == types.VolumeTypeVolume && v.Source == vol {
+					fail("%s and %s: both mount volume %s (one ingest lease per gateway)", name, other, vol)
+				}
+			}
+		}
+	}
 	ingest, _ := doc["ingest_listen_addr"].(string)
 	host, _, err := net.SplitHostPort(ingest)
 	if err != nil {
@@ -761,6 +787,7 @@ type emitted struct {
 	Healthcheck []string          `json:"healthcheck"`
 	Networks    map[string]string `json:"networks"` // name -> fixed ipv4 address or ""
 	Mounts      map[string]string `json:"mounts"`   // container path -> host file
+	Volumes     map[string]string `json:"volumes"`  // container path -> named volume
 }
 
 func emitServices(p *types.Project, root, secretsDir, out string) {
@@ -778,7 +805,7 @@ func emitServices(p *types.Project, root, secretsDir, out string) {
 	services := map[string]emitted{}
 	for name, s := range p.Services {
 		e := emitted{Image: s.Image, Entrypoint: s.Entrypoint, Command: s.Command, User: s.User,
-			Networks: map[string]string{}, Mounts: map[string]string{}}
+			Networks: map[string]string{}, Mounts: map[string]string{}, Volumes: map[string]string{}}
 		if s.Build != nil {
 			e.BuildTarget = s.Build.Target
 		}
@@ -796,6 +823,11 @@ func emitServices(p *types.Project, root, secretsDir, out string) {
 		}
 		for _, c := range s.Secrets {
 			e.Mounts[target(c.Target, c.Source)] = hostFile(p.Secrets[c.Source].File)
+		}
+		for _, v := range s.Volumes {
+			if v.Type == types.VolumeTypeVolume {
+				e.Volumes[v.Target] = v.Source
+			}
 		}
 		services[name] = e
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,8 @@ type workload struct {
 	labels      map[string]string // the pod template's
 	selector    *metav1.LabelSelector
 	replicas    int32
-	serviceName string // StatefulSet only
+	serviceName string          // StatefulSet only
+	claims      map[string]bool // StatefulSet volumeClaimTemplates: a PVC per pod, outliving it
 	configs     map[string]effective
 }
 
@@ -62,9 +64,13 @@ func newChecker(objs []object, binDir, monitoring string) *checker {
 		case *corev1.Service:
 			c.services[o.namespace+"/"+o.name] = v
 		case *appsv1.StatefulSet:
+			claims := map[string]bool{}
+			for _, t := range v.Spec.VolumeClaimTemplates {
+				claims[t.Name] = true
+			}
 			c.workloads = append(c.workloads, &workload{object: o, pod: &v.Spec.Template.Spec,
 				labels: v.Spec.Template.Labels, selector: v.Spec.Selector,
-				replicas: replicas(v.Spec.Replicas), serviceName: v.Spec.ServiceName})
+				replicas: replicas(v.Spec.Replicas), serviceName: v.Spec.ServiceName, claims: claims})
 		case *appsv1.Deployment:
 			c.workloads = append(c.workloads, &workload{object: o, pod: &v.Spec.Template.Spec,
 				labels: v.Spec.Template.Labels, selector: v.Spec.Selector,
@@ -168,8 +174,9 @@ func (c *checker) checkPod(w *workload) {
 			}
 		}
 		for _, m := range ct.VolumeMounts {
-			if !m.ReadOnly {
-				c.fail(w.object, "%s: volume %s mounted writable", name, m.Name)
+			// Writable only for state kept per pod (the gateway's ingest lease).
+			if !m.ReadOnly && !w.claims[m.Name] {
+				c.fail(w.object, "%s: volume %s mounted writable (only a volumeClaimTemplate may be)", name, m.Name)
 			}
 		}
 	}
@@ -281,6 +288,17 @@ func (c *checker) checkGateway(w *workload) {
 			c.fail(w.object, "container %s: %v %v", ct.Name, err1, err2)
 		} else if lim.Value() < pool+buffered || req.Value() < pool+buffered {
 			c.fail(w.object, "container %s: memory request/limit %s/%s below pool_capacity_bytes + ingest_max_buffered_bytes = %d", ct.Name, req.String(), lim.String(), pool+buffered)
+		}
+		// The ingest lease must outlive the pod: a PVC of its own, writable, at state_dir.
+		state, _ := eff["state_dir"].(string)
+		onClaim := false
+		for _, m := range ct.VolumeMounts {
+			if w.claims[m.Name] && !m.ReadOnly && filepath.Clean(m.MountPath) == filepath.Clean(state) {
+				onClaim = true
+			}
+		}
+		if !onClaim {
+			c.fail(w.object, "container %s: state_dir %q is not a writable volumeClaimTemplate mount (a deleted pod would lose its ingest lease)", ct.Name, state)
 		}
 		if id, _ := eff["gateway_id"].(string); id != w.podName() {
 			c.fail(w.object, "container %s: gateway_id %q is not the pod name %q", ct.Name, id, w.podName())

@@ -75,6 +75,7 @@ fn policy() -> VerifyPolicy {
         freshness_window: Duration::from_millis(WINDOW_MS as u64),
         max_future_skew: Duration::from_millis(SKEW_MS as u64),
         started_unix_ms: STARTED,
+        accepts_from_unix_ms: STARTED + SKEW_MS,
         gateway_id: GATEWAY_ID.into(),
     }
 }

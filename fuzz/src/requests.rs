@@ -124,6 +124,7 @@ impl Rig {
             freshness_window: Duration::from_secs(60),
             max_future_skew: Duration::from_secs(2),
             started_unix_ms: 0,
+            accepts_from_unix_ms: 2_000,
             gateway_id: "fuzz-gw".into(),
         };
         let ingest = Arc::new(Ingest::new(pool.clone(), MacKeys::default(), policy, 1));

@@ -1,7 +1,8 @@
-//! The gateway as a process, between a parsed config and a running [`Gateway`]: keys and TLS
-//! loaded and checked before any port is bound ([`Launch::prepare`], whose errors are usage
-//! errors), then the listeners bound, the dev feed started, SIGHUP reloading the keys, and a
-//! graceful shutdown bounded by `shutdown_grace_ms` ([`Launch::run`]).
+//! The gateway as a process, between a parsed config and a running [`Gateway`]: keys, TLS and
+//! the ingest lease loaded and checked before any port is bound ([`Launch::prepare`], whose
+//! errors are usage errors, but for a corrupt lease), then the listeners bound, the dev feed
+//! started, SIGHUP reloading the keys, and a graceful shutdown bounded by `shutdown_grace_ms`
+//! ([`Launch::run`]).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,10 +18,12 @@ use crate::config::GatewayConfig;
 use crate::dev::{self, DevError, DevKeys};
 use crate::grpc::auth::KeyStore;
 use crate::ingest::keys::{KeyError, MacKeys};
+use crate::ingest::lease::{Lease, OpenError};
 use crate::server::{ListenerTls, ServeError};
 use crate::transport::tls::{self, TlsError, TlsFiles};
 
-/// Why the gateway cannot start with this config: nothing has been bound yet (exit 64).
+/// Why the gateway cannot start with this config: nothing has been bound yet (exit 64, or 65:
+/// [`PrepareError::exit_code`]).
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
     /// The API keys file does not load.
@@ -40,9 +43,23 @@ pub enum PrepareError {
     /// A file the config needs outside dev mode is not set (validation catches this first).
     #[error("invalid config key {0}: required (or run with --dev)")]
     Missing(&'static str),
+    /// The ingest lease in `state_dir` cannot be used (see [`PrepareError::exit_code`]).
+    #[error("invalid config key state_dir: {0}")]
+    State(#[from] OpenError),
     /// Dev mode's keys could not be set up.
     #[error(transparent)]
     Dev(#[from] DevError),
+}
+
+impl PrepareError {
+    /// 65 (EX_DATAERR) for a lease file that does not parse: not a typo to fix but a record
+    /// of earlier runs to restore or, knowingly, delete; 64 (EX_USAGE) for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::State(OpenError::Corrupt { .. }) => 65,
+            _ => 64,
+        }
+    }
 }
 
 /// Why a running gateway stopped with an error (exit 1).
@@ -71,7 +88,8 @@ pub enum RunError {
 
 enum Keys {
     Dev(Box<DevKeys>),
-    Files(ApiKeys, MacKeys),
+    /// Keys from files, and the ingest lease from `state_dir`.
+    Files(ApiKeys, MacKeys, Lease),
 }
 
 /// A gateway whose keys and TLS are loaded, ready to bind and serve.
@@ -82,8 +100,9 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// Loads what `config` names: API keys, MAC keys (or dev mode's generated keys, the API
-    /// key from `dev_api_key` when given) and the listeners' TLS. Binds nothing.
+    /// Loads what `config` names: API keys, MAC keys and the ingest lease in `state_dir` (or
+    /// dev mode's generated keys, the API key from `dev_api_key` when given, and a lease in
+    /// memory) and the listeners' TLS. Binds nothing.
     pub fn prepare(
         config: GatewayConfig,
         dev_mode: bool,
@@ -98,7 +117,9 @@ impl Launch {
                 .ingest_keys_dir
                 .as_deref()
                 .ok_or(PrepareError::Missing("ingest_keys_dir"))?;
-            Keys::Files(ApiKeys::load_file(api)?, MacKeys::load_dir(mac)?)
+            let state = config.state_dir.as_deref().ok_or(PrepareError::Missing("state_dir"))?;
+            let (api, mac) = (ApiKeys::load_file(api)?, MacKeys::load_dir(mac)?);
+            Keys::Files(api, mac, Lease::open(state, config.max_future_skew())?)
         };
         let tls = load_tls(&config)?;
         Ok(Self { config, keys, tls })
@@ -130,7 +151,10 @@ impl Launch {
         let grace = config.shutdown_grace();
         let keys_file = config.api_keys_file.clone();
         let (mut gateway, feed) = match keys {
-            Keys::Files(api, mac) => (Gateway::new(config, api, mac), None),
+            Keys::Files(api, mac, lease) => {
+                log_lease(&lease);
+                (Gateway::new_with_lease(config, api, mac, lease), None)
+            }
             Keys::Dev(dev_keys) => {
                 let (gateway_id, skew) = (config.gateway_id.clone(), config.max_future_skew());
                 let mac_secret = dev_keys.mac_secret.clone();
@@ -191,6 +215,36 @@ impl Launch {
         // Streams the shutdown ended with bytes still to send: their clients resume elsewhere.
         tracing::info!(streams_cut = cuts.count(), "entropy gateway stopped");
         Ok(())
+    }
+}
+
+/// Says where the lease is and what it means for this run (logging starts after `prepare`).
+fn log_lease(lease: &Lease) {
+    let path = lease.path().map(|p| p.display().to_string()).unwrap_or_default();
+    let from = lease.accepts_from_unix_ms();
+    let wait_ms = from.saturating_sub(entropy_ops::clock::unix_ms_now()).max(0);
+    if lease.is_new() {
+        tracing::info!(
+            %path,
+            accepts_from_unix_ms = from,
+            "no ingest lease yet: a new state; accepting chunks dated from the start plus \
+             max_future_skew_ms on"
+        );
+    } else if wait_ms > 60_000 {
+        tracing::warn!(
+            %path,
+            accepts_from_unix_ms = from,
+            wait_ms,
+            "the ingest lease ends far ahead of the clock (did the clock go back?): chunks are \
+             refused as before_start until then"
+        );
+    } else {
+        tracing::info!(
+            %path,
+            accepts_from_unix_ms = from,
+            wait_ms,
+            "ingest lease read: accepting chunks dated after every chunk earlier runs stored"
+        );
     }
 }
 

@@ -1,7 +1,8 @@
 //! `entropy-gateway`: parse and validate config, load keys and TLS, then serve until
 //! SIGTERM/SIGINT ([`entropy_gateway::launch`] does the work).
 //!
-//! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 1 runtime
+//! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 65 an
+//! ingest lease in `state_dir` that does not parse (before anything is bound), 1 runtime
 //! failure (a port in use, a listener error).
 
 use std::path::PathBuf;
@@ -149,7 +150,7 @@ fn main() -> ExitCode {
         Ok(launch) => launch,
         Err(e) => {
             eprintln!("entropy-gateway: {e}");
-            return ExitCode::from(EX_USAGE);
+            return ExitCode::from(e.exit_code());
         }
     };
     if let Err(e) = entropy_ops::logging::init(&config.log_filter, config.log_format) {

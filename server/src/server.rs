@@ -28,6 +28,7 @@ use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
 use crate::http::GatewayProbe;
 use crate::ingest::Ingest;
 use crate::ingest::keys::MacKeys;
+use crate::ingest::lease::{Lease, new_state_accepts_from};
 use crate::ingest::verify::VerifyPolicy;
 use crate::metrics::GatewayMetrics;
 use crate::pool::Pool;
@@ -108,8 +109,25 @@ const EXPIRY_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Gateway {
     /// A gateway with an empty pool, accepting client keys `api_keys` and chunks signed under
-    /// `mac_keys`.
+    /// `mac_keys`, with its ingest lease in memory: what dev mode needs (its MAC key is new at
+    /// every start, so no chunk of an earlier run verifies) and tests that never restart one.
+    /// A gateway whose chunks must stay refused across restarts takes its lease from
+    /// `state_dir` ([`Gateway::new_with_lease`], as `launch` does).
     pub fn new(config: GatewayConfig, api_keys: ApiKeys, mac_keys: MacKeys) -> Self {
+        let started = entropy_ops::clock::unix_ms_now();
+        let lease = Lease::in_memory(new_state_accepts_from(started, config.max_future_skew()));
+        Self::new_with_lease(config, api_keys, mac_keys, lease)
+    }
+
+    /// A gateway as [`Gateway::new`] makes it, keeping its ingest lease in `lease` (see
+    /// [`crate::ingest::lease`]): it accepts only chunks dated after every chunk an earlier run
+    /// with this lease stored.
+    pub fn new_with_lease(
+        config: GatewayConfig,
+        api_keys: ApiKeys,
+        mac_keys: MacKeys,
+        lease: Lease,
+    ) -> Self {
         let key_label = config.metrics_key_label;
         let pool = Arc::new(Pool::with_limits(config.pool_capacity_bytes, config.pool_limits()));
         let policy = VerifyPolicy {
@@ -117,10 +135,13 @@ impl Gateway {
             freshness_window: config.freshness_window(),
             max_future_skew: config.max_future_skew(),
             started_unix_ms: entropy_ops::clock::unix_ms_now(),
+            accepts_from_unix_ms: lease.accepts_from_unix_ms(),
             gateway_id: config.gateway_id.clone(),
         };
-        let ingest =
-            Arc::new(Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams));
+        let ingest = Arc::new(
+            Ingest::new(pool.clone(), mac_keys, policy, config.replay_max_streams)
+                .with_lease(lease),
+        );
         let readiness = Arc::new(
             Readiness::new(pool.clone(), config.pool_low_watermark_bytes)
                 .with_ingest_staleness(ingest.clone(), config.ingest_stale_after()),
@@ -175,6 +196,11 @@ impl Gateway {
     /// that must resume elsewhere. Read it once serving has stopped (or the grace is over).
     pub fn shutdown_cuts(&self) -> ShutdownCuts {
         self.cuts.clone()
+    }
+
+    /// The start rule in force: chunks dated before this (Unix ms) are refused.
+    pub fn accepts_chunks_from_unix_ms(&self) -> i64 {
+        self.ingest.accepts_from_unix_ms()
     }
 
     /// The pool (for benchmarks and in-process checks).

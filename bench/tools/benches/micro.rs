@@ -31,6 +31,7 @@ fn verification(c: &mut Criterion) {
         freshness_window: Duration::from_secs(600),
         max_future_skew: Duration::from_secs(2),
         started_unix_ms: 0,
+        accepts_from_unix_ms: 2_000,
         gateway_id: "bench".into(),
     };
     let mut group = c.benchmark_group("verify_chunk");

@@ -330,6 +330,7 @@ func startKeyedGateway(t *testing.T, scopes map[string]string) (string, map[stri
 		t.Fatal(err)
 	}
 	cmd := exec.Command(gatewayBin, "--api-keys-file", keysFile, "--ingest-keys-dir", ingestDir,
+		"--state-dir", filepath.Join(dir, "gateway-state"),
 		"--gateway-id", "go-test", "--listen-addr", addr, "--ingest-listen-addr", ingest,
 		"--metrics-listen-addr", "")
 	logFile, err := os.Create(filepath.Join(dir, "gateway.log"))

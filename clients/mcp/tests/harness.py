@@ -148,6 +148,7 @@ class Gateway:
         args = [
             "--api-keys-file", str(keys_file),
             "--ingest-keys-dir", str(mac_dir),
+            "--state-dir", str(tmp / f"{name}-state"),
             "--gateway-id", name,
             "--ingest-listen-addr", f"127.0.0.1:{free_port()}",
             "--pool-capacity-bytes", str(1 << 20),

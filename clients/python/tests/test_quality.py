@@ -232,7 +232,8 @@ def keys_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     log = tmp / "gateway.log"
     proc = subprocess.Popen(
         [gateway_binary(), "--listen-addr", target, "--api-keys-file", str(keys_file),
-         "--ingest-keys-dir", str(mac_dir), "--ingest-listen-addr", f"127.0.0.1:{free_port()}",
+         "--ingest-keys-dir", str(mac_dir), "--state-dir", str(tmp / "gateway-state"),
+         "--ingest-listen-addr", f"127.0.0.1:{free_port()}",
          "--metrics-listen-addr", "", "--pool-capacity-bytes", str(1 << 20),
          "--max-wait-ms", "300", "--gateway-id", "py-scope-test"],
         env={k: v for k, v in os.environ.items() if not k.startswith("ENTROPY_")},

@@ -254,6 +254,7 @@ describe("the quality:check scope (a gateway with a keys file and no collector)"
         "--listen-addr", target,
         "--api-keys-file", path.join(dir, "keys.toml"),
         "--ingest-keys-dir", path.join(dir, "mac"),
+        "--state-dir", path.join(dir, "gateway-state"),
         "--ingest-listen-addr", `127.0.0.1:${await freePort()}`,
         "--gateway-id", "ts-scope-test",
         "--metrics-listen-addr", "",

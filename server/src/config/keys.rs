@@ -34,6 +34,15 @@ entropy_ops::config_keys! {
         ingest_keys_dir: Option<PathBuf> = None,
             flag(PathBuf, "DIR"), unit("path"),
             help("Directory of <key_id>.key chunk MAC keys");
+        /// Directory of the gateway's ingest lease (`ingest-lease`): up to when the chunks it
+        /// stored are dated, so that after a restart, whatever the config, none is stored
+        /// again. Created if missing; must be writable, kept across restarts (a volume, not a
+        /// container's own filesystem) and used by one gateway process at a time. The default
+        /// is the FHS place for a program's state (systemd's `StateDirectory=entropy-gateway`).
+        /// Ignored with `--dev`, which keeps the lease in memory.
+        state_dir: Option<PathBuf> = Some(PathBuf::from("/var/lib/entropy-gateway")),
+            flag(PathBuf, "DIR"), unit("path"),
+            help("Directory of the ingest lease, kept across restarts (ignored with --dev)");
         /// PEM certificate chain for TLS on the public listener (with `tls_key_file`); plaintext
         /// when unset.
         tls_cert_file: Option<PathBuf> = None,
@@ -94,9 +103,10 @@ entropy_ops::config_keys! {
         freshness_window_ms: u64 = 60_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Chunk timestamp tolerance either way, ms");
-        /// How far ahead of the gateway's clock a chunk's timestamp may be. The gateway accepts
-        /// chunks dated from its start plus this on, so nothing stored before a restart can be
-        /// stored again: keep it small (collectors re-seal refused chunks).
+        /// How far ahead of the gateway's clock a chunk's timestamp may be. Every chunk stored
+        /// moves the ingest lease (`state_dir`) to its time, so a large value delays fresh
+        /// chunks after a restart as long as a chunk dated that far ahead was stored; without
+        /// a lease on disk the gateway accepts chunks dated from its start plus this on.
         max_future_skew_ms: u64 = 2_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Largest chunk timestamp ahead of the clock, ms");

@@ -23,12 +23,13 @@ pub const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
 
 impl GatewayConfig {
     /// Defaults for `--dev`: public and metrics ports on loopback only, ingest on an ephemeral
-    /// loopback port that only the in-process publisher uses.
+    /// loopback port that only the in-process publisher uses, the ingest lease in memory.
     pub fn dev_defaults() -> Self {
         Self {
             listen_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
             ingest_listen_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             gateway_id: "dev".into(),
+            state_dir: None,
             ..Self::default()
         }
     }

@@ -37,6 +37,7 @@ fn keys_flags_and_struct_agree() {
         ingest_listen_addr: Some(full.ingest_listen_addr),
         api_keys_file: full.api_keys_file.clone(),
         ingest_keys_dir: full.ingest_keys_dir.clone(),
+        state_dir: full.state_dir.clone(),
         tls_cert_file: full.tls_cert_file.clone(),
         tls_key_file: full.tls_key_file.clone(),
         tls_allow_tls12: Some(true),
@@ -169,4 +170,20 @@ fn validation_names_the_key_and_bound() {
     let bad = ConfigFlags { gateway_id: Some("gw 1".into()), ..ConfigFlags::default() };
     let err = load_with_env(None, false, &bad, no_env()).expect_err("a space is not allowed");
     assert_eq!(err.key, "gateway_id");
+
+    let keyed = ConfigFlags {
+        api_keys_file: Some("keys.toml".into()),
+        ingest_keys_dir: Some("mac".into()),
+        ..named
+    };
+    let c = load_with_env(None, false, &keyed, no_env()).expect("the default state_dir");
+    assert_eq!(c.state_dir, Some("/var/lib/entropy-gateway".into()));
+    let blank = ConfigFlags { state_dir: Some("".into()), ..keyed };
+    let err = load_with_env(None, false, &blank, no_env()).expect_err("an empty state_dir");
+    assert_eq!(err.key, "state_dir");
+    assert_eq!(
+        load_with_env(None, true, &ConfigFlags::default(), no_env()).expect("dev").state_dir,
+        None,
+        "dev mode keeps its lease in memory"
+    );
 }

@@ -203,6 +203,14 @@ impl GatewayConfig {
             if self.ingest_keys_dir.is_none() {
                 return bad("ingest_keys_dir", "required (or run with --dev)".into());
             }
+            // Whether it can be created and written is checked when the lease is opened,
+            // still before anything binds (`launch`).
+            if self.state_dir.as_ref().is_none_or(|d| d.as_os_str().is_empty()) {
+                return bad(
+                    "state_dir",
+                    "required: a directory kept across restarts (or run with --dev)".into(),
+                );
+            }
         }
         Ok(())
     }

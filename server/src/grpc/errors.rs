@@ -37,6 +37,12 @@ impl From<IngestError> for Status {
             IngestError::Replay(ReplayError::TableFull(_)) | IngestError::PoolFull(_) => {
                 Status::resource_exhausted(msg)
             }
+            // The I/O error stays in the gateway's log. Not stored; the collector resends the
+            // same sealed bytes (an UNAVAILABLE is an unknown outcome to it), which is safe.
+            IngestError::Unrecorded(_) => Status::unavailable(
+                "the gateway cannot record its ingest lease on disk; nothing was stored, send \
+                 the same chunk again later",
+            ),
         }
     }
 }

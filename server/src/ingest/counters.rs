@@ -20,6 +20,7 @@ pub const REJECT_REASONS: &[&str] = &[
     "replay_window",
     "replay_table_full",
     "pool_full",
+    "lease_write",
 ];
 
 /// Counters since start.

@@ -8,10 +8,11 @@
 //! **Stored at most once across gateways and restarts.** The MAC covers `gateway_id`, so a
 //! chunk sealed for one gateway is refused by every other that shares the MAC keys. Within one
 //! gateway, the replay window remembers (collector, epoch, sequence) for as long as a chunk
-//! could be fresh; across a restart it is gone, so timestamps cover it: a chunk may be at most
-//! `max_future_skew` ahead of the clock, and after a start at S only chunks dated S +
-//! `max_future_skew` or later are accepted. Every chunk the previous run accepted was dated
-//! before its acceptance plus the skew, so before S + skew: none can be stored again.
+//! could be fresh; across a restart it is gone, so timestamps cover it: every chunk a run
+//! stores is dated at or before its lease ([`super::lease`], kept on disk), and a run accepts
+//! only chunks dated after the lease it found at start ([`VerifyPolicy::accepts_from_unix_ms`]).
+//! Without a lease on disk (a new state) it accepts chunks dated from its start plus
+//! `max_future_skew` on, as a run could store chunks at most that far ahead of its clock.
 
 use std::time::Duration;
 
@@ -36,9 +37,12 @@ pub struct VerifyPolicy {
     pub freshness_window: Duration,
     /// How far ahead of the clock a timestamp may be.
     pub max_future_skew: Duration,
-    /// When this gateway started (Unix ms): chunks dated before this plus `max_future_skew`
-    /// are refused, so nothing accepted by a previous run can be accepted again.
+    /// When this gateway started (Unix ms).
     pub started_unix_ms: i64,
+    /// The start rule: chunks dated before this (Unix ms) are refused, as an earlier run may
+    /// have stored them. Just after the lease an earlier run left on disk, or, with none, the
+    /// start plus `max_future_skew` ([`super::lease::Lease::accepts_from_unix_ms`]).
+    pub accepts_from_unix_ms: i64,
     /// This gateway's id: chunks sealed for another are refused.
     pub gateway_id: String,
 }
@@ -93,10 +97,13 @@ pub enum VerifyError {
     /// The MAC does not match.
     #[error("mac does not verify")]
     BadMac,
-    /// Dated before this gateway accepts chunks (its start plus the future skew).
+    /// Dated before this gateway accepts chunks: an earlier run may have stored it.
     #[error(
-        "chunk is dated {early_ms} ms before this gateway accepts chunks (its start plus \
-         max_future_skew_ms): seal it again"
+        "chunk is dated {early_ms} ms before this gateway accepts chunks (after the lease its \
+         earlier runs left in state_dir, or with none its start plus max_future_skew_ms): an \
+         earlier run may have stored it, and nothing was stored now. If no send of this chunk \
+         (any seal of its sequence) had an unknown outcome, seal it again with a fresh \
+         timestamp and send that; otherwise drop it"
     )]
     SignedBeforeStart {
         /// How much too early.
@@ -288,9 +295,10 @@ fn check_freshness(ts: i64, policy: &VerifyPolicy, now: i64) -> Result<(), Verif
             window_ms: policy.max_future_skew.as_millis(),
         });
     }
-    let accepts_from = policy.started_unix_ms.saturating_add(skew);
-    if ts < accepts_from {
-        return Err(VerifyError::SignedBeforeStart { early_ms: accepts_from - ts });
+    if ts < policy.accepts_from_unix_ms {
+        return Err(VerifyError::SignedBeforeStart {
+            early_ms: policy.accepts_from_unix_ms.saturating_sub(ts),
+        });
     }
     Ok(())
 }
@@ -300,6 +308,7 @@ pub(crate) mod tests {
     use entropy_testkit::chunk::Signer;
 
     use super::*;
+    use crate::ingest::lease::new_state_accepts_from;
 
     pub(crate) const KEY: [u8; 32] = [9; 32];
     pub(crate) const NOW: i64 = 1_800_000_000_000;
@@ -316,6 +325,7 @@ pub(crate) mod tests {
             freshness_window: Duration::from_secs(60),
             max_future_skew: Duration::from_secs(2),
             started_unix_ms: NOW - 3_600_000,
+            accepts_from_unix_ms: new_state_accepts_from(NOW - 3_600_000, Duration::from_secs(2)),
             gateway_id: "gw-1".into(),
         }
     }
@@ -375,8 +385,13 @@ pub(crate) mod tests {
 
     #[test]
     fn chunks_dated_before_start_plus_skew_are_refused_even_when_fresh() {
-        let mut p = policy();
-        p.started_unix_ms = NOW - 10;
+        // A new state (no lease on disk): the start rule is the start plus the skew.
+        let starting = |started| VerifyPolicy {
+            started_unix_ms: started,
+            accepts_from_unix_ms: new_state_accepts_from(started, Duration::from_secs(2)),
+            ..policy()
+        };
+        let p = starting(NOW - 10);
         // Dated after the start but within the skew of it: a previous run could have accepted
         // it (dated up to 2 s ahead of its clock), so this run must not.
         let req = signed(|r| r.timestamp_unix_ms = NOW + 1_500);
@@ -389,8 +404,21 @@ pub(crate) mod tests {
             verify(req, &keys(), &p, NOW).unwrap_err(),
             VerifyError::SignedBeforeStart { .. }
         ));
-        let p = VerifyPolicy { started_unix_ms: NOW - 2_000, ..policy() };
-        verify(signed(|_| {}), &keys(), &p, NOW).expect("accepted from start + skew on");
+        verify(signed(|_| {}), &keys(), &starting(NOW - 2_000), NOW)
+            .expect("accepted from start + skew on");
+    }
+
+    #[test]
+    fn after_a_lease_only_later_chunks_are_accepted_whatever_the_skew() {
+        // An earlier run's lease ends at NOW + 25 s (it ran with a 30 s skew); this run's skew
+        // is 2 s. Every chunk dated up to the lease is refused, even once it is no longer
+        // ahead of the clock; the first millisecond after it is accepted.
+        let p = VerifyPolicy { accepts_from_unix_ms: NOW + 25_001, ..policy() };
+        let dated = |ts| signed(move |r| r.timestamp_unix_ms = ts);
+        let at = |now| verify(dated(NOW + 25_000), &keys(), &p, now).unwrap_err();
+        assert_eq!(at(NOW + 23_000), VerifyError::SignedBeforeStart { early_ms: 1 });
+        assert_eq!(at(NOW + 40_000), VerifyError::SignedBeforeStart { early_ms: 1 });
+        verify(dated(NOW + 25_001), &keys(), &p, NOW + 24_000).expect("after the lease");
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! IngestService over the wire: replayed, forged, stale, oversize chunks, and a full pool.
+//! IngestService over the wire: replayed, forged, stale, oversize chunks, a full pool, and
+//! restarts on one state_dir (the ingest lease).
 
+use entropy_gateway::ingest::lease::LEASE_MARGIN_MS;
 use entropy_proto::signing::chunk_mac;
+use entropy_proto::v1::Mixing;
 use tonic::Code;
 
-use super::support::{MAC_KEY, assert_status, start, test_config};
+use super::support::{MAC_KEY, assert_status, start, start_now, test_config};
 
 #[tokio::test]
 async fn a_replayed_chunk_is_already_exists_and_stores_nothing() {
@@ -156,4 +159,116 @@ async fn a_full_pool_refuses_whole_chunks_and_takes_them_later() {
     ingest.publish(extra).await.expect("accepted once there is room");
     assert_eq!(gw.status().await.pool_bytes, 1 << 20);
     gw.stop().await;
+}
+
+/// A test gateway keeping its ingest lease in `dir`, with `skew_ms` as `max_future_skew_ms`.
+fn leased(dir: &std::path::Path, skew_ms: u64) -> entropy_gateway::config::GatewayConfig {
+    test_config(|c| {
+        c.state_dir = Some(dir.to_owned());
+        c.max_future_skew_ms = skew_ms;
+    })
+}
+
+async fn sleep_until_unix_ms(at: i64) {
+    let wait = at - entropy_ops::clock::unix_ms_now();
+    tokio::time::sleep(std::time::Duration::from_millis(wait.max(0) as u64)).await;
+}
+
+#[tokio::test]
+async fn a_chunk_stored_under_a_larger_skew_is_never_stored_again_after_a_smaller_one() {
+    // Finding 7: a chunk dated +25 s was stored by a gateway with max_future_skew_ms = 30000;
+    // restarted with the default 2000, the gateway refused it as "future" for 21 s, then
+    // stored it again: its start rule (start plus its own skew) assumed the skew never shrinks.
+    // Now every stored chunk is covered by the lease on disk, and a restarted gateway accepts
+    // only chunks dated after it.
+    let dir = tempfile::tempdir().unwrap();
+    // A first run leaves a lease, so the next need not wait out a 30 s skew to take chunks.
+    start(leased(dir.path(), 100)).await.stop().await;
+    let mut wide = start(leased(dir.path(), 30_000)).await;
+    let now = entropy_ops::clock::unix_ms_now();
+    let sources = vec![super::support::os_source()];
+    let ahead = wide.signer.sign_at(vec![7; 1000], Mixing::None, sources, now + 25_000);
+    let ts = ahead.timestamp_unix_ms;
+    wide.ingest_client().await.publish(ahead.clone()).await.expect("within 30 s: stored");
+    wide.stop().await;
+
+    let narrow = start_now(leased(dir.path(), 2_000)).await;
+    assert!(narrow.accepts_from_unix_ms > ts, "the lease covers the stored chunk");
+    let mut ingest = narrow.ingest_client().await;
+    // While it is more than 2 s ahead, once it is within the skew (where it was stored again
+    // before), and after its time has passed: refused every time.
+    for (at, words) in [
+        (now + 1_000, "future"),
+        (ts - 1_500, "before this gateway accepts chunks"),
+        (ts + 500, "before this gateway accepts chunks"),
+    ] {
+        sleep_until_unix_ms(at).await;
+        assert_status(ingest.publish(ahead.clone()).await, Code::FailedPrecondition, &[words]);
+        assert_eq!(narrow.status().await.pool_bytes, 0, "stored again at {}", at - now);
+    }
+    // Fresh chunks are taken once the lease has passed, once each.
+    sleep_until_unix_ms(narrow.accepts_from_unix_ms).await;
+    let mut narrow = narrow;
+    let fresh = narrow.sign(vec![9; 500]);
+    ingest.publish(fresh.clone()).await.expect("a fresh chunk after the lease");
+    assert_status(ingest.publish(fresh).await, Code::AlreadyExists, &[]);
+    assert_eq!(narrow.status().await.pool_bytes, 500, "only the fresh chunk");
+    narrow.stop().await;
+}
+
+#[tokio::test]
+async fn after_a_restart_with_a_larger_skew_fresh_chunks_wait_for_the_lease_not_the_skew() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = start(leased(dir.path(), 100)).await;
+    let stored = first.sign(vec![3; 100]);
+    first.ingest_client().await.publish(stored.clone()).await.expect("stored");
+    first.stop().await;
+
+    let started = entropy_ops::clock::unix_ms_now();
+    let mut second = start_now(leased(dir.path(), 10_000)).await;
+    let lease_end = stored.timestamp_unix_ms + LEASE_MARGIN_MS;
+    assert_eq!(second.accepts_from_unix_ms, lease_end + 1, "the lease, not start + 10 s");
+    let mut ingest = second.ingest_client().await;
+    assert_status(
+        ingest.publish(stored).await,
+        Code::FailedPrecondition,
+        &["before this gateway accepts chunks"],
+    );
+    sleep_until_unix_ms(second.accepts_from_unix_ms).await;
+    let fresh = second.sign(vec![4; 100]);
+    ingest.publish(fresh).await.expect("taken after the lease");
+    assert!(
+        entropy_ops::clock::unix_ms_now() < started + 10_000,
+        "before the start plus the new skew"
+    );
+    assert_eq!(second.status().await.pool_bytes, 100);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn with_its_lease_deleted_a_gateway_starts_a_new_state_from_start_plus_skew() {
+    // Documented (docs/operations.md, "The ingest state"): without the file nothing is known
+    // of earlier runs, and the gateway falls back to the start rule that needs no memory.
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = start(leased(dir.path(), 100)).await;
+    let now = entropy_ops::clock::unix_ms_now();
+    let sources = vec![super::support::os_source()];
+    let ahead = first.signer.sign_at(vec![5; 100], Mixing::None, sources, now + 90);
+    first.ingest_client().await.publish(ahead.clone()).await.expect("stored");
+    first.stop().await;
+    let lease = dir.path().join(entropy_gateway::ingest::lease::LEASE_FILE);
+    std::fs::remove_file(&lease).unwrap();
+
+    let started = entropy_ops::clock::unix_ms_now();
+    let second = start_now(leased(dir.path(), 100)).await;
+    assert!(second.accepts_from_unix_ms >= started + 100, "start plus skew");
+    assert!(lease.exists(), "the new state is on disk before the first chunk");
+    // The same skew and a restart slower than it: the stored chunk is still refused.
+    assert_status(
+        second.ingest_client().await.publish(ahead).await,
+        Code::FailedPrecondition,
+        &["before this gateway accepts chunks"],
+    );
+    assert_eq!(second.status().await.pool_bytes, 0);
+    second.stop().await;
 }

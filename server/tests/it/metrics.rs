@@ -58,6 +58,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
     let config = test_config(edit);
     let gateway_id = config.gateway_id.clone();
     let gateway = Gateway::new(config, keys, mac_keys).with_metrics_listener(metrics);
+    let accepts_from_unix_ms = gateway.accepts_chunks_from_unix_ms();
     let shutdown = CancellationToken::new();
     let cuts = gateway.shutdown_cuts();
     let budget = gateway.budget().clone();
@@ -76,6 +77,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
         gateway_id,
         cuts,
         budget,
+        accepts_from_unix_ms,
     };
     (t, metrics_addr)
 }

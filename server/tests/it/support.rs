@@ -9,6 +9,7 @@ use entropy_gateway::auth::ApiKeys;
 use entropy_gateway::config::GatewayConfig;
 use entropy_gateway::grpc::stream_random::ShutdownCuts;
 use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::ingest::lease::Lease;
 use entropy_gateway::server::{ListenerTls, ServeError};
 use entropy_gateway::transport::Budget;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
@@ -34,6 +35,8 @@ pub struct TestGateway {
     pub cuts: ShutdownCuts,
     /// The gateway's byte allowances, to read what they hold.
     pub budget: Budget,
+    /// The gateway's start rule: chunks dated before this (Unix ms) are refused.
+    pub accepts_from_unix_ms: i64,
 }
 
 /// Small, fast defaults for tests; `edit` adjusts them.
@@ -86,12 +89,42 @@ fn start_full(
     tls: ListenerTls,
     keys: ApiKeys,
 ) -> TestGateway {
+    let gateway = start_unwaited(config, public, ingest, tls, keys);
+    // Chunks dated before the gateway's start rule are refused (its start plus its skew, or
+    // the end of the lease in its state_dir): wait it out, so tests can sign at once.
+    let wait_ms = gateway.accepts_from_unix_ms - entropy_ops::clock::unix_ms_now();
+    std::thread::sleep(Duration::from_millis(wait_ms.max(0) as u64 + 20));
+    gateway
+}
+
+/// Starts a gateway without waiting for its start rule, for tests of the rule itself. With
+/// `state_dir` set it keeps its ingest lease there, as the binary does; else in memory.
+pub async fn start_now(config: GatewayConfig) -> TestGateway {
+    let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
+    let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
+    start_unwaited(config, public, ingest, ListenerTls::default(), ApiKeys::single("test", API_KEY))
+}
+
+fn start_unwaited(
+    config: GatewayConfig,
+    public: TcpListener,
+    ingest: TcpListener,
+    tls: ListenerTls,
+    keys: ApiKeys,
+) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let gateway_id = config.gateway_id.clone();
-    let accepts_after = config.max_future_skew();
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");
-    let gateway = Gateway::new(config, keys, mac_keys).with_tls(tls);
+    let gateway = match config.state_dir.clone() {
+        Some(dir) => {
+            let lease = Lease::open(&dir, config.max_future_skew()).expect("ingest lease");
+            Gateway::new_with_lease(config, keys, mac_keys, lease)
+        }
+        None => Gateway::new(config, keys, mac_keys),
+    };
+    let accepts_from_unix_ms = gateway.accepts_chunks_from_unix_ms();
+    let gateway = gateway.with_tls(tls);
     let shutdown = CancellationToken::new();
     let cuts = gateway.shutdown_cuts();
     let budget = gateway.budget().clone();
@@ -99,8 +132,6 @@ fn start_full(
     let signer = ChunkSigner::new("test-collector", MAC_KEY_ID, MAC_KEY.to_vec())
         .expect("signer")
         .for_gateway(&gateway_id);
-    // Chunks signed before the gateway's start plus its skew are refused (its restart rule).
-    std::thread::sleep(accepts_after + std::time::Duration::from_millis(20));
     TestGateway {
         public: public_addr,
         ingest: ingest_addr,
@@ -110,6 +141,7 @@ fn start_full(
         gateway_id,
         cuts,
         budget,
+        accepts_from_unix_ms,
     }
 }
 

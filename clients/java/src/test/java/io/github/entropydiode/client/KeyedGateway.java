@@ -67,6 +67,8 @@ final class KeyedGateway implements AutoCloseable {
                 keysFile.toString(),
                 "--ingest-keys-dir",
                 ingest.toString(),
+                "--state-dir",
+                dir.resolve("gateway-state").toString(),
                 "--gateway-id",
                 "java-test",
                 "--listen-addr",
