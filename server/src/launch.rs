@@ -130,6 +130,11 @@ impl Launch {
     /// `shutdown_grace_ms`. In dev mode, starts the in-process collector and prints the banner.
     pub async fn run(self) -> Result<(), RunError> {
         let Self { config, keys, tls } = self;
+        let ingest_cap = config.ingest_max_connections as u64;
+        let limit = crate::fd_limit::soft_limit();
+        let max_connections = crate::fd_limit::resolve(config.max_connections, ingest_cap, limit)
+            .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize);
+        let bounds = crate::bounds::of_config(&config, max_connections);
         let public = bind(config.listen_addr, "listen_addr").await?;
         let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
         let metrics = match config.metrics_addr() {
@@ -184,6 +189,11 @@ impl Launch {
         }
         let shown = metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string());
         tracing::info!(%public_addr, %ingest_addr, metrics_addr = %shown, "entropy gateway serving");
+        tracing::info!(
+            memory_mib = bounds.memory_bytes >> 20,
+            descriptors = bounds.descriptors,
+            "worst case of this config (--print-bounds lists its terms)"
+        );
         if let Some(path) = keys_file {
             tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
         }

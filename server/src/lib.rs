@@ -10,7 +10,8 @@
 //! - [`health`]: readiness from the pool level and ingest activity, for grpc.health.v1.
 //! - [`metrics`]: the Prometheus series and their handles; [`http`]: `/metrics`, `/healthz`,
 //!   `/readyz` on the metrics port.
-//! - [`config`]: the layered, validated configuration.
+//! - [`config`]: the layered, validated configuration; [`bounds`]: its worst-case memory and
+//!   descriptors, as a formula.
 //! - [`grpc`]: the tonic services, interceptor and status mapping; the only tonic-aware code.
 //! - [`server`]: wires the two listeners and runs until shutdown.
 //! - [`transport`]: below gRPC: admitting and serving connections (HTTP/2 on h2, gRPC-Web's
@@ -23,6 +24,7 @@
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
 pub mod auth;
+pub mod bounds;
 pub mod config;
 pub mod dev;
 pub mod devcerts;

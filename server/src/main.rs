@@ -33,6 +33,10 @@ struct Cli {
     /// Print the effective config (as TOML) and exit.
     #[arg(long)]
     print_config: bool,
+    /// Print the worst-case memory and file descriptors of the effective config (the formula
+    /// of docs/security.md, "Resource bounds"), as JSON with --log-format json, and exit.
+    #[arg(long)]
+    print_bounds: bool,
     #[command(flatten)]
     flags: ConfigFlags,
     #[command(subcommand)]
@@ -118,10 +122,13 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
-    if let Err(e) = entropy_gateway::fd_limit::prepare(&config) {
-        eprintln!("entropy-gateway: {e}");
-        return ExitCode::from(EX_USAGE);
-    }
+    let max_connections = match entropy_gateway::fd_limit::prepare(&config) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("entropy-gateway: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
     if cli.dev && !config.listen_addr.ip().is_loopback() {
         if !cli.dev_listen_any {
             eprintln!(
@@ -137,6 +144,17 @@ fn main() -> ExitCode {
             "WARNING: --dev on {}: plaintext, with the key printed below, reachable from the network",
             config.listen_addr
         );
+    }
+    if cli.print_bounds {
+        let bounds = entropy_gateway::bounds::of_config(&config, max_connections);
+        match config.log_format {
+            entropy_gateway::config::LogFormat::Json => match serde_json::to_string(&bounds) {
+                Ok(json) => println!("{json}"),
+                Err(e) => eprintln!("entropy-gateway: cannot print bounds: {e}"),
+            },
+            entropy_gateway::config::LogFormat::Text => println!("{bounds}"),
+        }
+        return ExitCode::SUCCESS;
     }
     if cli.print_config {
         match toml::to_string(&config) {

@@ -56,9 +56,10 @@ pub const PUBLIC_MAX_FRAME: u32 = 16 << 10;
 pub const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
 /// Most bytes h2 buffers for one stream, within what its window admits.
 pub const MAX_SEND_BUFFER_BYTES: usize = 400 << 10;
-/// Publishes in progress one ingest connection may hold bodies of (each up to
-/// `max_chunk_bytes` + [`PUBLISH_OVERHEAD_BYTES`]).
-pub const INGEST_PUBLISHES_PER_CONNECTION: usize = 4;
+/// Publishes in progress one ingest connection may hold (each its body, up to
+/// `max_chunk_bytes` + [`PUBLISH_OVERHEAD_BYTES`], and what a call costs): a collector keeps a
+/// few in flight; a peer without a MAC key cannot take the whole ingest budget alone.
+pub const INGEST_PUBLISHES_PER_CONNECTION: usize = 8;
 /// HTTP/2 keepalive: a PING this often, answered within [`KEEPALIVE_TIMEOUT`].
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// See [`KEEPALIVE_INTERVAL`].
@@ -311,8 +312,12 @@ impl Gateway {
 
         // main raised the descriptor limit and checked an explicit value; 0 is resolved here.
         let max_conns = match self.config.max_connections {
-            0 => crate::fd_limit::resolve(0, crate::fd_limit::soft_limit())
-                .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize),
+            0 => crate::fd_limit::resolve(
+                0,
+                self.config.ingest_max_connections as u64,
+                crate::fd_limit::soft_limit(),
+            )
+            .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize),
             n => n,
         };
         let config = &self.config;
@@ -349,7 +354,10 @@ impl Gateway {
                     send_timeout: config.send_timeout(),
                     max_undelivered_bytes: 0,
                     max_buffered_request_bytes: INGEST_PUBLISHES_PER_CONNECTION
-                        * (config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
+                        * (config.max_chunk_bytes
+                            + PUBLISH_OVERHEAD_BYTES
+                            + transport::CALL_BYTES
+                            + MAX_HEADER_LIST_BYTES as usize),
                 },
                 self.metrics.connections("ingest"),
             ),

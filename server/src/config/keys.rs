@@ -127,14 +127,18 @@ entropy_ops::config_keys! {
         max_buffered_bytes: usize = 256 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Process-wide ceiling on buffered request and response bytes");
-        /// The part of `max_buffered_bytes` for public requests: header blocks and bodies being
-        /// read, and answers without entropy (health, status, reflection) not yet written.
-        /// Past it, new calls are refused at once (RESOURCE_EXHAUSTED) and bodies wait.
-        max_buffered_request_bytes: usize = 32 << 20,
+        /// The part of `max_buffered_bytes` for public calls in progress (each holds its header
+        /// block and 16 KiB, what a call costs, plus its body past 8 KiB) and answers without
+        /// entropy (health, status, reflection) not yet written. When it is full, the connection
+        /// that never authenticated and holds the most of it is closed; a call that still finds
+        /// no room within 100 ms is refused at once (RESOURCE_EXHAUSTED), and bodies wait.
+        max_buffered_request_bytes: usize = 64 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Public request bytes held at once, bytes (part of max_buffered_bytes)");
-        /// What one public connection may hold of `max_buffered_request_bytes`.
-        max_buffered_request_bytes_per_connection: usize = 256 << 10,
+        /// What one public connection may hold of `max_buffered_request_bytes`: every call in
+        /// progress holds its header block and 16 KiB (what a call costs), plus its body past
+        /// 8 KiB, so the default admits every one of `max_streams_per_connection` calls.
+        max_buffered_request_bytes_per_connection: usize = 4 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Public request bytes one connection may hold, bytes");
         /// The part of `max_buffered_bytes` for Publish request bodies, all ingest connections
@@ -158,12 +162,14 @@ entropy_ops::config_keys! {
         shutdown_drain_ms: u64 = 0,
             flag(u64, "MS"), unit("milliseconds"),
             help("On SIGTERM, serve this long while NOT_SERVING before draining, ms (at most 600000)");
-        /// Most open connections per listener; past it new connections are closed at once. Both
-        /// listeners at this many must fit the file-descriptor limit (checked at start, after
-        /// raising the soft limit to the hard one); 0 picks the most that fit, at most 10000.
+        /// Most open connections on the public listener; past it a new connection takes the
+        /// place of the oldest one that never authenticated, or is closed at once. It must fit
+        /// the file-descriptor limit with the ingest listener's (checked at start, after raising
+        /// the soft limit to the hard one); 0 picks the most that fit, at most 1024 (so the
+        /// default config's worst-case memory fits a small host: `--print-bounds`).
         max_connections: usize = 0,
             flag(usize, "N"), unit("count"),
-            help("Most open connections per listener, 0 = what the fd limit allows");
+            help("Most open public connections, 0 = what the fd limit allows, at most 1024");
         /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
         /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
         max_streams_per_connection: u32 = 256,

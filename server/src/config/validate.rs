@@ -110,7 +110,10 @@ impl GatewayConfig {
                 ),
             );
         }
-        let request = crate::server::MAX_PUBLIC_REQUEST_BYTES + (16 << 10);
+        // One call: the largest request, its header block, and what a call costs.
+        let request = crate::server::MAX_PUBLIC_REQUEST_BYTES
+            + crate::server::MAX_HEADER_LIST_BYTES as usize
+            + crate::transport::CALL_BYTES;
         if !(request..=1 << 32).contains(&self.max_buffered_request_bytes_per_connection) {
             return bad(
                 "max_buffered_request_bytes_per_connection",

@@ -72,7 +72,7 @@ pub struct Undelivered {
     n: usize,
     holds: Holds,
     /// The accounts holding wire bytes (the connection's, the process's).
-    wire: Vec<Account>,
+    wire: Wire,
     meter: ServedMeter,
     totals: Arc<Totals>,
     _owing: Option<Owing>,
@@ -117,7 +117,7 @@ impl Undelivered {
     /// Makes the wire holds cover `wire` bytes, the response's size once built: gives back
     /// what the bound over-estimated, or holds more if there is room.
     pub fn fit(&mut self, wire: usize) {
-        for account in &self.wire {
+        for account in self.wire.iter() {
             let held = self.holds.on(account);
             if wire < held {
                 self.holds.give_back_on(account, held - wire);
@@ -148,6 +148,17 @@ impl Drop for Undelivered {
     }
 }
 
+/// The accounts that hold a response's wire bytes: its connection's, if it came over one we
+/// serve, and the process's.
+#[derive(Debug, Clone)]
+struct Wire(Option<Account>, Account);
+
+impl Wire {
+    fn iter(&self) -> impl Iterator<Item = &Account> {
+        self.0.iter().chain(std::iter::once(&self.1))
+    }
+}
+
 /// What [`hold`] took: holds for a draw, and which of them cover wire bytes.
 #[derive(Debug)]
 pub struct Held {
@@ -155,7 +166,7 @@ pub struct Held {
     /// The key's account (drawn bytes).
     key: Account,
     /// The accounts holding wire bytes.
-    wire: Vec<Account>,
+    wire: Wire,
 }
 
 impl Held {
@@ -164,7 +175,7 @@ impl Held {
     pub fn trim(&mut self, drawn: usize, wire: usize) {
         let held = self.holds.on(&self.key);
         self.holds.give_back_on(&self.key, held.saturating_sub(drawn));
-        for account in &self.wire {
+        for account in self.wire.iter() {
             let held = self.holds.on(account);
             self.holds.give_back_on(account, held.saturating_sub(wire));
         }
@@ -184,14 +195,10 @@ pub async fn hold(
 ) -> Result<Held, Full> {
     let mut holds = Holds::default();
     let key = quota.undelivered();
-    holds.add(key.hold(drawn, deadline).await.ok_or(Full::of(key, drawn))?);
-    let mut on_wire = Vec::with_capacity(2);
-    if let Some(connection) = connection {
-        on_wire.push(connection.responses().clone());
-    }
-    on_wire.push(responses.clone());
-    for account in &on_wire {
-        holds.add(account.hold(wire, deadline).await.ok_or(Full::of(account, wire))?);
+    holds.add(key.hold(drawn, deadline).await.ok_or_else(|| Full::of(key, drawn))?);
+    let on_wire = Wire(connection.map(|c| c.responses().clone()), responses.clone());
+    for account in on_wire.iter() {
+        holds.add(account.hold(wire, deadline).await.ok_or_else(|| Full::of(account, wire))?);
     }
     Ok(Held { holds, key: key.clone(), wire: on_wire })
 }

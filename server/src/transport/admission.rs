@@ -26,6 +26,8 @@ use crate::metrics::ConnectionMetrics;
 
 /// How long to wait after an accept error before accepting again.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// At most one connection is closed this often to relieve a full request allowance.
+pub const RELIEF_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Admits connections to one listener.
 #[derive(Debug, Clone)]
@@ -43,6 +45,8 @@ struct Inner {
     /// Connections not known to be proven, oldest first (proven and closed ones are dropped
     /// from it as they are met).
     unproven: Mutex<VecDeque<Weak<Activity>>>,
+    /// When pressure was last relieved.
+    relieved: Mutex<Option<std::time::Instant>>,
     log: Throttle,
 }
 
@@ -62,6 +66,7 @@ impl Admission {
                 limits,
                 metrics,
                 unproven: Mutex::new(VecDeque::new()),
+                relieved: Mutex::new(None),
                 log: Throttle::default(),
             }),
         }
@@ -141,6 +146,39 @@ impl Admission {
             }
         }
         None
+    }
+
+    /// Relieves pressure on the listener's request allowance: closes the connection that never
+    /// authenticated and holds the most of it (a peer without a key keeping calls open), at most
+    /// once every [`RELIEF_INTERVAL`].
+    pub fn relieve(&self) {
+        let inner = &self.inner;
+        {
+            let mut last = inner.relieved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|t| t.elapsed() < RELIEF_INTERVAL) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        let unproven = inner.unproven.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let largest = unproven
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| !a.is_proven() && !a.is_evicted())
+            .max_by_key(|a| a.requests.held());
+        drop(unproven);
+        if let Some(activity) = largest.filter(|a| a.requests.held() > 0) {
+            drop(activity.evict()); // its place goes back to the listener
+            inner.metrics.evicted();
+            if let Some(held_back) = inner.log.allow("relieved") {
+                tracing::info!(
+                    listener = inner.listener,
+                    held_back,
+                    "request allowance full: closed the connection that never authenticated and \
+                     held the most of it"
+                );
+            }
+        }
     }
 
     /// Notes an accept error; says how long to back off.

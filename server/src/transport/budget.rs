@@ -10,174 +10,306 @@
 //! (`max_buffered_request_bytes`), and the rest for responses. docs/security.md ("Resource
 //! bounds") gives the worst case of every listener as a formula of these.
 //!
-//! An account is a semaphore with one permit per byte. A hold for more than the capacity takes
-//! the whole capacity (the largest single buffer must always fit an empty account).
+//! An account is a counter of bytes held, taken and given back with atomic operations (a hold
+//! is a compare-and-swap, giving it back a subtraction), because every call takes several: a
+//! semaphore's lock on every release cost more than the rest of a small call's bookkeeping.
+//! Takers that find no room wait to be woken when bytes come back (all of them, each trying
+//! again; fairness among callers is the pool's job, not the allowances'). The counter and the
+//! count of waiters are sequentially consistent, so a taker that registers and a holder that
+//! gives back never both miss each other. A hold for more than
+//! the capacity takes the whole capacity (the largest single buffer must always fit an empty
+//! account).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
-use std::task::{Context, Poll, ready};
-
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::PollSemaphore;
 
 /// A byte allowance and the holds on it.
 #[derive(Debug, Clone)]
-pub struct Account {
+pub struct Account(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
     /// What the allowance is, for messages and metrics (`max_undelivered_bytes`, ...).
     name: &'static str,
     cap: usize,
-    permits: Arc<Semaphore>,
+    held: AtomicUsize,
+    /// Takers waiting for room.
+    waiting: AtomicUsize,
+    room: Notify,
 }
 
 impl Account {
     /// An allowance of `cap` bytes named after the setting `name` that sets it.
     pub fn new(name: &'static str, cap: usize) -> Self {
-        // tokio's semaphore holds at most usize::MAX >> 3 permits.
-        let cap = cap.min(Semaphore::MAX_PERMITS);
-        Self { name, cap, permits: Arc::new(Semaphore::new(cap)) }
+        Self(Arc::new(Inner {
+            name,
+            cap,
+            held: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            room: Notify::new(),
+        }))
     }
 
     /// The setting this allowance comes from.
     pub fn name(&self) -> &'static str {
-        self.name
+        self.0.name
     }
 
     /// Its capacity in bytes.
     pub fn cap(&self) -> usize {
-        self.cap
+        self.0.cap
     }
 
     /// Bytes held now.
     pub fn held(&self) -> usize {
-        self.cap - self.permits.available_permits()
-    }
-
-    fn permits_for(&self, n: usize) -> u32 {
-        u32::try_from(n.min(self.cap)).unwrap_or(u32::MAX)
+        self.0.held.load(Ordering::SeqCst)
     }
 
     /// Holds `n` bytes now, or `None` when there is no room.
     pub fn try_hold(&self, n: usize) -> Option<Hold> {
-        match self.permits.clone().try_acquire_many_owned(self.permits_for(n)) {
-            Ok(permit) => Some(Hold(permit)),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => None,
+        let n = n.min(self.0.cap);
+        let mut held = self.0.held.load(Ordering::SeqCst);
+        loop {
+            if held + n > self.0.cap {
+                return None;
+            }
+            match self.0.held.compare_exchange_weak(
+                held,
+                held + n,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(Hold { account: self.clone(), n }),
+                Err(now) => held = now,
+            }
         }
     }
 
     /// Holds `n` bytes, waiting for room until `deadline` (`None`: without limit); `None` when
     /// the deadline passed first.
     pub async fn hold(&self, n: usize, deadline: Option<Instant>) -> Option<Hold> {
-        let acquire = self.permits.clone().acquire_many_owned(self.permits_for(n));
-        let permit = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, acquire).await.ok()?,
-            None => acquire.await,
-        };
-        // The semaphore is never closed.
-        permit.ok().map(Hold)
+        if let Some(hold) = self.try_hold(n) {
+            return Some(hold);
+        }
+        let wait = self.clone().hold_owned(n);
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, wait).await.ok(),
+            None => Some(wait.await),
+        }
+    }
+
+    /// Holds `n` bytes once there is room (a future that owns what it needs).
+    pub async fn hold_owned(self, n: usize) -> Hold {
+        loop {
+            if let Some(hold) = self.try_hold(n) {
+                return hold;
+            }
+            // Register before trying again, so room given back in between wakes us.
+            let room = self.0.room.notified();
+            let mut room = std::pin::pin!(room);
+            room.as_mut().enable();
+            let _waiting = Waiting::new(&self.0.waiting);
+            if let Some(hold) = self.try_hold(n) {
+                return hold;
+            }
+            room.await;
+        }
     }
 
     /// True when `hold` was taken on this account.
     fn owns(&self, hold: &Hold) -> bool {
-        Arc::ptr_eq(hold.0.semaphore(), &self.permits)
+        Arc::ptr_eq(&hold.account.0, &self.0)
+    }
+
+    fn give_back(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.0.held.fetch_sub(n, Ordering::SeqCst);
+        if self.0.waiting.load(Ordering::SeqCst) > 0 {
+            self.0.room.notify_waiters();
+        }
+    }
+}
+
+/// Counts a waiting taker while it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 /// Bytes held on one account until dropped.
 #[derive(Debug)]
-pub struct Hold(OwnedSemaphorePermit);
+pub struct Hold {
+    account: Account,
+    n: usize,
+}
 
 impl Hold {
     /// Bytes held.
     pub fn len(&self) -> usize {
-        self.0.num_permits()
+        self.n
     }
 
     /// True when nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.n == 0
     }
 
     /// Keeps `n` bytes of this hold and gives back the rest.
     pub fn keep(mut self, n: usize) -> Option<Hold> {
-        if n >= self.len() {
-            return Some(self);
-        }
-        let kept = self.0.split(n).map(Hold);
-        drop(self);
-        kept
+        self.release(self.n.saturating_sub(n));
+        (self.n > 0).then_some(self)
+    }
+
+    /// Gives back `n` bytes of the hold (at most all of it).
+    fn release(&mut self, n: usize) {
+        let n = n.min(self.n);
+        self.n -= n;
+        self.account.give_back(n);
     }
 }
 
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.account.give_back(self.n);
+    }
+}
+
+/// Most accounts one buffer counts against (a drawn response: its key's, its connection's and
+/// the process's).
+const MOST_ACCOUNTS: usize = 3;
+
 /// Holds on several accounts, for one buffer that counts against each (a drawn response:
-/// its key's, its connection's and the process's).
+/// its key's, its connection's and the process's). Kept inline, up to [`MOST_ACCOUNTS`]:
+/// every call takes some, and an allocation each would cost more than the holds.
 #[derive(Debug, Default)]
-pub struct Holds(Vec<Hold>);
+pub struct Holds {
+    inline: [Option<Hold>; MOST_ACCOUNTS],
+    /// Holds on further accounts (none of today's buffers has any).
+    more: Vec<Hold>,
+}
 
 impl Holds {
+    fn iter(&self) -> impl Iterator<Item = &Hold> {
+        self.inline.iter().flatten().chain(&self.more)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Hold> {
+        self.inline.iter_mut().flatten().chain(&mut self.more)
+    }
+
     /// Adds `hold`, merged into a hold on the same account if there is one.
-    pub fn add(&mut self, hold: Hold) {
-        match self.0.iter_mut().find(|h| Arc::ptr_eq(h.0.semaphore(), hold.0.semaphore())) {
-            Some(held) => held.0.merge(hold.0),
-            None => self.0.push(hold),
+    pub fn add(&mut self, mut hold: Hold) {
+        if let Some(held) = self.iter_mut().find(|h| Arc::ptr_eq(&h.account.0, &hold.account.0)) {
+            held.n += std::mem::take(&mut hold.n);
+            return;
+        }
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some(hold),
+            None => self.more.push(hold),
         }
     }
 
     /// Moves every hold of `other` into these.
-    pub fn merge(&mut self, other: Holds) {
-        for hold in other.0 {
+    pub fn merge(&mut self, mut other: Holds) {
+        for slot in &mut other.inline {
+            if let Some(hold) = slot.take() {
+                self.add(hold);
+            }
+        }
+        for hold in std::mem::take(&mut other.more) {
             self.add(hold);
         }
     }
 
     /// Bytes held on `account`.
     pub fn on(&self, account: &Account) -> usize {
-        self.0.iter().filter(|h| account.owns(h)).map(Hold::len).sum()
+        self.iter().filter(|h| account.owns(h)).map(Hold::len).sum()
     }
 
     /// Gives back `n` bytes of the hold on `account`.
     pub fn give_back_on(&mut self, account: &Account, n: usize) {
-        if let Some(hold) = self.0.iter_mut().find(|h| account.owns(h)) {
-            drop(hold.0.split(n.min(hold.len())));
+        if let Some(hold) = self.iter_mut().find(|h| account.owns(h)) {
+            hold.release(n);
         }
     }
 
     /// Gives back `n` bytes of the hold on every account.
     pub fn give_back(&mut self, n: usize) {
-        for hold in &mut self.0 {
-            drop(hold.0.split(n.min(hold.len())));
+        for hold in self.iter_mut() {
+            hold.release(n);
+        }
+    }
+
+    /// Keeps at most `n` bytes of the hold on every account.
+    pub fn keep_at_most(&mut self, n: usize) {
+        for hold in self.iter_mut() {
+            let excess = hold.n.saturating_sub(n);
+            hold.release(excess);
         }
     }
 }
 
-/// Holds taken on several accounts by a body that polls (see [`Waiter::poll_hold`]).
-#[derive(Debug)]
+/// Holds taken on a connection's and the process's accounts by a body that polls (see
+/// [`Waiter::poll_hold`]).
 pub struct Waiter {
-    accounts: Vec<(Account, PollSemaphore)>,
+    accounts: [Account; 2],
+    /// A hold being waited for.
+    waiting: Option<Pin<Box<dyn Future<Output = Hold> + Send>>>,
+}
+
+impl std::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiter").field("accounts", &self.accounts).finish_non_exhaustive()
+    }
 }
 
 impl Waiter {
-    /// Takes holds on every one of `accounts`.
-    pub fn new(accounts: &[Account]) -> Self {
-        let accounts =
-            accounts.iter().map(|a| (a.clone(), PollSemaphore::new(a.permits.clone()))).collect();
-        Self { accounts }
+    /// Takes holds on both `accounts`.
+    pub fn new(accounts: [Account; 2]) -> Self {
+        Self { accounts, waiting: None }
     }
 
     /// Completes once `holds` holds `n` bytes (or the whole account, when `n` is larger) on
     /// every account; registers the waker while one has no room. What it took stays in `holds`
     /// meanwhile, so a body that is dropped while waiting gives it all back.
     pub fn poll_hold(&mut self, cx: &mut Context<'_>, n: usize, holds: &mut Holds) -> Poll<()> {
-        for (account, semaphore) in &mut self.accounts {
-            let want = n.min(account.cap);
+        for account in &self.accounts {
+            let want = n.min(account.cap());
             let have = holds.on(account);
             if have >= want {
                 continue;
             }
-            let permits = u32::try_from(want - have).unwrap_or(u32::MAX);
-            // `None` only if the semaphore closed, which it never does.
-            if let Some(permit) = ready!(semaphore.poll_acquire_many(cx, permits)) {
-                holds.add(Hold(permit));
+            if let Some(hold) = account.try_hold(want - have) {
+                holds.add(hold);
+                continue;
+            }
+            let wait = self
+                .waiting
+                .get_or_insert_with(|| Box::pin(account.clone().hold_owned(want - have)));
+            match wait.as_mut().poll(cx) {
+                Poll::Ready(hold) => {
+                    holds.add(hold);
+                    self.waiting = None;
+                }
+                Poll::Pending => return Poll::Pending,
             }
         }
         Poll::Ready(())

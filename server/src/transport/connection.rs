@@ -294,25 +294,34 @@ impl<T> Conn<T> {
         &self.activity
     }
 
-    /// Why the connection must close now, if it must.
+    /// An error when the connection has owed entropy for the send timeout without writing it.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let activity = &self.activity;
+        let stall = self.stall.as_mut()?;
+        if !stall.expired(cx, |t| activity.stall_deadline(t)) {
+            return None;
+        }
+        tracing::debug!("closing a connection whose client stopped reading");
+        self.stalled.increment(1);
+        self.stall = None;
+        Some(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "owed entropy waited longer than the send timeout",
+        ))
+    }
+
+    /// Why the connection must close now, if it must (checked where it reads, which the
+    /// connection's task always polls: eviction wakes it there).
     fn must_close(&mut self, cx: &mut Context<'_>) -> Option<io::Result<()>> {
         self.activity.waker.register(cx.waker());
         if self.activity.is_evicted() {
             tracing::debug!("closing a connection evicted for a newer one");
             return Some(Ok(()));
         }
-        let activity = &self.activity;
-        if let Some(stall) = &mut self.stall
-            && stall.expired(cx, |t| activity.stall_deadline(t))
-        {
-            tracing::debug!("closing a connection whose client stopped reading");
-            self.stalled.increment(1);
-            self.stall = None;
-            return Some(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "owed entropy waited longer than the send timeout",
-            )));
+        if let Some(e) = self.stalled(cx) {
+            return Some(Err(e));
         }
+        let activity = &self.activity;
         if let Some(idle) = &mut self.idle
             && idle.expired(cx, |t| activity.idle_deadline(t))
         {
@@ -350,7 +359,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Conn<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if let Some(Err(e)) = self.must_close(cx) {
+        if let Some(e) = self.stalled(cx) {
             return Poll::Ready(Err(e));
         }
         Pin::new(&mut self.inner).poll_write(cx, buf)
@@ -369,7 +378,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Conn<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if let Some(Err(e)) = self.must_close(cx) {
+        if let Some(e) = self.stalled(cx) {
             return Poll::Ready(Err(e));
         }
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)

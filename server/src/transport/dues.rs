@@ -12,17 +12,17 @@
 //! decoded to find the framing, and a message ends, conservatively, where the frame holding its
 //! last byte ends.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 
 use super::framing::Framing;
 use super::ledger::Settle;
+use super::small_queue::SmallQueue;
 
 /// A response's settles, one per message, in order (cloned into the response's extensions).
 #[derive(Clone, Default)]
-pub struct Dues(Arc<Mutex<VecDeque<Box<dyn Settle>>>>);
+pub struct Dues(Arc<Mutex<SmallQueue<Box<dyn Settle>>>>);
 
 impl std::fmt::Debug for Dues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Dues {
 }
 
 impl Dues {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Box<dyn Settle>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SmallQueue<Box<dyn Settle>>> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -47,7 +47,7 @@ impl Dues {
 
     /// Every settle left.
     pub fn rest(&self) -> Vec<Box<dyn Settle>> {
-        self.lock().drain(..).collect()
+        self.lock().drain().collect()
     }
 }
 
@@ -74,29 +74,31 @@ impl MessageEnds {
         self.offset
     }
 
-    /// Feeds the next body frame; returns the offset (in the body as sent) at which each data
-    /// message it completes ends, in order.
-    pub fn frame(&mut self, bytes: &[u8]) -> Vec<u64> {
+    /// Feeds the next body frame; calls `ended` with the offset (in the body as sent) at which
+    /// each data message it completes ends, in order.
+    pub fn frame(&mut self, bytes: &[u8], mut ended: impl FnMut(u64)) {
         let start = self.offset;
         self.offset += bytes.len() as u64;
         if self.base64 {
             let decoded = base64::engine::general_purpose::STANDARD.decode(bytes);
-            let decoded = decoded.unwrap_or_default();
             let frame_end = self.offset;
-            return self.scan(&decoded).into_iter().map(|_| frame_end).collect();
+            self.framing.feed(&decoded.unwrap_or_default(), |_, trailers| {
+                if !trailers {
+                    ended(frame_end);
+                }
+            });
+            return;
         }
-        self.scan(bytes).into_iter().map(|end| start + end as u64).collect()
-    }
-
-    /// Offsets within `bytes` just after each data message ending in them.
-    fn scan(&mut self, bytes: &[u8]) -> Vec<usize> {
-        let mut ends = Vec::new();
         self.framing.feed(bytes, |end, trailers| {
             if !trailers {
-                ends.push(end);
+                ended(start + end as u64);
             }
         });
-        ends
+    }
+
+    /// Counts `n` more body bytes of a response whose messages need no settling.
+    pub fn skip(&mut self, n: usize) {
+        self.offset += n as u64;
     }
 }
 
@@ -119,8 +121,9 @@ mod tests {
         body.extend(message(0, 3));
         for cut in 0..=body.len() {
             let mut ends = MessageEnds::new(None);
-            let mut found = ends.frame(&body[..cut]);
-            found.extend(ends.frame(&body[cut..]));
+            let mut found = Vec::new();
+            ends.frame(&body[..cut], |at| found.push(at));
+            ends.frame(&body[cut..], |at| found.push(at));
             assert_eq!(found, [15, 20, 53], "cut at {cut}");
         }
     }
@@ -131,8 +134,10 @@ mod tests {
         let mut ends = MessageEnds::new(Some(&text));
         let first = base64::engine::general_purpose::STANDARD.encode(&message(0, 4)[..7]);
         let second = base64::engine::general_purpose::STANDARD.encode(&message(0, 4)[7..]);
-        assert_eq!(ends.frame(first.as_bytes()), Vec::<u64>::new());
-        let end = (first.len() + second.len()) as u64;
-        assert_eq!(ends.frame(second.as_bytes()), [end]);
+        let mut found = Vec::new();
+        ends.frame(first.as_bytes(), |at| found.push(at));
+        assert!(found.is_empty());
+        ends.frame(second.as_bytes(), |at| found.push(at));
+        assert_eq!(found, [(first.len() + second.len()) as u64]);
     }
 }

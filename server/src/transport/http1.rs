@@ -24,7 +24,7 @@ use prost::bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{Account, Holds};
+use super::budget::{Account, Holds, Waiter};
 use super::connection::{Activity, ConnectionInfo};
 use super::dues::{Dues, MessageEnds};
 use super::ledger::Due;
@@ -42,6 +42,7 @@ pub(super) async fn serve<IO, S, B>(
     io: IO,
     service: S,
     activity: Arc<Activity>,
+    admission: super::Admission,
     requests: Account,
     shutdown: CancellationToken,
 ) where
@@ -62,7 +63,7 @@ pub(super) async fn serve<IO, S, B>(
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let number = responses.fetch_add(1, Ordering::AcqRel) + 1;
         let (activity, requests, service) = (activity.clone(), requests.clone(), service.clone());
-        respond(number, activity, requests, service, request)
+        respond(number, (activity, admission.clone(), requests), service, request)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -87,8 +88,7 @@ pub(super) async fn serve<IO, S, B>(
 /// Answers request `number` of the connection.
 async fn respond<S, B>(
     number: u32,
-    activity: Arc<Activity>,
-    requests: Account,
+    (activity, admission, requests): (Arc<Activity>, super::Admission, Account),
     mut service: S,
     request: http::Request<Incoming>,
 ) -> Result<http::Response<Pieces<B>>, Infallible>
@@ -106,9 +106,12 @@ where
         activity: activity.clone(),
         dues,
         ends,
-        accounts: accounts.clone(),
+        waiter: Waiter::new(accounts.clone()),
         rest: None,
+        sent: 0,
+        due: Vec::new(),
         done: false,
+        call: None,
     };
     if !matches!(*request.method(), http::Method::POST | http::Method::OPTIONS) {
         let mut response = http::Response::new(pieces(None, None, MessageEnds::default()));
@@ -116,14 +119,28 @@ where
         response.headers_mut().insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0));
         return Ok(response);
     }
+    let header = request.headers().iter().map(|(n, v)| n.as_str().len() + v.len() + 32).sum();
+    let Some(call) = super::stream::call_charge(&admission, &accounts, header).await else {
+        let status = tonic::Status::resource_exhausted(
+            "the gateway is shedding load: its request allowance is full; nothing was read or \
+             drawn, retry later",
+        );
+        let response = status.into_http::<()>();
+        let (parts, ()) = response.into_parts();
+        return Ok(http::Response::from_parts(parts, pieces(None, None, MessageEnds::default())));
+    };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(ConnectionInfo { activity: activity.clone() });
-    let body = tonic::body::Body::new(RequestBody::new(Http1Request(body), accounts.to_vec()));
+    let body =
+        RequestBody::new(Http1Request(body), accounts.clone(), super::stream::PREPAID_BODY_BYTES);
+    let body = tonic::body::Body::new(body);
     let Ok(response) = service.call(http::Request::from_parts(parts, body)).await;
     let (mut parts, body) = response.into_parts();
     let dues = parts.extensions.remove::<Dues>();
     let ends = MessageEnds::new(parts.headers.get(http::header::CONTENT_TYPE));
-    Ok(http::Response::from_parts(parts, pieces(Some(body), dues, ends)))
+    let mut pieces = pieces(Some(body), dues, ends);
+    pieces.call = Some(call);
+    Ok(http::Response::from_parts(parts, pieces))
 }
 
 /// An HTTP/1.1 request body (HTTP/1.1 has no flow control to give back).
@@ -155,33 +172,17 @@ struct Pieces<B> {
     activity: Arc<Activity>,
     dues: Option<Dues>,
     ends: MessageEnds,
-    accounts: [Account; 2],
-    /// What is left of the last frame.
-    rest: Option<Bytes>,
+    /// Holds, for a response without entropy, its bytes until they are written.
+    waiter: Waiter,
+    /// What is left of the last frame, and what its next piece holds so far.
+    rest: Option<(Bytes, Holds)>,
+    /// Body bytes handed to hyper so far.
+    sent: u64,
+    /// Settles of the messages ending in the frame being handed on.
+    due: Vec<Due>,
     done: bool,
-}
-
-impl<B> Pieces<B> {
-    /// Records `piece`, the next bytes of the body, in the ledger; `None` when it must wait
-    /// for room on the request allowances (a response without entropy), which it registers.
-    fn record(&mut self, piece: &Bytes, ends: &[u64]) -> Option<()> {
-        let end = self.ends.offset();
-        let mut due: Vec<Due> = Vec::new();
-        match &self.dues {
-            Some(dues) => {
-                due.extend(ends.iter().filter_map(|&at| dues.next().map(|s| (at.min(end), s))));
-            }
-            None => {
-                let mut holds = Holds::default();
-                for account in &self.accounts {
-                    holds.add(account.try_hold(piece.len())?);
-                }
-                due.push((end, Box::new(holds)));
-            }
-        }
-        self.activity.ledger.sent(self.number, self.dues.is_some(), piece.len(), due).run();
-        Some(())
-    }
+    /// The call's charge on the request allowances, until the response is done.
+    call: Option<Holds>,
 }
 
 impl<B> http_body::Body for Pieces<B>
@@ -198,32 +199,22 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         let this = &mut *self;
         loop {
-            if let Some(rest) = &mut this.rest {
-                let piece = rest.split_to(rest.len().min(PIECE));
+            if let Some((rest, holds)) = &mut this.rest {
+                let len = rest.len().min(PIECE);
+                if this.dues.is_none() {
+                    // An answer without entropy: its bytes hold room on the request allowances
+                    // until written (a peer that does not read them waits here).
+                    ready!(this.waiter.poll_hold(cx, len, holds));
+                    let holds = std::mem::take(holds);
+                    this.due.push((this.sent + len as u64, Box::new(holds)));
+                }
+                let piece = rest.split_to(len);
                 if rest.is_empty() {
                     this.rest = None;
                 }
-                let ends = this.ends.frame(&piece);
-                if this.record(&piece, &ends).is_none() {
-                    // No room for an answer without entropy: the peer is not reading what it
-                    // already asked for. Try again shortly (its connection's own answers free
-                    // room as they are written).
-                    tracing::debug!("HTTP/1.1 response waits for room on the request allowance");
-                    let waker = cx.waker().clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        waker.wake();
-                    });
-                    this.rest = Some(match this.rest.take() {
-                        Some(mut rest) => {
-                            let mut whole = piece.to_vec();
-                            whole.extend_from_slice(&rest.split_off(0));
-                            Bytes::from(whole)
-                        }
-                        None => piece,
-                    });
-                    return Poll::Pending;
-                }
+                this.sent += len as u64;
+                let entropy = this.dues.is_some();
+                this.activity.ledger.sent(this.number, entropy, len, this.due.drain(..)).run();
                 // hyper stops polling once the body says it has ended: settle now.
                 if this.rest.is_none() && this.body.as_ref().is_none_or(|b| b.is_end_stream()) {
                     this.finish();
@@ -236,7 +227,15 @@ where
             };
             match ready!(Pin::new(body).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => this.rest = Some(data),
+                    Ok(data) => {
+                        // The settles of the messages ending in this frame go to the ledger
+                        // with its first piece.
+                        if let Some(dues) = &this.dues {
+                            let due = &mut this.due;
+                            this.ends.frame(&data, |end| due.extend(dues.next().map(|s| (end, s))));
+                        }
+                        this.rest = Some((data, Holds::default()));
+                    }
                     Err(frame) => {
                         this.finish();
                         return Poll::Ready(Some(Ok(frame)));

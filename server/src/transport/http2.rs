@@ -1,11 +1,12 @@
 //! One HTTP/2 connection, served with h2: its settings, its streams, keepalive and shutdown.
 //!
 //! The gateway drives h2 itself rather than through hyper's server, because delivery depends
-//! on two things hyper does not give a service: each response's stream id (so the bytes the
-//! write path sees leave can be matched to the response they belong to, [`super::ledger`]),
-//! and sending only what a stream's window admits (hyper takes a whole body frame and lets h2
-//! buffer it however little the peer reads). The rest is what hyper's h2 server does, kept
-//! short: a task per stream ([`super::stream`]), PINGs to drop dead peers, GOAWAY on shutdown.
+//! on what hyper does not give a service: each response's stream id, so the bytes the write
+//! path sees leave can be matched to the response they belong to ([`super::ledger`]), and the
+//! stream's reset, so what h2 drops is known to be dropped. (hyper also takes a body frame
+//! before the peer's window admits any of it: a peer that never reads would hold one frame per
+//! stream outside any account.) The rest is what hyper's h2 server does, kept short: a task
+//! per stream ([`super::stream`]), PINGs to drop dead peers, GOAWAY on shutdown.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -72,7 +73,12 @@ pub(super) async fn serve<IO, S, B>(
         .max_frame_size(settings.max_frame)
         .max_concurrent_streams(settings.max_streams)
         .max_header_list_size(settings.max_header_list)
-        .max_send_buffer_size(settings.max_send_buffer);
+        .max_send_buffer_size(settings.max_send_buffer)
+        // h2 closes a connection whose small DATA frames (under 256 bytes each) sit unread past
+        // a budget, by default half the connection window: with the public listener's small
+        // window, a client's burst of one-frame requests on every stream would trip it. Room for
+        // two small frames on every stream instead; the bytes are within the window anyway.
+        .data_frame_budget(small_frames_budget(settings.max_streams));
     // A peer that never sends its preface is closed by the idle timer or evicted (Conn).
     let mut connection = match builder.handshake::<_, Bytes>(io).await {
         Ok(connection) => connection,
@@ -120,6 +126,14 @@ pub(super) async fn serve<IO, S, B>(
     drop(connection);
     streams.close();
     streams.wait().await;
+}
+
+/// h2's threshold below which a DATA frame counts against its small-frames budget.
+const SMALL_FRAME: usize = 256;
+
+/// The small-frames budget for `max_streams` streams (see [`serve`]).
+pub fn small_frames_budget(max_streams: u32) -> usize {
+    2 * SMALL_FRAME * max_streams as usize
 }
 
 /// Completes when a keepalive PING goes unanswered; never without keepalive.

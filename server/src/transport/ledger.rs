@@ -23,9 +23,11 @@
 //! every settle still due is discarded ([`Ledger::close`]). A book is removed once its response
 //! is finished and every byte of it written.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
+
+use super::small_queue::SmallQueue;
 
 /// What a response is owed once its bytes are delivered, or if they never are.
 pub trait Settle: Send {
@@ -39,8 +41,8 @@ pub trait Settle: Send {
 #[derive(Default)]
 #[must_use = "settles must be run"]
 pub struct Settled {
-    delivered: Vec<Box<dyn Settle>>,
-    discarded: Vec<Box<dyn Settle>>,
+    delivered: SmallQueue<Box<dyn Settle>>,
+    discarded: SmallQueue<Box<dyn Settle>>,
     /// Bytes of an entropy-bearing response were written in this step.
     pub entropy_written: bool,
 }
@@ -54,12 +56,6 @@ impl Settled {
         for settle in self.discarded {
             settle.discarded();
         }
-    }
-
-    fn absorb(&mut self, other: Settled) {
-        self.delivered.extend(other.delivered);
-        self.discarded.extend(other.discarded);
-        self.entropy_written |= other.entropy_written;
     }
 }
 
@@ -90,7 +86,9 @@ impl std::fmt::Debug for Ledger {
 
 #[derive(Default)]
 struct State {
-    books: HashMap<u32, Book>,
+    /// By stream id, hashed with foldhash (looked up for every write; seeded per process, so a
+    /// client choosing its stream ids cannot aim at collisions).
+    books: HashMap<u32, Book, foldhash::fast::RandomState>,
     closed: bool,
 }
 
@@ -103,7 +101,7 @@ struct Book {
     /// Body bytes written out; never more than `sent`.
     written: u64,
     /// Settles, by offset, in order.
-    due: VecDeque<Due>,
+    due: SmallQueue<Due>,
     /// Nothing more will be sent.
     finished: bool,
     /// When the response last made progress: a write, or the moment bytes began to wait.
@@ -146,7 +144,7 @@ impl Ledger {
             entropy,
             sent: 0,
             written: 0,
-            due: VecDeque::new(),
+            due: SmallQueue::default(),
             finished: false,
             progress: Instant::now(),
         });
@@ -168,7 +166,7 @@ impl Ledger {
         let mut state = self.lock();
         let mut settled = Settled::default();
         if state.closed {
-            settled.discarded.push(settle);
+            settled.discarded.push_back(settle);
             return settled;
         }
         match state.books.get_mut(&id) {
@@ -176,7 +174,7 @@ impl Ledger {
                 let end = book.sent;
                 book.due.push_back((end, settle));
             }
-            _ => settled.delivered.push(settle),
+            _ => settled.delivered.push_back(settle),
         }
         settled
     }
@@ -193,7 +191,7 @@ impl Ledger {
             settled.delivered.extend(book.due.pop_front().map(|(_, s)| s));
         }
         if book.finished && book.written == book.sent {
-            settled.delivered.extend(book.due.drain(..).map(|(_, s)| s));
+            settled.delivered.extend(book.due.drain().map(|(_, s)| s));
             state.books.remove(&id);
         }
         settled
@@ -206,7 +204,7 @@ impl Ledger {
         if let Some(book) = state.books.get_mut(&id) {
             book.finished = true;
             if book.written == book.sent {
-                settled.delivered.extend(book.due.drain(..).map(|(_, s)| s));
+                settled.delivered.extend(book.due.drain().map(|(_, s)| s));
                 state.books.remove(&id);
             }
         }
@@ -244,13 +242,6 @@ impl Ledger {
     /// Body bytes handed to the transport and not yet written, over every response.
     pub fn unwritten(&self) -> u64 {
         self.lock().books.values().map(|b| b.sent - b.written).sum()
-    }
-
-    /// Runs `f` for several steps and returns their settles together.
-    pub fn batch(f: impl FnOnce(&mut dyn FnMut(Settled))) -> Settled {
-        let mut all = Settled::default();
-        f(&mut |s| all.absorb(s));
-        all
     }
 }
 

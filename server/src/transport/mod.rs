@@ -31,6 +31,7 @@ pub mod http1;
 pub mod http2;
 pub mod ledger;
 pub mod request_body;
+mod small_queue;
 mod stream;
 pub mod tls;
 pub mod write_coalesce;
@@ -57,6 +58,7 @@ pub use connection::{Activity, ConnectionInfo, ConnectionLimits, Owing};
 pub use dues::Dues;
 pub use http2::Http2Settings;
 pub use ledger::Settle;
+pub use stream::{CALL_BYTES, PREPAID_BODY_BYTES};
 
 use connection::Conn;
 use stream::StreamContext;
@@ -173,6 +175,7 @@ async fn serve_connection<S, B>(
     let ctx = Arc::new(StreamContext {
         service: service.clone(),
         activity: activity.clone(),
+        admission: listener.admission.clone(),
         requests: listener.requests.clone(),
         send_timeout: limits.send_timeout,
         events: listener.events.clone(),
@@ -202,7 +205,8 @@ async fn serve_connection<S, B>(
             if is_http2 {
                 http2::serve(io, listener.http2, ctx, shutdown).await;
             } else {
-                http1::serve(io, service, activity, listener.requests, shutdown).await;
+                let (admission, requests) = (listener.admission, listener.requests);
+                http1::serve(io, service, activity, admission, requests, shutdown).await;
             }
         }
         None => {
@@ -221,13 +225,26 @@ struct Leaving {
 impl Outbound for Leaving {
     fn wrote(&mut self, bytes: &[u8]) {
         let activity = &self.activity;
-        self.written.scan(bytes, |response, n| {
+        // Consecutive frames of one response (a 64 KiB message is four) go to the ledger as one.
+        let mut run: Option<(u32, usize)> = None;
+        let settle = |response: u32, n: usize| {
             let settled = activity.ledger.written(response, n);
             if settled.entropy_written {
                 activity.progressed();
             }
             settled.run();
+        };
+        self.written.scan(bytes, |response, n| match &mut run {
+            Some((current, sum)) if *current == response => *sum += n,
+            _ => {
+                if let Some((current, sum)) = run.replace((response, n)) {
+                    settle(current, sum);
+                }
+            }
         });
+        if let Some((current, sum)) = run {
+            settle(current, sum);
+        }
     }
 }
 

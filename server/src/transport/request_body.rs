@@ -72,10 +72,15 @@ impl Inbound for H2Request {
 pub struct RequestBody<I> {
     inbound: I,
     waiter: Waiter,
-    /// A data frame read whose bytes are not yet all held, with what it holds so far.
-    pending: Option<(Bytes, Holds)>,
-    /// What the bytes handed on hold.
+    /// Bytes the call's own hold already covers (a typical request's whole body), so most
+    /// requests hold nothing more here.
+    prepaid: usize,
+    /// A data frame read and not yet handed on (its bytes are not all held yet).
+    pending: Option<Bytes>,
+    /// What the bytes handed on hold beyond `prepaid`.
     held: Holds,
+    /// Bytes handed on and still in the decoder's buffer.
+    buffered: usize,
     /// Bytes handed on that belong to complete messages.
     complete: usize,
     /// Bytes handed on of the message still arriving.
@@ -90,13 +95,16 @@ impl<I> std::fmt::Debug for RequestBody<I> {
 }
 
 impl<I: Inbound> RequestBody<I> {
-    /// `inbound`, read within `accounts`.
-    pub fn new(inbound: I, accounts: Vec<Account>) -> Self {
+    /// `inbound`, read within `accounts` (its connection's and the process's) beyond the first
+    /// `prepaid` bytes buffered.
+    pub fn new(inbound: I, accounts: [Account; 2], prepaid: usize) -> Self {
         Self {
             inbound,
-            waiter: Waiter::new(&accounts),
+            waiter: Waiter::new(accounts),
+            prepaid,
             pending: None,
             held: Holds::default(),
+            buffered: 0,
             complete: 0,
             partial: 0,
             framing: Framing::default(),
@@ -115,15 +123,19 @@ impl<I: Inbound> http_body::Body for RequestBody<I> {
         let this = &mut *self;
         // The decoder asks for more: it has taken every complete message out of its buffer.
         if this.complete > 0 {
-            this.held.give_back(this.complete);
+            this.buffered -= this.complete;
             this.complete = 0;
+            this.held.keep_at_most(this.buffered.saturating_sub(this.prepaid));
         }
         loop {
-            if let Some((bytes, holds)) = &mut this.pending {
-                ready!(this.waiter.poll_hold(cx, bytes.len(), holds));
-                let Some((bytes, holds)) = this.pending.take() else { continue };
+            if let Some(bytes) = &this.pending {
+                let need = (this.buffered + bytes.len()).saturating_sub(this.prepaid);
+                if need > 0 {
+                    ready!(this.waiter.poll_hold(cx, need, &mut this.held));
+                }
+                let Some(bytes) = this.pending.take() else { continue };
                 this.inbound.release(bytes.len());
-                this.held.merge(holds);
+                this.buffered += bytes.len();
                 let (mut at, partial, complete) = (0, &mut this.partial, &mut this.complete);
                 this.framing.feed(&bytes, |end, _| {
                     *complete += *partial + end - at;
@@ -135,7 +147,7 @@ impl<I: Inbound> http_body::Body for RequestBody<I> {
             }
             match ready!(Pin::new(&mut this.inbound).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(bytes) => this.pending = Some((bytes, Holds::default())),
+                    Ok(bytes) => this.pending = Some(bytes),
                     Err(frame) => return Poll::Ready(Some(Ok(frame))),
                 },
                 other => return Poll::Ready(other),

@@ -7,13 +7,13 @@
 //! at once (RESOURCE_EXHAUSTED, nothing read or drawn: load shedding). Its body is read within
 //! the same allowances ([`super::request_body`]).
 //!
-//! **Response.** Bytes go to h2 only as far as the stream's capacity (its window, capped by
-//! h2's send buffer) allows, so h2 never holds a byte the peer has not asked for, and nothing
-//! above the socket holds an unbounded amount for a peer that stops reading. Each body frame
-//! is recorded in the connection's ledger before h2 takes it; a response carrying drawn bytes
-//! ([`Dues`] in its extensions) has each message's settle placed at the offset where the message
-//! ends. A response without drawn bytes holds its unwritten bytes on the request allowances
-//! instead (a peer without a key can ask for those).
+//! **Response.** A body frame goes to h2 once the stream's window admits a byte of it (a
+//! peer that never opens its window gets nothing), and is recorded in the connection's ledger
+//! before h2 takes it. A response carrying drawn bytes ([`Dues`] in its extensions) has each
+//! message's settle placed at the offset where the message ends: its holds on the allowances
+//! last until those bytes are written out, wherever they wait meanwhile (our queue, h2's
+//! buffer, the socket's). A response without drawn bytes holds its unwritten bytes on the
+//! request allowances instead (a peer without a key can ask for those).
 //!
 //! **Send timeout.** A response whose bytes wait `send_timeout` with none of them written (its
 //! window stays shut) is reset (RST_STREAM CANCEL): what it held is discarded.
@@ -36,11 +36,24 @@ use super::dues::{Dues, MessageEnds};
 use super::ledger::{Due, Settle};
 use super::request_body::{H2Request, RequestBody};
 
+/// What a call in progress costs beyond its header block, at most: h2's state for the stream,
+/// the task serving it, the handler's future and the decoder's buffer. Measured: 15 to 17 KiB
+/// a call, for calls waiting for their body or stuck behind a shut window (docs/security.md).
+pub const CALL_BYTES: usize = 16 << 10;
+/// Request body bytes a call's charge covers: the decoder's first buffer holds them anyway,
+/// so requests that small (every EntropyService and health request) hold nothing more.
+pub const PREPAID_BODY_BYTES: usize = 8 << 10;
+/// How long a call that finds the request allowance full waits for room, once the connection
+/// holding the most of it without ever authenticating has been told to close.
+pub const RELIEF_WAIT: Duration = Duration::from_millis(100);
+
 /// What every stream of a connection shares.
 #[derive(Debug)]
 pub(super) struct StreamContext<S> {
     pub(super) service: S,
     pub(super) activity: Arc<Activity>,
+    /// The listener's admission, to relieve pressure on its request allowance.
+    pub(super) admission: super::Admission,
     /// The process's account for this listener's requests (public requests, or ingest).
     pub(super) requests: Account,
     pub(super) send_timeout: Option<Duration>,
@@ -77,14 +90,15 @@ pub(super) async fn serve<S, B>(
 {
     let id = respond.stream_id().as_u32();
     let accounts = [ctx.activity.requests.clone(), ctx.requests.clone()];
-    let Some(_head) = hold_now(&accounts, header_bytes(&request)) else {
+    let Some(_call) = call_charge(&ctx.admission, &accounts, header_bytes(&request)).await else {
         ctx.events.shed();
         shed(&mut respond, &accounts);
         return;
     };
     let (mut parts, recv) = request.into_parts();
     parts.extensions.insert(ConnectionInfo { activity: ctx.activity.clone() });
-    let body = tonic::body::Body::new(RequestBody::new(H2Request(recv), accounts.to_vec()));
+    let body = RequestBody::new(H2Request(recv), accounts.clone(), PREPAID_BODY_BYTES);
+    let body = tonic::body::Body::new(body);
     let request = http::Request::from_parts(parts, body);
 
     let mut service = ctx.service.clone();
@@ -118,7 +132,7 @@ pub(super) async fn serve<S, B>(
         discard(dues);
         return;
     }
-    let mut pipe = Pipe { ctx: &ctx, id, send, dues, ends, accounts };
+    let mut pipe = Pipe { ctx: &ctx, id, send, dues, ends, accounts, due: Vec::new() };
     let ended = pipe.run(body).await;
     let ledger = &ctx.activity.ledger;
     match ended {
@@ -153,6 +167,8 @@ struct Pipe<'a, S> {
     dues: Option<Dues>,
     ends: MessageEnds,
     accounts: [Account; 2],
+    /// Settles on their way to the ledger (kept to reuse its allocation).
+    due: Vec<Due>,
 }
 
 impl<S> Pipe<'_, S> {
@@ -190,44 +206,40 @@ impl<S> Pipe<'_, S> {
         }
     }
 
-    /// Sends `data` as the stream's capacity admits it.
+    /// Sends `data` as the stream's capacity admits it. The settles of the messages ending in
+    /// it go to the ledger with its first piece (a settle runs once its stream has written up to
+    /// its offset, however far ahead of what is sent that is).
     async fn send_data(&mut self, mut data: Bytes) -> Result<(), Cut> {
         let ledger = &self.ctx.activity.ledger;
         let mut offset = self.ends.offset();
-        let ends = self.ends.frame(&data);
-        let mut ends = ends.into_iter().peekable();
+        if let Some(dues) = &self.dues {
+            let due = &mut self.due;
+            self.ends.frame(&data, |at| due.extend(dues.next().map(|settle| (at, settle))));
+        } else {
+            self.ends.skip(data.len());
+        }
         while !data.is_empty() {
-            let room = self.capacity(data.len()).await?;
-            let piece = data.split_to(room.min(data.len()));
+            // Once the window admits a byte, the whole frame goes to h2 (which keeps the rest
+            // until the window admits it): fewer turns than sending what the window admits,
+            // and every byte stays held on its allowances until written either way.
+            self.capacity(data.len()).await?;
+            let piece = std::mem::take(&mut data);
             let end = offset + piece.len() as u64;
-            let mut due: Vec<Due> = Vec::new();
-            match &self.dues {
-                Some(dues) => {
-                    while let Some(&at) = ends.peek()
-                        && at <= end
-                    {
-                        ends.next();
-                        if let Some(settle) = dues.next() {
-                            due.push((at, settle));
-                        }
-                    }
-                }
+            if self.dues.is_none() {
                 // Bytes of a response without entropy are held on the request allowances until
                 // written.
-                None => {
-                    let holds = self.hold(piece.len()).await?;
-                    due.push((end, Box::new(holds)));
-                }
+                let holds = self.hold(piece.len()).await?;
+                self.due.push((end, Box::new(holds)));
             }
-            ledger.sent(self.id, self.dues.is_some(), piece.len(), due).run();
+            ledger.sent(self.id, self.dues.is_some(), piece.len(), self.due.drain(..)).run();
             self.send.send_data(piece, false).map_err(|_| Cut::Gone)?;
             offset = end;
         }
         Ok(())
     }
 
-    /// Waits until the stream may send at least one byte (of `want`); the send timeout runs
-    /// while it waits.
+    /// Waits until the stream's window admits at least one byte (of `want`); the send timeout
+    /// runs while it waits.
     async fn capacity(&mut self, want: usize) -> Result<usize, Cut> {
         self.send.reserve_capacity(want);
         if self.send.capacity() > 0 {
@@ -301,6 +313,31 @@ async fn stalled<S>(ctx: &StreamContext<S>, id: u32, since: Instant) {
         }
         deadline = next;
     }
+}
+
+/// Holds a call's charge (`header` bytes of header block and [`CALL_BYTES`]) on `accounts`
+/// (its connection's and the process's request allowances) for as long as the call lasts.
+/// When the process's is full, the unproven connection holding the most of it is closed and
+/// the call waits [`RELIEF_WAIT`] for room; `None` then means shed the call.
+pub(super) async fn call_charge(
+    admission: &super::Admission,
+    accounts: &[Account; 2],
+    header: usize,
+) -> Option<Holds> {
+    let charge = header + CALL_BYTES;
+    if let Some(holds) = hold_now(accounts, charge) {
+        return Some(holds);
+    }
+    let global = &accounts[1];
+    if global.held() + charge.min(global.cap()) > global.cap() {
+        admission.relieve();
+    }
+    let deadline = Some(Instant::now() + RELIEF_WAIT);
+    let mut holds = Holds::default();
+    for account in accounts {
+        holds.add(account.hold(charge, deadline).await?);
+    }
+    Some(holds)
 }
 
 /// Holds `n` bytes on every one of `accounts` now, or on none.
