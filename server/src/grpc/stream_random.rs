@@ -57,9 +57,10 @@ pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Most messages a stream draws ahead of its client.
 pub const MAX_STREAM_DEPTH: usize = 32;
 /// Bytes of messages a stream may have drawn or be drawing ahead of its client (at least one
-/// message). Every drawn message holds its room on the key's, the connection's and the
-/// process's allowances until its bytes are written out, so a slow or stalled reader pins at
-/// most this much (or one message) per stream, and draws no more until it reads.
+/// message), in its queue; one more message may wait in its pipe for the client's window.
+/// Every drawn message holds its room on the key's, the connection's and the process's
+/// allowances until its bytes are written out, so a slow or stalled reader pins at most this
+/// much plus one message per stream, and draws no more until it reads.
 pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
 
 /// How many messages of `chunk` bytes a stream draws ahead.

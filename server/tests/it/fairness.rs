@@ -73,6 +73,77 @@ async fn a_spent_client_deadline_draws_nothing_even_from_a_full_pool() {
 }
 
 #[tokio::test]
+async fn a_stream_whose_deadline_is_spent_draws_nothing_and_a_short_one_sends_nothing_after_it() {
+    // Before: StreamRandom with grpc-timeout 1n, 0n, 0S or 1m drew, sent and counted 262 to
+    // 394 KB before DEADLINE_EXCEEDED. Raw HTTP/2, so no client timer cancels the call first.
+    let mut gw = gateway(&["reader"], |_| {}).await;
+    gw.feed(2 << 20, 256 << 10, |i| i as u8).await;
+    let request = StreamRandomRequest { chunk_bytes: 64 << 10, ..Default::default() };
+    for timeout in ["0n", "1n", "0S", "0m"] {
+        let (code, received) = raw_stream(&gw, &request, timeout).await;
+        assert_eq!(code.as_deref(), Some("4"), "{timeout}: DEADLINE_EXCEEDED");
+        assert_eq!(received, 0, "{timeout}: nothing sent");
+        let after = status(&gw, "reader").await;
+        assert_eq!(after.pool_bytes, 2 << 20, "{timeout}: nothing drawn");
+    }
+    // A deadline of 1 ms ends the stream at it: what was drawn and not yet sent goes back to
+    // the pool, and everything is accounted for (served only what was written to the client).
+    let (code, received) = raw_stream(&gw, &request, "1m").await;
+    assert_eq!(code.as_deref(), Some("4"), "DEADLINE_EXCEEDED");
+    let after = status(&gw, "reader").await;
+    assert_eq!(
+        after.ingested_bytes_total,
+        after.pool_bytes + after.served_bytes_total + after.discarded_bytes_total,
+        "{after:?}"
+    );
+    assert!(after.served_bytes_total <= received as u64, "served only what arrived");
+    gw.stop().await;
+}
+
+/// Opens StreamRandom over raw HTTP/2 with `grpc-timeout: timeout`, reads it to its end, and
+/// returns its grpc-status and the message bytes received.
+async fn raw_stream(
+    gw: &TestGateway,
+    request: &StreamRandomRequest,
+    timeout: &str,
+) -> (Option<String>, usize) {
+    use prost::Message as _;
+    let tcp = tokio::net::TcpStream::connect(gw.public).await.expect("connect");
+    let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let driver = tokio::spawn(connection);
+    let mut h2 = h2.ready().await.expect("ready");
+    let call =
+        http::Request::post(format!("http://{}/entropy.v1.EntropyService/StreamRandom", gw.public))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("grpc-timeout", timeout)
+            .header("authorization", "Bearer reader")
+            .body(())
+            .expect("request");
+    let (response, mut body) = h2.send_request(call, false).expect("send");
+    let message = request.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend((message.len() as u32).to_be_bytes());
+    framed.extend(message);
+    body.send_data(framed.into(), true).expect("data");
+    let response = response.await.expect("answered");
+    let (parts, mut body) = response.into_parts();
+    let mut received = 0;
+    while let Some(Ok(data)) = body.data().await {
+        received += data.len();
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    let trailers = body.trailers().await.ok().flatten().unwrap_or_default();
+    let code = trailers
+        .get("grpc-status")
+        .or(parts.headers.get("grpc-status"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    driver.abort();
+    (code, received)
+}
+
+#[tokio::test]
 async fn a_key_streaming_big_chunks_does_not_hold_up_another_keys_small_call() {
     // Before: one line for everyone, so four 1 MiB stream draws at its head made a 32-byte
     // call of another key wait for 4 MiB of supply (and fail at an appliance's rate).

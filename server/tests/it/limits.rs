@@ -203,3 +203,39 @@ async fn an_unauthenticated_health_watch_does_not_keep_its_connection() {
     assert!(closed.is_ok(), "a health watch kept its connection open past the idle timeout");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn health_checks_do_not_keep_a_connection_from_idling() {
+    // Before: one complete Health/Check per idle period kept a connection open for ever (20 of
+    // 20 after 12 s at a 3 s timeout), so a client without a key could hold every slot. Only
+    // calls that prove a key count as activity now.
+    let gw = start(test_config(|c| c.idle_timeout_ms = 400)).await;
+    let tcp = TcpStream::connect(gw.public).await.expect("connect");
+    let (h2, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let mut driver = tokio::spawn(connection);
+    let started = std::time::Instant::now();
+    let mut checks = 0;
+    let closed = loop {
+        tokio::select! {
+            ended = &mut driver => break ended.is_ok(),
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        let Ok(mut ready) = h2.clone().ready().await else { break true };
+        let request =
+            http::Request::post(format!("http://{}/grpc.health.v1.Health/Check", gw.public))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .expect("request");
+        let Ok((response, mut body)) = ready.send_request(request, false) else { break true };
+        let _ = body.send_data(prost::bytes::Bytes::from_static(&[0, 0, 0, 0, 0]), true);
+        if response.await.is_ok() {
+            checks += 1;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "still open after {checks} checks");
+    };
+    assert!(closed, "the gateway closed the connection");
+    assert!(checks >= 3, "checks were answered meanwhile ({checks})");
+    assert!(started.elapsed() >= Duration::from_millis(400), "not before the idle timeout");
+    gw.stop().await;
+}

@@ -71,9 +71,11 @@ async fn check_quality_refuses_bad_input_and_keys_without_its_scope_drawing_noth
     let digest = |s: &str| hex::encode(digest(s.as_bytes()));
     let text = format!(
         "[[key]]\nname = \"reader\"\nsha256 = \"{}\"\n\n[[key]]\nname = \"checker\"\nsha256 = \
-         \"{}\"\nscopes = [\"quality:check\", \"status:read\"]\n",
+         \"{}\"\nscopes = [\"quality:check\", \"status:read\"]\n\n[[key]]\nname = \"metered\"\n\
+         sha256 = \"{}\"\nscopes = [\"quality:check\"]\nbytes_per_second = 1000\n",
         digest("reader-secret"),
         digest("checker-secret"),
+        digest("metered-secret"),
     );
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), text).expect("write keys");
@@ -108,6 +110,13 @@ async fn check_quality_refuses_bad_input_and_keys_without_its_scope_drawing_noth
             .await,
         Code::FailedPrecondition,
         &["QUANTUM only", "the pool holds OS: 65536 bytes", "nothing consumed"],
+    );
+    // Before: a key whose byte burst (1 MiB here) is below the sample was told "retry in
+    // 1000 ms" for ever. Waiting never helps: say so, and how much it may ask for.
+    assert_status(
+        client.check_quality(request("metered-secret", 2 << 20, vec![])).await,
+        Code::FailedPrecondition,
+        &["2097152 bytes at once exceed", "burst of 1048576", "ask for at most 1048576"],
     );
     // A key with only quality:check cannot draw entropy to keep.
     assert_status(
@@ -229,6 +238,54 @@ async fn bytes_older_than_max_byte_age_are_wiped_counted_and_never_served() {
         .expect("fresh bytes")
         .into_inner();
     assert!(r.provenance.expect("provenance").oldest_byte_age_ms < 300);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streams_read_ahead_is_held_to_max_byte_age_when_it_is_sent() {
+    // Before: a stream's read-ahead kept the provenance of the moment it was drawn, so a byte
+    // 3 s old was sent and reported as at most 2 ms old past a 300 ms limit. Now a message
+    // becomes a response when the transport takes it: too old, it is wiped instead.
+    let mut gw = start(test_config(|c| c.max_byte_age_ms = 300)).await;
+    gw.feed(512 << 10, 16 << 10, good).await;
+    // A client whose window admits one message at a time: the read-ahead stays in the gateway.
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", gw.public))
+        .expect("endpoint")
+        .initial_stream_window_size(Some(17 << 10))
+        .initial_connection_window_size(Some(65_535))
+        .connect()
+        .await
+        .expect("connects");
+    let mut client = entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel);
+    let request = StreamRandomRequest { chunk_bytes: 16 << 10, ..Default::default() };
+    let mut stream = client.stream_random(authed(request)).await.expect("opens").into_inner();
+    let first = tokio_stream::StreamExt::next(&mut stream).await.expect("a message").expect("ok");
+    assert!(first.provenance.expect("provenance").oldest_byte_age_ms < 300);
+    // The stream has drawn ahead; wait past the limit, then feed fresh bytes.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let fresh_from = entropy_ops::clock::unix_ms_now();
+    gw.feed(256 << 10, 16 << 10, |i| good(i + 2_000_000)).await;
+    let mut from_before = 0;
+    for _ in 0..12 {
+        let message =
+            tokio_stream::StreamExt::next(&mut stream).await.expect("a message").expect("ok");
+        let provenance = message.provenance.expect("provenance");
+        let age = provenance.oldest_byte_age_ms;
+        assert!(age < 300, "a message taken with bytes {age} ms old past a 300 ms limit");
+        // Bytes drawn before the wait (chunks signed 700 ms earlier) reach the client only if
+        // the transport had already taken them: tonic encodes messages into frames of up to
+        // 32 KiB, one frame waits in the stream's pipe and one is in the client's window, so
+        // at most six 16 KiB messages. The rest of the read-ahead (16 messages) aged out and
+        // was wiped; before, all of it was sent.
+        let signed = provenance.first_chunk.expect("chunk").signed_at_unix_ms;
+        if signed < fresh_from - 50 {
+            from_before += 1;
+        }
+    }
+    assert!(from_before <= 6, "{from_before} messages of the aged read-ahead were sent");
+    let status = gw.status().await;
+    assert!(status.expired_bytes_total > 0, "the read-ahead that aged was wiped and counted");
+    drop((stream, client));
     gw.stop().await;
 }
 

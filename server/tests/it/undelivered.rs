@@ -199,14 +199,113 @@ async fn a_connection_whose_client_stops_reading_is_closed_after_the_send_timeou
         StreamRandomRequest { chunk_bytes: 64 << 10, total_bytes: 0, ..Default::default() };
     let _stream = stalled.call("StreamRandom", &stream).await;
     stalled.closed_by_the_gateway().await;
-    // What was drawn for it (the unary 1 MiB, the stream's queue) was wiped and counted as
-    // discarded, except the one stream message the HTTP/2 layer took from the queue (which
-    // counts as served when taken); the pool kept the rest.
-    let chunk = 64 << 10;
-    let after = served_becomes(&gw, chunk).await;
-    assert!(after.served_bytes_total <= chunk, "served {}", after.served_bytes_total);
+    // What was drawn for it (the unary 1 MiB, the stream's read-ahead) was wiped and counted
+    // as discarded: none of it was written to its socket, so none of it counts as served.
+    let after = discarded_settles(&gw).await;
+    assert_eq!(after.served_bytes_total, 0, "nothing reached the client");
     let drawn = after.ingested_bytes_total - after.pool_bytes;
+    assert_eq!(after.discarded_bytes_total, drawn, "everything drawn was discarded");
+    // The unary 1 MiB, the stream's read-ahead (256 KiB), and the message its pipe took from
+    // the queue and holds for the window.
+    let chunk = 64 << 10;
     assert!(drawn <= (1 << 20) + (256 << 10) + chunk, "{drawn} bytes out of the pool");
+    gw.stop().await;
+}
+
+/// Waits (up to 5 s) until everything drawn is either served or discarded (the gateway
+/// settles a closed connection's responses as it drops them), and returns the status.
+async fn discarded_settles(gw: &TestGateway) -> GetStatusResponse {
+    let mut after = status(gw).await;
+    for _ in 0..500 {
+        let drawn = after.ingested_bytes_total - after.pool_bytes;
+        if after.served_bytes_total + after.discarded_bytes_total == drawn {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        after = status(gw).await;
+    }
+    after
+}
+
+#[tokio::test]
+async fn keepalive_pings_and_health_checks_do_not_keep_a_stalled_connection() {
+    // Before: any write to the socket reset the stall clock, and the keepalive PING every 30 s
+    // is a write: at the default send_timeout_ms (30000) no stalled connection was ever
+    // closed. Only entropy written now counts; here the client pings every 50 ms and gets a
+    // health check answered every 100 ms, and is still closed.
+    let gw = gateway("", |c| c.send_timeout_ms = 400).await;
+    let tcp = tokio::net::TcpStream::connect(gw.public).await.expect("connect");
+    let (h2, mut connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .expect("h2 handshake");
+    let mut pings = connection.ping_pong().expect("pings");
+    let mut driver = tokio::spawn(connection);
+    let mut stalled = Stalled { h2, driver: tokio::spawn(std::future::pending()), addr: gw.public };
+    let _unary = stalled.call("GetRandom", &one_mib()).await;
+    let started = std::time::Instant::now();
+    let mut answered = 0;
+    let closed = loop {
+        tokio::select! {
+            ended = &mut driver => break ended.is_ok(),
+            () = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        let _ =
+            tokio::time::timeout(Duration::from_millis(40), pings.ping(h2::Ping::opaque())).await;
+        let Ok(mut ready) = stalled.h2.clone().ready().await else { break true };
+        let request =
+            http::Request::post(format!("http://{}/grpc.health.v1.Health/Check", gw.public))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .expect("request");
+        if let Ok((response, mut body)) = ready.send_request(request, false) {
+            let _ = body.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true);
+            // The health answer is headers only (trailers-only carries no DATA), or tiny DATA
+            // the zero window holds back: either way, nothing of the entropy moves.
+            if tokio::time::timeout(Duration::from_millis(40), response).await.is_ok() {
+                answered += 1;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "still open after {answered} checks");
+    };
+    assert!(closed, "the gateway closed the stalled connection");
+    assert!(started.elapsed() >= Duration::from_millis(400), "not before the send timeout");
+    let after = discarded_settles(&gw).await;
+    assert_eq!(after.served_bytes_total, 0);
+    assert_eq!(after.discarded_bytes_total, 1 << 20, "the stalled response was discarded");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn stalled_streams_of_large_messages_hold_what_their_key_allows_and_count_nothing_served() {
+    // Before: a key without max_streams, 2 zero-window connections × 256 StreamRandom(1 MiB):
+    // 468 MB drawn, 0 B delivered, and 437 MB counted as served after close (a message counted
+    // as delivered when the HTTP/2 layer took it, which then held the whole message).
+    let gw = gateway("max_undelivered_bytes = 4194304", |c| c.send_timeout_ms = 0).await;
+    let stream = StreamRandomRequest { chunk_bytes: 1 << 20, ..Default::default() };
+    let mut conns = Vec::new();
+    for _ in 0..2 {
+        let mut stalled = Stalled::connect(&gw).await;
+        let mut calls = Vec::new();
+        for _ in 0..16 {
+            calls.push(stalled.call("StreamRandom", &stream).await);
+        }
+        conns.push((stalled, calls));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = status(&gw).await;
+    let drawn = held.ingested_bytes_total - held.pool_bytes;
+    assert!(drawn <= 4 << 20, "the key's 4 MiB allowance bounds what its streams drew: {drawn}");
+    assert!(drawn >= 1 << 20, "its streams did draw ({drawn})");
+    for (stalled, calls) in conns {
+        drop(calls);
+        stalled.driver.abort();
+    }
+    let after = discarded_settles(&gw).await;
+    assert_eq!(after.served_bytes_total, 0, "nothing reached the clients: nothing served");
+    assert_eq!(after.discarded_bytes_total, drawn, "what was drawn for them was discarded");
     gw.stop().await;
 }
 
