@@ -106,6 +106,8 @@ struct Tally {
     connections_failed: AtomicU64,
     /// Connections the gateway closed while held, with when (ms after start).
     closed_at_ms: Mutex<Vec<u64>>,
+    /// Everything is still held (closes after the hold are ours, not the gateway's).
+    holding: std::sync::atomic::AtomicBool,
     streams_opened: AtomicU64,
     streams_refused: AtomicU64,
     statuses: Mutex<BTreeMap<String, u64>>,
@@ -117,6 +119,7 @@ struct Tally {
 async fn main() -> anyhow::Result<()> {
     let args = Arc::new(Args::parse());
     let tally = Arc::new(Tally::default());
+    tally.holding.store(true, Ordering::Relaxed);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.connections {
@@ -135,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(setup).await;
     eprintln!("READY");
     tokio::time::sleep(Duration::from_millis(args.hold_ms).saturating_sub(setup)).await;
+    tally.holding.store(false, Ordering::Relaxed);
     for task in &tasks {
         task.abort();
     }
@@ -214,6 +218,9 @@ async fn connection(args: &Args, tally: &Arc<Tally>, started: Instant) -> anyhow
 }
 
 async fn note_closed(tally: &Tally, started: Instant) {
+    if !tally.holding.load(Ordering::Relaxed) {
+        return;
+    }
     let at = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     tally.closed_at_ms.lock().await.push(at);
 }
