@@ -24,24 +24,29 @@ use crate::listener::{
 /// Descriptors besides connections: the listener, stdio, the runtime's epoll and wakers, the
 /// signal pipe, the gateway channel (it may reconnect), files read at start.
 pub const RESERVE_DESCRIPTORS: u64 = 32;
-/// RSS of the process serving HTTP with nothing open (measured 9.7 MiB, rounded up to leave
-/// room for allocator slack and the runtime's threads).
+/// RSS of the process serving HTTP with nothing open (measured 12.4 MiB), doubled for
+/// allocator slack and the runtime's threads on larger machines.
 pub const BASE_BYTES: u64 = 24 << 20;
-/// One accepted connection before its buffers fill: its task, hyper's state, the socket
-/// (measured 9.5 KiB per plain HTTP/1.1 connection, 2 × for margin).
-pub const CONNECTION_BYTES: u64 = 20 << 10;
-/// rustls' per-connection state and record buffers (measured 37 KiB after a handshake; its
-/// buffers are capped at 64 KiB of plaintext each way, counted here).
+/// One accepted connection, its buffers aside: its task, hyper's state, the service, the
+/// socket (measured 6.1 KiB idle and 23.2 KiB after a refused HTTP/1.1 request, which includes
+/// an 8 KiB read buffer also counted in [`protocol_buffers`]).
+pub const CONNECTION_BYTES: u64 = 32 << 10;
+/// rustls per connection: its state (measured 8.5 KiB after a handshake, the connection
+/// aside) and its buffers, capped at 64 KiB to send, 16 KiB of received plaintext and one
+/// record (18 KiB) being decrypted.
 pub const TLS_BYTES: u64 = 160 << 10;
 /// HPACK's dynamic table (its default size) per HTTP/2 connection.
 const HPACK_BYTES: u64 = 4 << 10;
-/// One open MCP session with its caches full: rmcp's worker, its common channel and replay
-/// cache of 16 messages (measured 30 KiB per idle session; messages of up to 16 KiB each
-/// counted on top).
-pub const SESSION_BYTES: u64 = 320 << 10;
+/// One open MCP session: rmcp's worker, channels and the session's service (measured 41 KiB
+/// per idle session). Its request streams' replay caches live only while a request is in
+/// progress (`completed_cache_ttl` is zero) and are counted there; this server sends no
+/// notifications, so the common channel's cache stays empty.
+pub const SESSION_BYTES: u64 = 96 << 10;
 /// Memory one request in progress may take per byte of its body: the body, rmcp's parse of it
-/// into JSON values (the worst shape, `[[],[],...]`, measured 11 × its text), our typed copy
-/// of the arguments and the result.
+/// into JSON values (the worst shape, `[[],[],...]`: measured 11.0 bytes per body byte, peak
+/// of 16 such 1 MiB requests at once), the tool's typed copy of its arguments and the result
+/// with its replay cache (a shuffle returns its items twice: as text and as structured
+/// content).
 pub const REQUEST_BYTES_PER_BODY_BYTE: u64 = 16;
 
 /// The worst case of one shape.

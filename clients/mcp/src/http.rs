@@ -58,6 +58,8 @@ pub struct HttpLimits {
     pub max_concurrent_requests: usize,
     /// Largest request body.
     pub max_body_bytes: usize,
+    /// Longest a POST holds its request slot: the longest a tool call can work.
+    pub max_request_time: Duration,
     /// Idle time after which a session is closed.
     pub session_idle_timeout: Duration,
 }
@@ -78,6 +80,9 @@ impl HttpLimits {
             max_sessions_per_token: config.sessions_per_token(),
             max_concurrent_requests: config.http_max_concurrent_requests,
             max_body_bytes: config.http_max_body_bytes,
+            // A tool call makes one gateway call, bounded by its deadline; then a little time
+            // to write the result.
+            max_request_time: config.gateway_timeout() + Duration::from_secs(1),
             session_idle_timeout: config.session_idle_timeout(),
         }
     }
@@ -92,6 +97,7 @@ struct Gate {
     max_concurrent_requests: usize,
     sessions: Arc<CappedSessions>,
     max_body_bytes: usize,
+    max_request_time: Duration,
     refusals: Arc<Refusals>,
 }
 
@@ -121,6 +127,7 @@ pub fn router(
         max_concurrent_requests: limits.max_concurrent_requests,
         sessions,
         max_body_bytes: limits.max_body_bytes,
+        max_request_time: limits.max_request_time,
         refusals,
     };
     axum::Router::new()
@@ -166,12 +173,22 @@ async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Respon
         let max = gate.max_concurrent_requests;
         return gate.refusals.respond(Refusal::RequestsInProgress { max });
     };
-    // A POST holds its slot until its response ends (a tool call until its result, its
-    // arguments parsed meanwhile); a GET's SSE stream, which lives as long as its session,
-    // only until its head.
-    let slot = (request.method() == Method::POST).then_some(slot);
+    let is_post = request.method() == Method::POST;
     let response = as_token(token, authenticated(&gate, token, request, next)).await;
-    response.map(|body| activity::hold(body, (in_progress, slot)))
+    // A POST holds its slot until its response ends (a tool call until its result, its
+    // arguments parsed meanwhile), or at most `max_request_time`, the longest a tool call can
+    // work: a stream that never ends (a request id used twice in a session) holds no slot for
+    // ever. A GET's SSE stream, which lives as long as its session, only until its head.
+    let ended = is_post.then(|| {
+        let (ended, done) = tokio::sync::oneshot::channel::<()>();
+        let most = gate.max_request_time;
+        tokio::spawn(async move {
+            let _slot = slot;
+            let _ = tokio::time::timeout(most, done).await;
+        });
+        ended
+    });
+    response.map(|body| activity::hold(body, (in_progress, ended)))
 }
 
 /// The checks and the service for a request with a valid `token`.

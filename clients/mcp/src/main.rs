@@ -192,6 +192,7 @@ async fn run(
                 bound_memory_without_token_bytes = anyone.memory_bytes,
                 bound_memory_bytes = holder.memory_bytes,
                 bound_descriptors = holder.descriptors,
+                sessions_per_token = limits.max_sessions_per_token,
                 "worst case over HTTP (docs/security.md, \"Resource bounds\")"
             );
             serve::http(server, listener, &limits, tls, shutdown, config.shutdown_grace()).await?;

@@ -13,6 +13,8 @@ go back near the baseline once the attackers close.
     python sweep.py                 # default and tight configs (run by run.sh through e2e.py)
     python sweep.py --long          # also holds past-cap floods for longer
     python sweep.py --against BIN   # runs the same checks against another build (to see them fail)
+    python sweep.py --measure       # prints the per-connection, per-session and per-request RSS
+                                    # behind the constants of src/bounds.rs
 
 Timeouts in the tight config are short so closures can be seen; a wait for one is bounded
 (a hang guard), never a speed assertion.
@@ -120,7 +122,10 @@ def request(port: int, method: str, body: bytes = b"", token: str | None = None,
         for k, v in head.items()) + b"\r\n" + body
     try:
         sock.settimeout(30)
-        sock.sendall(raw)
+        try:
+            sock.sendall(raw)
+        except OSError:
+            pass  # refused before the body was read: the answer may still be there
         reader = sock.makefile("rb")
         status_line = reader.readline()
         if not status_line:
@@ -130,7 +135,9 @@ def request(port: int, method: str, body: bytes = b"", token: str | None = None,
         while (line := reader.readline().decode("latin-1").strip()):
             name, _, value = line.partition(":")
             got[name.lower()] = value.strip()
-        if "content-length" in got:
+        if status in (204, 304):
+            data = b""
+        elif "content-length" in got:
             data = reader.read(int(got["content-length"]))
         else:  # chunked SSE: read chunks until the last one
             data = b""
@@ -214,25 +221,39 @@ class Sweep:
         text = log.read_text()
         bound = {k: int(re.search(rf"{k}=(\d+)", text).group(1))
                  for k in ("bound_memory_without_token_bytes", "bound_memory_bytes",
-                           "bound_descriptors")}
+                           "bound_descriptors", "sessions_per_token")}
         return mcp, port, bound
 
+    def defaults(self) -> dict:
+        """The default limits, as the binary prints them (declared once, in its config)."""
+        import subprocess
+        import tomllib
+        printed = subprocess.run([str(self.binary), "--print-config"], capture_output=True,
+                                 text=True, timeout=30, check=True).stdout
+        c = tomllib.loads(printed)
+        return {"connections": c["http_max_connections"], "header_ms": c["http_header_timeout_ms"],
+                "idle_ms": c["http_idle_timeout_ms"], "sessions": c["http_max_sessions"],
+                "requests": c["http_max_concurrent_requests"], "body": c["http_max_body_bytes"]}
+
     def run(self, name: str, limits: dict | None) -> None:
+        """Every shape under `limits` (None: the defaults, timeouts too long to wait for)."""
         started = time.monotonic()
         mcp, port, bound = self.start(name, limits)
         pid = mcp.proc.pid
-        cap = limits["connections"] if limits else 256
+        tight = limits is not None
+        limits = limits or {**self.defaults(), "per_token": bound["sessions_per_token"]}
+        cap = limits["connections"]
         try:
             self.check(f"{name}: a real client is served at start", real_client(port) == "ok")
             baseline = proc_fds(pid)
             monitor = Monitor(pid)
-            self.connections(name, port, cap, pid, limits)
-            if limits:
+            self.connections(name, port, cap, pid, limits if tight else None)
+            if tight:
                 self.slow_heads(name, port)
                 self.refused_keepalive(name, port, limits)
             self.floods(name, port)
-            self.bodies(name, port, limits["body"] if limits else 1 << 20)
-            self.sessions(name, port, limits)
+            self.bodies(name, port, limits["body"])
+            self.sessions(name, port, limits, tight)
             monitor.close()
             self.check(f"{name}: RSS stayed under the written bound "
                        f"({monitor.max_rss >> 20} MiB of {bound['bound_memory_bytes'] >> 20} MiB)",
@@ -266,7 +287,7 @@ class Sweep:
                            f"served or closed at accept", documented(outcome), outcome)
                 self.check(f"{name}: {count} half-open connections hold at most the cap",
                            held <= cap + 16, f"{held} descriptors")
-            if limits and count >= cap:
+            if limits and count >= cap:  # tight: timeouts short enough to wait for
                 wait = limits["header_ms"] / 1000 * 5 + 5
                 closed = sum(closed_by_server(s, wait) for s in socks)
                 self.check(f"{name}: half-open connections are closed by the header timeout",
@@ -347,7 +368,10 @@ class Sweep:
         connections send them."""
         def flood(kind: str) -> None:
             sock = connect(port)
-            for i in range(300):
+            until = time.monotonic() + 1.5  # past one throttle interval, so a count is held back
+            i = 0
+            while i < 300 or time.monotonic() < until:
+                i += 1
                 if kind == "origin":
                     status = request(port, "POST", INIT, TOKENS["bob"], sock=sock,
                                      Origin=b"https://evil.example/\xe2\x80\xae" + str(i).encode())
@@ -384,10 +408,9 @@ class Sweep:
         self.check(f"{name}: a large body without a token is refused with 401 (never read)",
                    status == 401, status)
 
-    def sessions(self, name: str, port: int, limits: dict | None) -> None:
+    def sessions(self, name: str, port: int, limits: dict, tight: bool) -> None:
         """Tokens none, wrong, valid; one token up to its share and past it; others served."""
-        share = limits["per_token"] if limits else 16
-        cap = limits["sessions"] if limits else 64
+        share, cap = limits["per_token"], limits["sessions"]
         self.check(f"{name}: no token: 401", request(port, "POST", INIT)[0] == 401)
         self.check(f"{name}: wrong token: 401", request(port, "POST", INIT, "emt_x")[0] == 401)
         alice = [open_session(port, TOKENS["alice"]) for _ in range(share + 1)]
@@ -406,7 +429,7 @@ class Sweep:
         deleted = request(port, "DELETE", b"", TOKENS["bob"], Mcp_Session_Id=first)[0]
         self.check(f"{name}: another token cannot close it either", deleted == 404, deleted)
         opened = [s for _, s, _ in alice if s] + ([bob[1]] if bob[1] else [])
-        if limits:
+        if tight:
             # Fill the server: bob and carol up to the cap, then everyone gets 503.
             more = [open_session(port, TOKENS[t]) for t in ("bob", "carol") for _ in range(share)]
             opened += [s for st, s, _ in more if st == 200 and s]
@@ -439,18 +462,101 @@ def run(check: Checks, gateway: Gateway, key: str, tmp: Path, binary: Path = REL
     print(f"sweep took {time.monotonic() - started:.0f} s", flush=True)
 
 
+def measure(gateway: Gateway, key: str, tmp: Path, binary: Path) -> None:
+    """RSS per idle connection (plain, after a refused request, over TLS), per open session, and
+    per request in progress with the worst body shape, on a release build."""
+    import ssl
+    import subprocess
+    certs = tmp / "certs"
+    subprocess.run([str(RELEASE / "entropy-gateway"), "dev-certs", "--out", str(certs)],
+                   check=True, capture_output=True, timeout=60)
+    wide = ["--http-max-connections", "2000", "--http-max-sessions", "1000",
+            "--http-max-sessions-per-token", "1000", "--http-max-concurrent-requests", "16"]
+
+    def settle(pid: int) -> int:
+        time.sleep(1.0)
+        return proc_rss(pid)
+
+    for tls in (False, True):
+        extra = ["--http-tls-cert-file", str(certs / "gateway.pem"),
+                 "--http-tls-key-file", str(certs / "gateway.key")] if tls else []
+        mcp = McpHttp(gateway, key, TOKENS, tmp, tmp / f"measure-{tls}.log", *wide, *extra,
+                      binary=binary)
+        port = int(mcp.url.rsplit(":", 1)[1].split("/")[0])
+        pid = mcp.proc.pid
+        try:
+            if not tls:
+                real_client(port)
+            base = settle(pid)
+            print(f"tls={tls}: base RSS {base / 2**20:.1f} MiB")
+            n = 500
+            if tls:
+                context = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+                context.set_alpn_protocols(["http/1.1"])
+                socks = [context.wrap_socket(socket.create_connection(("127.0.0.1", port)),
+                                             server_hostname="localhost") for _ in range(n)]
+            else:
+                socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+            rss = settle(pid)
+            print(f"tls={tls}: {n} idle connections: {(rss - base) / n / 1024:.1f} KiB each")
+            if not tls:
+                for sock in socks:
+                    sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                after = settle(pid)
+                print(f"tls={tls}: after a refused request each: {(after - base) / n / 1024:.1f} KiB each")
+            for sock in socks:
+                sock.close()
+            if tls:
+                continue
+            base = settle(pid)
+            sessions = [open_session(port, TOKENS["alice"])[1] for _ in range(300)]
+            rss = settle(pid)
+            print(f"300 open sessions: {(rss - base) / 300 / 1024:.1f} KiB each")
+            for session in sessions:
+                if session:
+                    close_session(port, TOKENS["alice"], session)
+            body_limit = 1 << 20
+            mcp.stop()
+            mcp = McpHttp(gateway, key, TOKENS, tmp, tmp / "measure-body.log", *wide,
+                          "--http-max-body-bytes", str(body_limit), binary=binary)
+            port = int(mcp.url.rsplit(":", 1)[1].split("/")[0])
+            pid = mcp.proc.pid
+            session = open_session(port, TOKENS["alice"])[1] or ""
+            base = settle(pid)
+            monitor = Monitor(pid)
+            prefix = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shuffle","arguments":{"items":['
+            items = b",".join([b"[]"] * ((body_limit - len(prefix) - 8) // 3))
+            body = prefix + items + b"]}}}"
+            threads = [threading.Thread(target=request, args=(
+                port, "POST", body.replace(b'"id":3', b'"id":%d' % (100 + i)), TOKENS["alice"]),
+                kwargs={"Mcp_Session_Id": session}) for i in range(16)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            monitor.close()
+            print(f"16 requests of a {len(body)}-byte body of empty arrays: peak "
+                  f"{(monitor.max_rss - base) / 16 / len(body):.1f} bytes per body byte")
+        finally:
+            mcp.stop()
+
+
 def main() -> int:
     import os
     import tempfile
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--long", action="store_true")
     parser.add_argument("--against", type=Path, default=RELEASE / "entropy-mcp")
+    parser.add_argument("--measure", action="store_true")
     options = parser.parse_args()
     check = Checks()
     tmp = Path(tempfile.mkdtemp(prefix="entropy-mcp-sweep-"))
     key = "mcp-sweep-" + os.urandom(8).hex()
     gateway = Gateway.dev(key, tmp / "gateway.log")
     try:
+        if options.measure:
+            measure(gateway, key, tmp, options.against)
+            return 0
         run(check, gateway, key, tmp, options.against, options.long)
     finally:
         gateway.stop()
