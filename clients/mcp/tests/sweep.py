@@ -214,15 +214,33 @@ class Sweep:
                     "--http-max-sessions-per-token", str(limits["per_token"]),
                     "--http-max-concurrent-requests", str(limits["requests"]),
                     "--http-max-body-bytes", str(limits["body"])]
+        bound = self.bound(name, args, RELEASE / "entropy-mcp")
+        if self.binary != RELEASE / "entropy-mcp":
+            # Another build (an old one, to see the checks fail): the flags it lacks are
+            # dropped, and the bound is this build's, for the same config.
+            import subprocess
+            known = subprocess.run([str(self.binary), "--help"], capture_output=True,
+                                   text=True, timeout=30).stdout
+            args = [a for i, a in enumerate(args) if not (
+                (a.startswith("--") and a not in known)
+                or (i and args[i - 1].startswith("--") and args[i - 1] not in known))]
         log = self.tmp / f"mcp-sweep-{name}.log"
         mcp = McpHttp(self.gateway, self.key, TOKENS, self.tmp, log, *args, binary=self.binary)
         port = int(mcp.url.rsplit(":", 1)[1].split("/")[0])
-        wait_for(lambda: "bound_memory_bytes" in log.read_text(), "the bound's log line", 10)
-        text = log.read_text()
-        bound = {k: int(re.search(rf"{k}=(\d+)", text).group(1))
-                 for k in ("bound_memory_without_token_bytes", "bound_memory_bytes",
-                           "bound_descriptors", "sessions_per_token")}
         return mcp, port, bound
+
+    def bound(self, name: str, args: list[str], binary: Path) -> dict:
+        """The bound `binary` logs at start for `args`."""
+        log = self.tmp / f"mcp-sweep-{name}-bound.log"
+        mcp = McpHttp(self.gateway, self.key, TOKENS, self.tmp, log, *args, binary=binary)
+        try:
+            wait_for(lambda: "bound_memory_bytes" in log.read_text(), "the bound's log line", 10)
+        finally:
+            mcp.stop()
+        text = log.read_text()
+        return {k: int(re.search(rf"{k}=(\d+)", text).group(1))
+                for k in ("bound_memory_without_token_bytes", "bound_memory_bytes",
+                          "bound_descriptors", "sessions_per_token")}
 
     def defaults(self) -> dict:
         """The default limits, as the binary prints them (declared once, in its config)."""
