@@ -40,8 +40,9 @@ H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 H2_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 H2_PING = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00" + b"pingpong"
 # HEADERS (END_STREAM | END_HEADERS) on stream 1: GET /mcp, authority localhost, no token.
-H2_REFUSED_GET = (b"\x00\x00\x11\x01\x05\x00\x00\x00\x01" + b"\x82\x86\x04\x04/mcp"
-                  + b"\x01\x09localhost")
+H2_REFUSED_GET_BLOCK = b"\x82\x86\x04\x04/mcp" + b"\x01\x09localhost"
+H2_REFUSED_GET = (len(H2_REFUSED_GET_BLOCK).to_bytes(3, "big") + b"\x01\x05\x00\x00\x00\x01"
+                  + H2_REFUSED_GET_BLOCK)
 
 
 def proc_rss(pid: int) -> int:
@@ -90,7 +91,7 @@ def connect(port: int) -> socket.socket | None:
 def closed_by_server(sock: socket.socket, wait: float) -> bool:
     """True once the server has closed `sock` (EOF or reset), reading what it sends meanwhile;
     False if it is still open after `wait` seconds (a hang guard)."""
-    sock.settimeout(0.2)
+    sock.settimeout(min(0.2, max(wait, 0.01)))
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:
@@ -101,6 +102,27 @@ def closed_by_server(sock: socket.socket, wait: float) -> bool:
         except OSError:
             return True
     return False
+
+
+def h2_answered(received: bytes) -> bool:
+    """True when `received` (from an HTTP/2 server) holds a HEADERS frame on stream 1."""
+    at = 0
+    while at + 9 <= len(received):
+        length = int.from_bytes(received[at:at + 3], "big")
+        kind, stream = received[at + 3], int.from_bytes(received[at + 5:at + 9], "big") & 0x7FFFFFFF
+        if kind == 1 and stream == 1:
+            return True
+        at += 9 + length
+    return False
+
+
+def all_closed_by_server(socks: list[socket.socket], wait: float) -> int:
+    """How many of `socks` the server has closed within `wait` seconds (a hang guard)."""
+    deadline = time.monotonic() + wait
+    open_ = list(socks)
+    while open_ and time.monotonic() < deadline:
+        open_ = [s for s in open_ if not closed_by_server(s, 0.05)]
+    return len(socks) - len(open_)
 
 
 def request(port: int, method: str, body: bytes = b"", token: str | None = None,
@@ -243,10 +265,10 @@ class Sweep:
                           "bound_descriptors", "sessions_per_token")}
 
     def defaults(self) -> dict:
-        """The default limits, as the binary prints them (declared once, in its config)."""
+        """The default limits, as this build prints them (declared once, in its config)."""
         import subprocess
         import tomllib
-        printed = subprocess.run([str(self.binary), "--print-config"], capture_output=True,
+        printed = subprocess.run([str(RELEASE / "entropy-mcp"), "--print-config"], capture_output=True,
                                  text=True, timeout=30, check=True).stdout
         c = tomllib.loads(printed)
         return {"connections": c["http_max_connections"], "header_ms": c["http_header_timeout_ms"],
@@ -292,7 +314,7 @@ class Sweep:
 
     def connections(self, name: str, port: int, cap: int, pid: int, limits: dict | None) -> None:
         """Half-open connections (nothing sent) below, at and past the cap."""
-        for count in (cap // 2, cap, cap + 20):
+        for count in (cap // 2, cap, cap + 40):
             socks = [s for s in (connect(port) for _ in range(count)) if s]
             time.sleep(5 if self.long else 0.3)
             held = proc_fds(pid)
@@ -307,7 +329,7 @@ class Sweep:
                            held <= cap + 16, f"{held} descriptors")
             if limits and count >= cap:  # tight: timeouts short enough to wait for
                 wait = limits["header_ms"] / 1000 * 5 + 5
-                closed = sum(closed_by_server(s, wait) for s in socks)
+                closed = all_closed_by_server(socks, wait)
                 self.check(f"{name}: half-open connections are closed by the header timeout",
                            closed == len(socks), f"{closed} of {len(socks)}")
                 self.check(f"{name}: once they are closed, the real client is served",
@@ -327,11 +349,16 @@ class Sweep:
         results: dict[str, bool] = {}
 
         def attacker(label: str, first: bytes, every: float) -> None:
+            """Sends `first` (HTTP/1.1: a byte of it) then a byte or a PING every `every` s;
+            True when the server closes the connection (an HTTP/2 request must have been
+            answered first, so a framing error cannot pass for a timeout)."""
             sock = connect(port)
             if sock is None:
                 results[label] = False
                 return
             h2 = first.startswith(H2_PREFACE)
+            needs_answer = H2_REFUSED_GET in first
+            received = b""
             try:
                 sock.sendall(first if h2 else first[:1])
                 position = 1
@@ -339,18 +366,22 @@ class Sweep:
                 sock.settimeout(every)
                 while time.monotonic() < deadline:
                     try:
-                        if sock.recv(65536) == b"":
-                            results[label] = True
-                            return
+                        data = sock.recv(65536)
+                        if data == b"":
+                            break
+                        received += data
                     except socket.timeout:
                         pass
                     sock.sendall(H2_PING if h2 else first[position:position + 1])
                     position += 1
-                results[label] = False
+                else:
+                    results[label] = False
+                    return
             except OSError:
-                results[label] = True
+                pass
             finally:
                 sock.close()
+            results[label] = not needs_answer or h2_answered(received)
 
         threads = [threading.Thread(target=attacker, args=(label, first, every))
                    for label, (first, every) in shapes.items() for _ in range(3)]
@@ -462,6 +493,10 @@ class Sweep:
 
     def throttled(self, name: str, log: Path, seconds: float) -> None:
         text = log.read_text()
+        # Whatever their wording, refusal lines of all reasons together stay throttled.
+        refusals = len(re.findall(r"(?im)^.*(refus|reject|limit reached|reached; closing).*$", text))
+        self.check(f"{name}: refusal lines in all ({refusals} in {seconds:.0f} s) stay under "
+                   f"one a second per reason", refusals <= 9 * (seconds + 2), refusals)
         for reason in ("connections", "origin", "host", "token", "body_too_large", "token_share"):
             lines = len(re.findall(rf'reason="?{reason}"?[ ,]', text))
             self.check(f"{name}: refusal lines for {reason} throttled ({lines} in {seconds:.0f} s)",
@@ -471,10 +506,35 @@ class Sweep:
                    "\\u{202e}" in text and "\u202e" not in text)
 
 
+def descriptor_limit(check: Checks, gateway: Gateway, key: str, tmp: Path, binary: Path) -> None:
+    """Under a descriptor limit too low for http_max_connections, the server does not start."""
+    import shutil
+    import subprocess
+    if not shutil.which("prlimit"):
+        print("SKIP descriptor limit check: prlimit is not installed")
+        return
+    tokens = tmp / "limit-tokens.toml"
+    tokens.write_text('[[token]]\nname = "t"\nsha256 = "' + "0" * 64 + '"\n')
+    proc = subprocess.Popen(["prlimit", "--nofile=128:128", str(binary), "--transport", "http",
+                             "--http-listen-addr", "127.0.0.1:0", "--http-tokens-file", str(tokens),
+                             "--gateway-endpoint", gateway.endpoint],
+                            env={"ENTROPY_API_KEY": key, "PATH": "/usr/bin:/bin"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # it started serving
+        proc.kill()
+        _, err = proc.communicate()
+    check("sweep: http_max_connections past the descriptor limit: exit 64 naming the key",
+          proc.returncode == 64 and "http_max_connections" in err, (proc.returncode, err[-300:]))
+
+
 def run(check: Checks, gateway: Gateway, key: str, tmp: Path, binary: Path = RELEASE / "entropy-mcp",
         long: bool = False) -> None:
     sweep = Sweep(check, gateway, key, tmp, binary, long)
     started = time.monotonic()
+    descriptor_limit(check, gateway, key, tmp, binary)
     sweep.run("sweep default", None)
     sweep.run("sweep tight", TIGHT)
     print(f"sweep took {time.monotonic() - started:.0f} s", flush=True)
