@@ -74,9 +74,9 @@ entropy_ops::config_keys! {
             flag(bool, "BOOL"), unit("boolean"),
             help("Plain HTTP on a non-loopback address (behind a TLS proxy)");
         /// Most HTTP connections open at once, counted from accept (before TLS); past it a new
-        /// connection is closed at once. 256: each costs a descriptor and at most ~0.2 MiB
-        /// (docs/security.md, "Resource bounds"), so the cap fits a 1,024-descriptor limit and
-        /// a 256 MiB host with room for the rest; a few agents need a few connections each.
+        /// connection is closed at once. 256: each costs a descriptor and at most 0.5 MiB
+        /// (docs/security.md, "Resource bounds"), so with the other caps the worst case fits
+        /// a 1,024-descriptor limit and a 512 MiB host; a few agents need a few connections each.
         http_max_connections: usize = 256,
             flag(usize, "N"), unit("count"),
             help("Most open HTTP connections, counted from accept (before TLS); more are closed at once (1..=65536)");
@@ -104,7 +104,7 @@ entropy_ops::config_keys! {
             help("Most open MCP sessions per token; a further initialize with it gets 429 (1..=http_max_sessions; default a quarter of it, at least 1)");
         /// Most authenticated HTTP requests in progress at once; further requests get 503. A
         /// POST counts until its response ends (a tool call until its result), a GET only until
-        /// its head. 16: each may hold up to 16 × `http_max_body_bytes` while its arguments are
+        /// its head. 16: each may hold up to 24 × `http_max_body_bytes` while its arguments are
         /// parsed and used, and an agent runs a few calls at a time.
         http_max_concurrent_requests: usize = 16,
             flag(usize, "N"), unit("count"),
