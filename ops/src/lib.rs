@@ -18,6 +18,7 @@ pub mod config_error;
 pub mod config_keys;
 pub mod endpoint;
 pub mod logging;
+pub mod peer_text;
 pub mod registry;
 pub mod signals;
 pub mod throttle;

@@ -13,9 +13,9 @@ use clap::Parser;
 use entropy_mcp::config::{self, API_KEY_ENV, ConfigFlags, McpConfig, Transport};
 use entropy_mcp::gateway::Gateway;
 use entropy_mcp::http::{HttpLimits, MCP_PATH};
-use entropy_mcp::serve;
 use entropy_mcp::tokens::{self, Tokens};
 use entropy_mcp::tools::EntropyServer;
+use entropy_mcp::{bounds, serve};
 use tokio_util::sync::CancellationToken;
 
 const EX_USAGE: u8 = 64;
@@ -160,15 +160,8 @@ fn http_setup(config: &McpConfig) -> Result<Option<HttpSetup>, String> {
         })?),
         _ => None,
     };
-    let limits = HttpLimits {
-        tokens,
-        allowed_hosts: config.http_allowed_hosts.clone(),
-        allowed_origins: config.http_allowed_origins.clone(),
-        max_sessions: config.http_max_sessions,
-        max_concurrent_requests: config.http_max_concurrent_requests,
-        max_body_bytes: config.http_max_body_bytes,
-        session_idle_timeout: config.session_idle_timeout(),
-    };
+    let limits = HttpLimits::from_config(config, tokens);
+    bounds::check_descriptors(&limits)?;
     Ok(Some((limits, tls)))
 }
 
@@ -192,6 +185,16 @@ async fn run(
             // The one line on stdout: where to connect (tests and scripts read it).
             println!("entropy-mcp: MCP over Streamable HTTP at {scheme}://{addr}{MCP_PATH}");
             tracing::info!(%addr, %gateway, tokens = limits.tokens.len(), "entropy-mcp serving");
+            let over_tls = tls.is_some();
+            let anyone = bounds::worst_case(&limits, over_tls, false);
+            let holder = bounds::worst_case(&limits, over_tls, true);
+            tracing::info!(
+                bound_memory_without_token_bytes = anyone.memory_bytes,
+                bound_memory_bytes = holder.memory_bytes,
+                bound_descriptors = holder.descriptors,
+                sessions_per_token = limits.max_sessions_per_token,
+                "worst case over HTTP (docs/security.md, \"Resource bounds\")"
+            );
             serve::http(server, listener, &limits, tls, shutdown, config.shutdown_grace()).await?;
             tracing::info!("entropy-mcp stopped");
             Ok(())

@@ -3,6 +3,13 @@
 //! Each character (or word) is an independent uniform pick, so a secret of `n` picks among `m`
 //! options has exactly `n · log2(m)` bits of entropy. A custom alphabet must not repeat a
 //! character: a repeat would make that character likelier and the reported entropy false.
+//!
+//! Neither a custom alphabet nor a separator may hold a control character or a Unicode format
+//! character (general category Cc or Cf): they are invisible, and the bidirectional ones
+//! (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066..U+2069, ...) reorder the text around them, so the
+//! secret an agent shows would not read as the secret it holds.
+
+use entropy_ops::peer_text::{escape, is_control_or_format};
 
 /// Shortest password.
 pub const MIN_LENGTH: u64 = 4;
@@ -80,8 +87,12 @@ pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>,
                     chars.len()
                 ));
             }
-            if let Some(c) = chars.iter().find(|c| c.is_control()) {
-                return Err(format!("characters contains the control character {c:?}"));
+            if let Some(&c) = chars.iter().find(|&&c| is_control_or_format(c)) {
+                return Err(format!(
+                    "characters contains {}, a control or Unicode format character (general \
+                     category Cc or Cf): these are invisible or reorder the text around them",
+                    escape(&c.to_string())
+                ));
             }
             let mut seen = std::collections::HashSet::new();
             if let Some(c) = chars.iter().find(|c| !seen.insert(**c)) {
@@ -102,6 +113,35 @@ pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>,
                     format!("alphabet is {name:?}, must be one of {}", preset_names().join(", "))
                 })
         }
+    }
+}
+
+/// Why a passphrase separator was refused; the message names the argument and the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeparatorError {
+    /// More characters than [`MAX_SEPARATOR_CHARS`].
+    #[error("argument `separator` has {0} characters, must have 0..={MAX_SEPARATOR_CHARS}")]
+    TooLong(usize),
+    /// A control or format character (shown escaped, as `\u{202e}`).
+    #[error(
+        "argument `separator` contains {0}, a control or Unicode format character (general \
+         category Cc or Cf, such as the bidirectional overrides U+202A..U+202E and isolates \
+         U+2066..U+2069, or the zero-width U+200B..U+200D): these are invisible or reorder the \
+         text around them, so none may be used"
+    )]
+    Invisible(String),
+}
+
+/// `separator` if it may go between the words: at most [`MAX_SEPARATOR_CHARS`] characters,
+/// none of them a control or format character.
+pub fn separator(separator: &str) -> Result<&str, SeparatorError> {
+    let count = separator.chars().count();
+    if count > MAX_SEPARATOR_CHARS {
+        return Err(SeparatorError::TooLong(count));
+    }
+    match separator.chars().find(|&c| is_control_or_format(c)) {
+        Some(c) => Err(SeparatorError::Invisible(escape(&c.to_string()))),
+        None => Ok(separator),
     }
 }
 
@@ -150,7 +190,32 @@ mod tests {
         assert!(alphabet(Some("emoji"), None).unwrap_err().contains("must be one of alphanumeric"));
         assert!(alphabet(None, Some("a")).unwrap_err().contains("must have 2..=256"));
         assert!(alphabet(None, Some("abca")).unwrap_err().contains("repeats 'a'"));
-        assert!(alphabet(None, Some("ab\n")).unwrap_err().contains("control character"));
+        assert!(alphabet(None, Some("ab\n")).unwrap_err().contains("control"));
+        let bidi = alphabet(None, Some("ab\u{202E}")).unwrap_err();
+        assert!(bidi.contains("\\u{202e}") && bidi.contains("Cc or Cf"), "{bidi}");
+        assert!(alphabet(None, Some("ab\u{200B}")).is_err(), "zero width space");
         assert!(alphabet(Some("hex"), Some("ab")).unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn separators_refuse_control_and_format_characters_naming_the_rule() {
+        for ok in ["", "-", " ", "_.", "·", "\u{00A0}", "\u{2014}", "été", "12345678"] {
+            assert_eq!(separator(ok), Ok(ok));
+        }
+        assert_eq!(separator("123456789"), Err(SeparatorError::TooLong(9)));
+        let refused = [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}', '\u{200B}', '\u{200C}',
+            '\u{200D}', '\u{FEFF}', '\u{0}', '\t', '\n', '\u{7F}', '\u{85}',
+        ];
+        for c in refused {
+            let err = separator(&format!("-{c}-")).expect_err("refused");
+            let shown = format!("\\u{{{:x}}}", u32::from(c));
+            assert_eq!(err, SeparatorError::Invisible(shown.clone()));
+            let message = err.to_string();
+            assert!(message.starts_with("argument `separator` contains"), "{message}");
+            assert!(message.contains(&shown) && message.contains("Cc or Cf"), "{message}");
+            assert!(!message.contains(c), "the message shows the character escaped");
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Running the server on either transport until shutdown.
 //!
 //! stdio: one session over stdin/stdout, ending when the agent closes stdin or on shutdown.
-//! HTTP: an accept loop (TLS handshakes in each connection's task, with a timeout, so a silent
-//! client never holds up others) serving [`crate::http::router`]; on shutdown it stops
-//! accepting, ends the sessions, and gives connections `grace` to finish.
+//! HTTP: [`crate::listener`]'s accept loop (TLS handshakes in each connection's task, within
+//! the header timeout, so a silent client never holds up others) serving
+//! [`crate::http::router`]; on shutdown it stops accepting, ends the sessions, and gives
+//! connections `grace` to finish.
 
 use std::io;
 use std::net::SocketAddr;
@@ -11,22 +12,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use rmcp::ServiceExt as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::http::{HttpLimits, router};
+use crate::listener::Connections;
+use crate::refusal::Refusals;
 use crate::tools::EntropyServer;
-
-/// Longest a TLS handshake may take before the connection is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves one MCP session on stdin/stdout until the agent closes it or `shutdown`.
 pub async fn stdio(server: EntropyServer, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -59,8 +54,8 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
     Ok(Arc::new(config))
 }
 
-/// Serves MCP over HTTP (TLS when `tls` is given) on `listener` until `shutdown`, then waits
-/// up to `grace` for connections to finish.
+/// Serves MCP over HTTP (TLS when `tls` is given) on `listener` within `limits` until
+/// `shutdown`, then waits up to `grace` for connections to finish.
 pub async fn http(
     server: EntropyServer,
     listener: TcpListener,
@@ -69,69 +64,9 @@ pub async fn http(
     shutdown: CancellationToken,
     grace: Duration,
 ) -> io::Result<()> {
-    let app = router(server, limits, shutdown.child_token());
-    let acceptor = tls.map(TlsAcceptor::from);
-    let connections = TaskTracker::new();
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = shutdown.cancelled() => break,
-        };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of file descriptors and the like: keep serving the connections we have.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        let acceptor = acceptor.clone();
-        let shutdown = shutdown.clone();
-        connections.spawn(async move {
-            let service = TowerToHyperService::new(app);
-            match acceptor {
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => connection(TokioIo::new(tls), service, shutdown).await,
-                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                }
-                None => connection(TokioIo::new(stream), service, shutdown).await,
-            }
-        });
-    }
-    connections.close();
-    if tokio::time::timeout(grace, connections.wait()).await.is_err() {
-        tracing::warn!(?grace, "grace period over; closing connections still open");
-    }
-    Ok(())
-}
-
-async fn connection<I>(
-    io: TokioIo<I>,
-    service: TowerToHyperService<axum::Router>,
-    shutdown: CancellationToken,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!("connection ended: {e}");
-            }
-        }
-        () = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
-        }
-    }
+    let refusals = Arc::new(Refusals::default());
+    let app = router(server, limits, refusals.clone(), shutdown.child_token());
+    Connections::new(app, tls, limits.connections, refusals).serve(listener, shutdown, grace).await
 }
 
 /// Binds the HTTP address; the error names the config key.

@@ -171,21 +171,13 @@ impl EntropyServer {
         let count =
             within("words", a.words, password::MIN_WORDS as i64, password::MAX_WORDS as i64)?
                 as usize;
-        let separator_chars = a.separator.chars().count();
-        if separator_chars > password::MAX_SEPARATOR_CHARS
-            || a.separator.chars().any(char::is_control)
-        {
-            return Err(Failure::argument(format!(
-                "argument `separator` has {separator_chars} characters, must have 0..={} and no \
-                 control characters",
-                password::MAX_SEPARATOR_CHARS
-            )));
-        }
+        let separator =
+            password::separator(&a.separator).map_err(|e| Failure::argument(e.to_string()))?;
         let list = &self.words;
         let (indices, drawn) = self.gateway.indices(vec![list.len() as u64; count]).await?;
         let words: Vec<String> = indices.iter().map(|&i| list[i as usize].to_owned()).collect();
         json(PassphraseResult {
-            passphrase: words.join(&a.separator),
+            passphrase: words.join(separator),
             words,
             word_list_size: list.len(),
             entropy_bits: round2(draw::entropy_bits(list.len(), count)),

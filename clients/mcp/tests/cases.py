@@ -45,6 +45,8 @@ BAD_ARGUMENTS = [
     ("generate_password", {"alphabet": "hex", "characters": "ab"}, ["not both"]),
     ("generate_passphrase", {"words": 33}, ["`words` is 33", "1..=32"]),
     ("generate_passphrase", {"separator": "---------"}, ["`separator` has 9 characters", "0..=8"]),
+    ("generate_passphrase", {"separator": "-\u202e-"}, ["`separator` contains \\u{202e}", "Cc or Cf"]),
+    ("generate_password", {"characters": "ab\u2066"}, ["characters contains \\u{2066}", "Cc or Cf"]),
     ("gateway_status", {"verbose": True}, ["unknown field `verbose`"]),
 ]
 

@@ -6,10 +6,11 @@ and installs the SDK and the MCP Inspector.
 
 Over stdio and Streamable HTTP: initialize, list tools, every tool with good and bad arguments,
 the status resource; HTTP refusals (no token, wrong token, wrong Origin, wrong Host, oversized
-body, session cap) and TLS; a call while the gateway is stopped and after it restarts;
-cancellation of a slow call (the gateway sees its waiter leave); quota, no-entropy, bad-key and
-missing-scope refusals; bytes drawn through MCP counted under the MCP server's key; no bytes
-shared between MCP and direct callers; the Inspector's --cli listing the tools.
+body, session cap) and TLS; the hostile sweep of the HTTP transport's bounds (sweep.py); a call
+while the gateway is stopped and after it restarts; cancellation of a slow call (the gateway
+sees its waiter leave); quota, no-entropy, bad-key and missing-scope refusals; bytes drawn
+through MCP counted under the MCP server's key; no bytes shared between MCP and direct callers;
+the Inspector's --cli listing the tools.
 
 Prints one line per check and `mcp: N passed, M failed`; exits 1 on any failure.
 """
@@ -33,6 +34,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 import cases
+import sweep
 from harness import RELEASE, Checks, Gateway, McpHttp, clean_env, log_tail, repeated_runs, text_of
 
 MCP_BIN = str(RELEASE / "entropy-mcp")
@@ -151,7 +153,8 @@ async def http_refusals(gateway: Gateway, tmp: Path, log: Path) -> None:
     """The HTTP gate: token, Origin, Host, body size, session cap; Origins that are allowed."""
     mcp = McpHttp(gateway, DEV_KEY, {"e2e": TOKEN}, tmp, log,
                   "--http-allowed-origins", "https://agent.example", "--http-max-sessions", "2",
-                  "--http-max-body-bytes", "65536")
+                  # One token may take both sessions here; the per-token share is swept in sweep.py.
+                  "--http-max-sessions-per-token", "2", "--http-max-body-bytes", "65536")
     try:
         init = cases.initialize_body()
         r = await raw_post(mcp.url, init)
@@ -333,6 +336,7 @@ async def main() -> int:
         await http_refusals(gateway, tmp, logs / "mcp-http-gate.log")
         await tls(gateway, tmp, logs / "mcp-https.log")
         await refusals(tmp, logs)
+        await anyio.to_thread.run_sync(sweep.run, check, gateway, DEV_KEY, logs)
         inspector(gateway, mcp)
         check("SIGTERM stops the HTTP MCP server cleanly (exit 0)", mcp.stop() == 0, log_tail(mcp.log))
     except Exception as e:  # noqa: BLE001 - report, keep the logs, fail

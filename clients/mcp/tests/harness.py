@@ -161,14 +161,14 @@ class McpHttp:
     """entropy-mcp on the Streamable HTTP transport, on a free loopback port."""
 
     def __init__(self, gateway: Gateway, key: str, tokens: dict[str, str], tmp: Path, log: Path,
-                 *extra_args: str) -> None:
+                 *extra_args: str, binary: Path = RELEASE / "entropy-mcp") -> None:
         tokens_file = Path(tempfile.mkstemp(dir=tmp, suffix="-tokens.toml")[1])
         tokens_file.write_text("".join(
             f'[[token]]\nname = "{name}"\nsha256 = "{hashlib.sha256(t.encode()).hexdigest()}"\n'
             for name, t in tokens.items()
         ))
         args = [
-            str(RELEASE / "entropy-mcp"), "--transport", "http",
+            str(binary), "--transport", "http",
             "--http-listen-addr", "127.0.0.1:0",
             "--http-tokens-file", str(tokens_file),
             "--gateway-endpoint", gateway.endpoint,

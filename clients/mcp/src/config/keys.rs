@@ -73,16 +73,45 @@ entropy_ops::config_keys! {
         http_allow_plaintext_non_loopback: bool = false,
             flag(bool, "BOOL"), unit("boolean"),
             help("Plain HTTP on a non-loopback address (behind a TLS proxy)");
+        /// Most HTTP connections open at once, counted from accept (before TLS); past it a new
+        /// connection is closed at once. 256: each costs a descriptor and at most 0.5 MiB
+        /// (docs/security.md, "Resource bounds"), so with the other caps the worst case fits
+        /// a 1,024-descriptor limit and a 512 MiB host; a few agents need a few connections each.
+        http_max_connections: usize = 256,
+            flag(usize, "N"), unit("count"),
+            help("Most open HTTP connections, counted from accept (before TLS); more are closed at once (1..=65536)");
+        /// Time a connection has, from accept, to finish its TLS handshake and send a complete
+        /// request head; on HTTP/1.1 also the time to send each next request head (hyper's
+        /// header read timeout, which runs while a kept-alive connection waits). 10 s: the TLS
+        /// handshake's old bound, and several round trips of a slow mobile or satellite link.
+        http_header_timeout_ms: u64 = 10_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Time from accept to a complete request head, TLS handshake included; on HTTP/1.1 also per next request head, ms (100..=600000)");
+        /// A connection without an authenticated request in progress for this long is closed.
+        /// Refused requests, PINGs and trickled bytes are not activity; an SSE stream of a
+        /// session is. 60 s: agents reconnect cheaply, and an idle slot frees within a minute.
+        http_idle_timeout_ms: u64 = 60_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Close connections with no authenticated request in progress for this long, ms (1000..=86400000)");
         /// Most MCP sessions open at once; further `initialize` requests get 503.
         http_max_sessions: usize = 64,
             flag(usize, "N"), unit("count"),
             help("Most open MCP sessions; a further initialize gets 503 (1..=100000)");
-        /// Most HTTP requests in progress at once; further requests get 503.
-        http_max_concurrent_requests: usize = 64,
+        /// Most MCP sessions one token may hold; a further `initialize` with it gets 429 while
+        /// other tokens still get sessions. Unset: a quarter of `http_max_sessions`, at least 1.
+        http_max_sessions_per_token: Option<usize> = None,
             flag(usize, "N"), unit("count"),
-            help("Most HTTP requests in progress; further ones get 503 (1..=100000)");
-        /// Largest request body; larger ones get 413.
-        http_max_body_bytes: usize = 1 << 20,
+            help("Most open MCP sessions per token; a further initialize with it gets 429 (1..=http_max_sessions; default a quarter of it, at least 1)");
+        /// Most authenticated HTTP requests in progress at once; further requests get 503. A
+        /// POST counts until its response ends (a tool call until its result), a GET only until
+        /// its head. 16: each may hold up to 24 × `http_max_body_bytes` while its arguments are
+        /// parsed and used, and an agent runs a few calls at a time.
+        http_max_concurrent_requests: usize = 16,
+            flag(usize, "N"), unit("count"),
+            help("Most authenticated HTTP requests in progress (a POST until its response ends); further ones get 503 (1..=100000)");
+        /// Largest request body; larger ones get 413. 256 KiB: the largest arguments (1,000
+        /// items to shuffle or sample) at 250 bytes an item.
+        http_max_body_bytes: usize = 256 << 10,
             flag(usize, "BYTES"), unit("bytes"),
             help("Largest request body; larger gets 413, bytes (1024..=16777216)");
         /// A session without any request for this long is closed.

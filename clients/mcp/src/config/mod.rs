@@ -50,6 +50,22 @@ impl McpConfig {
         Duration::from_millis(self.http_session_idle_timeout_ms)
     }
 
+    /// Time from accept to a complete request head (TLS handshake included).
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.http_header_timeout_ms)
+    }
+
+    /// Time a connection may go without an authenticated request in progress.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.http_idle_timeout_ms)
+    }
+
+    /// Most sessions one token may hold: the configured share, or a quarter of
+    /// `http_max_sessions` (at least 1), so no token can take every session.
+    pub fn sessions_per_token(&self) -> usize {
+        self.http_max_sessions_per_token.unwrap_or((self.http_max_sessions / 4).max(1))
+    }
+
     /// Grace period on shutdown.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
@@ -76,7 +92,8 @@ impl McpConfig {
                 format!("{} must be 1..=600000", self.gateway_timeout_ms),
             );
         }
-        let ranges: [(&str, usize, usize, usize); 3] = [
+        let ranges: [(&str, usize, usize, usize); 4] = [
+            ("http_max_connections", self.http_max_connections, 1, 65_536),
             ("http_max_sessions", self.http_max_sessions, 1, 100_000),
             ("http_max_concurrent_requests", self.http_max_concurrent_requests, 1, 100_000),
             ("http_max_body_bytes", self.http_max_body_bytes, 1_024, 16 << 20),
@@ -86,11 +103,23 @@ impl McpConfig {
                 return bad(key, format!("{value} must be {low}..={high}"));
             }
         }
-        if !(1_000..=86_400_000).contains(&self.http_session_idle_timeout_ms) {
+        if let Some(share) = self.http_max_sessions_per_token
+            && !(1..=self.http_max_sessions).contains(&share)
+        {
             return bad(
-                "http_session_idle_timeout_ms",
-                format!("{} must be 1000..=86400000", self.http_session_idle_timeout_ms),
+                "http_max_sessions_per_token",
+                format!("{share} must be 1..=http_max_sessions ({})", self.http_max_sessions),
             );
+        }
+        let timeouts: [(&str, u64, u64, u64); 3] = [
+            ("http_header_timeout_ms", self.http_header_timeout_ms, 100, 600_000),
+            ("http_idle_timeout_ms", self.http_idle_timeout_ms, 1_000, 86_400_000),
+            ("http_session_idle_timeout_ms", self.http_session_idle_timeout_ms, 1_000, 86_400_000),
+        ];
+        for (key, value, low, high) in timeouts {
+            if !(low..=high).contains(&value) {
+                return bad(key, format!("{value} must be {low}..={high}"));
+            }
         }
         if self.shutdown_grace_ms > 600_000 {
             return bad("shutdown_grace_ms", "must be at most 600000");

@@ -37,6 +37,7 @@ fn keys_flags_and_struct_agree() {
         http_tokens_file: Some("t".into()),
         http_tls_cert_file: Some("c".into()),
         http_tls_key_file: Some("k".into()),
+        http_max_sessions_per_token: Some(1),
         ..McpConfig::default()
     };
     assert_eq!(keys_of(&full), listed(), "KEYS lists every config field");
@@ -53,7 +54,11 @@ fn keys_flags_and_struct_agree() {
         http_tls_cert_file: Some("c".into()),
         http_tls_key_file: Some("k".into()),
         http_allow_plaintext_non_loopback: Some(true),
+        http_max_connections: Some(1),
+        http_header_timeout_ms: Some(1),
+        http_idle_timeout_ms: Some(1),
         http_max_sessions: Some(1),
+        http_max_sessions_per_token: Some(1),
         http_max_concurrent_requests: Some(1),
         http_max_body_bytes: Some(1),
         http_session_idle_timeout_ms: Some(1),
@@ -153,6 +158,42 @@ fn validation_names_the_key_and_bound() {
 }
 
 #[test]
+fn connection_limits_are_bounded_and_the_session_share_is_below_the_cap() {
+    let check = |flags: ConfigFlags| load_with_env(None, &flags, no_env()).expect_err("invalid");
+    let cases = [
+        (ConfigFlags { http_max_connections: Some(0), ..Default::default() }, "1..=65536"),
+        (ConfigFlags { http_max_connections: Some(65_537), ..Default::default() }, "1..=65536"),
+        (ConfigFlags { http_header_timeout_ms: Some(99), ..Default::default() }, "100..=600000"),
+        (ConfigFlags { http_idle_timeout_ms: Some(999), ..Default::default() }, "1000..=86400000"),
+        (
+            ConfigFlags { http_session_idle_timeout_ms: Some(0), ..Default::default() },
+            "1000..=86400000",
+        ),
+        (ConfigFlags { http_max_sessions_per_token: Some(0), ..Default::default() }, "1..="),
+        (
+            ConfigFlags {
+                http_max_sessions: Some(8),
+                http_max_sessions_per_token: Some(9),
+                ..Default::default()
+            },
+            "1..=http_max_sessions (8)",
+        ),
+    ];
+    for (flags, bound) in cases {
+        let key = toml::Table::try_from(&flags).expect("flags").keys().next_back().cloned();
+        let err = check(flags);
+        assert_eq!(Some(err.key.clone()), key, "{err}");
+        assert!(err.problem.contains(bound), "{err}");
+    }
+    let c = load_with_env(None, &ConfigFlags::default(), no_env()).expect("defaults");
+    assert_eq!((c.http_max_sessions, c.sessions_per_token()), (64, 16), "a quarter by default");
+    let one = ConfigFlags { http_max_sessions: Some(3), ..Default::default() };
+    assert_eq!(load_with_env(None, &one, no_env()).expect("valid").sessions_per_token(), 1);
+    let set = ConfigFlags { http_max_sessions_per_token: Some(64), ..Default::default() };
+    assert_eq!(load_with_env(None, &set, no_env()).expect("valid").sessions_per_token(), 64);
+}
+
+#[test]
 fn http_needs_tokens_and_stays_on_loopback_unless_secured() {
     let err = load_with_env(
         None,
@@ -231,6 +272,7 @@ fn the_example_config_lists_every_key_and_loads() {
             http_tokens_file: None,
             http_tls_cert_file: None,
             http_tls_key_file: None,
+            http_max_sessions_per_token: None,
             ..c
         },
         McpConfig::default(),
