@@ -3,6 +3,9 @@
 # with the server on CPU 0 and load generators on CPU 1, writes a report with tables and charts.
 #
 #   bench/run.sh [smoke|quick|full] [SCENARIO ...]   (default: quick, every scenario)
+#   bench/run.sh sweep [--only CASE]                  the resource sweep, every shape at larger
+#                                                    counts (bench/sweep.py --full; the test
+#                                                    command runs --quick); full runs it too
 #   bench/run.sh report [DIR]                        re-render DIR (default: the newest results
 #                                                    dir) and BENCHMARKS.md from its CSVs
 #
@@ -55,6 +58,13 @@ if [ "${1:-}" = report ]; then
   exit 0
 fi
 
+if [ "${1:-}" = sweep ]; then
+  shift
+  step "build (release)"
+  cargo build --release --locked -q -p entropy-gateway -p entropy-bench
+  exec python3 bench/sweep.py --full "$@"
+fi
+
 suite=quick
 case "${1:-}" in smoke|quick|full) suite=$1; shift ;; esac
 scenarios=("$@")
@@ -95,5 +105,9 @@ else
   "$PY" bench/driver/report.py "$out"
 fi
 echo "report: $out/REPORT.md"
+if [ "$suite" = full ] && [ ${#scenarios[@]} = 0 ]; then
+  step "resource sweep (full)"
+  python3 bench/sweep.py --full | tee "$out/sweep.txt" || status=$?
+fi
 if [ "$status" != 0 ]; then echo "bench: some scenarios failed or produced no data (see PROBLEM lines)" >&2; fi
 exit "$status"

@@ -116,6 +116,9 @@ python3 scripts/prometheus_scrape.py target/release
 step "compose rehearsal: the compose services in namespaces, as compose runs them (root only; SKIP elsewhere)"
 python3 scripts/compose_rehearsal.py target/release
 
+step "resource sweep: hostile HTTP/2 of many shapes under the default and a tight config, each checked against the bound the gateway states (--print-bounds; full: bench/run.sh sweep)"
+python3 bench/sweep.py --quick --bin-dir target/release
+
 step "bench smoke: every benchmark scenario for a few seconds, and the report (speed is never asserted)"
 bench/run.sh smoke
 

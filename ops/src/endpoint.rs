@@ -50,20 +50,25 @@ pub const HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest life of one connection: scrapes take milliseconds; keep-alive may reuse it until
 /// then.
 pub const HTTP_CONNECTION_MAX_AGE: Duration = Duration::from_secs(60);
+/// Most bytes of a request a connection reads ahead (hyper's read buffer): a request head past
+/// it is refused (431). Scrapers and probes send a few hundred bytes.
+pub const HTTP_READ_BUFFER_BYTES: usize = 16 << 10;
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until `shutdown`.
 ///
 /// Bounded for peers that never finish: at most [`MAX_HTTP_CONNECTIONS`] at once (more are
-/// closed at accept), each with [`HTTP_HEADER_TIMEOUT`] to send its headers and
-/// [`HTTP_CONNECTION_MAX_AGE`] to live; accept errors (out of descriptors) back off and are
-/// logged once a second with a count, instead of spinning.
+/// closed at accept), each with [`HTTP_HEADER_TIMEOUT`] to send its headers,
+/// [`HTTP_READ_BUFFER_BYTES`] of request read ahead and [`HTTP_CONNECTION_MAX_AGE`] to live;
+/// accept errors (out of descriptors) back off and are logged once a second with a count,
+/// instead of spinning. HTTP/1.1 only (what Prometheus and probes speak): HTTP/2 would let one
+/// connection hold many streams and large header blocks.
 pub async fn serve(
     listener: TcpListener,
     probe: Arc<dyn Probe>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
+    use hyper::server::conn::http1;
+    use hyper_util::rt::{TokioIo, TokioTimer};
     use hyper_util::service::TowerToHyperService;
 
     let app = Router::new()
@@ -100,9 +105,11 @@ pub async fn serve(
         let shutdown = shutdown.clone();
         connections.spawn(async move {
             let _slot = slot;
-            let mut builder = Builder::new(TokioExecutor::new());
-            builder.http1().timer(TokioTimer::new()).header_read_timeout(HTTP_HEADER_TIMEOUT);
-            let connection = builder.serve_connection(TokioIo::new(tcp), service);
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HTTP_HEADER_TIMEOUT)
+                .max_buf_size(HTTP_READ_BUFFER_BYTES)
+                .serve_connection(TokioIo::new(tcp), service);
             tokio::select! {
                 _ = connection => {}
                 () = tokio::time::sleep(HTTP_CONNECTION_MAX_AGE) => {}

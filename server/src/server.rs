@@ -332,6 +332,7 @@ impl Gateway {
                     max_buffered_request_bytes: config.max_buffered_request_bytes_per_connection,
                 },
                 self.metrics.connections("public"),
+                true,
             ),
             // Browsers speak HTTP/2 over TLS; over plaintext gRPC-Web needs HTTP/1.1 too.
             http1: web.is_some() && self.tls.public.is_none(),
@@ -360,6 +361,7 @@ impl Gateway {
                             + MAX_HEADER_LIST_BYTES as usize),
                 },
                 self.metrics.connections("ingest"),
+                false,
             ),
             tls: self.tls.ingest,
             // A chunk in a few DATA frames rather than 64 of 16 KiB: fewer frames to parse

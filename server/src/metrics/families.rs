@@ -147,7 +147,7 @@ pub const FAMILIES: &[Family] = &[
         "entropy_gateway_connections_evicted_total",
         Kind::Counter,
         &["listener"],
-        "Connections that never authenticated, closed to admit a new one when the listener was full.",
+        "Connections closed to admit a new one when the listener was full (never-authenticated ones only), or to relieve a full request allowance (the largest holder, never-authenticated ones first).",
     ),
     Family::new(
         "entropy_gateway_send_timeouts_total",

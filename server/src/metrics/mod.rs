@@ -59,7 +59,8 @@ impl ConnectionMetrics {
         self.refused.increment(1);
     }
 
-    /// A connection that never authenticated was closed to admit a new one.
+    /// A connection that never authenticated was closed to admit a new one, or a connection
+    /// was closed to relieve a full request allowance.
     pub fn evicted(&self) {
         self.evicted.increment(1);
     }

@@ -4,10 +4,19 @@
 //! open-connection gauge) from accept, before any TLS handshake, until its socket is dropped.
 //! When every place is taken, a new connection takes the place of the oldest connection that
 //! has never made an authenticated call (*unproven*: it has shown no key, or on ingest no
-//! verified chunk), which is closed at its next turn; when every connection is proven, the new
-//! one is closed at once, before any HTTP/2 exchange. So peers without a key cannot keep
-//! clients that have one out by filling the listener (a flood of half-open connections, or
-//! health checks that never end), and the number of sockets never exceeds the cap.
+//! verified chunk), which is closed at its next turn. On listeners that allow it (the public
+//! one, where a key is all it takes to be proven), when every connection is proven, the one
+//! that has been without a call in progress the longest gives way instead; when every one has a
+//! call in progress (or on ingest, every one is proven), the new connection is closed at once,
+//! before any HTTP/2 exchange. So peers without a key cannot keep clients that have one out by
+//! filling the listener (a flood of half-open connections, or health checks that never end), a
+//! client with a key cannot either by opening connections it does not use, and the number of
+//! sockets never exceeds the cap.
+//!
+//! When the listener's request allowance is full, [`Admission::relieve`] closes the connection
+//! holding the most of it: one that never authenticated if any holds some, otherwise (on
+//! listeners that ask for it: the public one, where a key is all it takes) any connection, so a
+//! client with a key cannot keep other clients' calls out by leaving its own answers unread.
 //!
 //! Refusals and accept errors (out of descriptors, most often) are logged at most once a second
 //! with a count; accept errors back off [`ACCEPT_BACKOFF`] instead of spinning.
@@ -45,18 +54,25 @@ struct Inner {
     /// Connections not known to be proven, oldest first (proven and closed ones are dropped
     /// from it as they are met).
     unproven: Mutex<VecDeque<Weak<Activity>>>,
+    /// Every connection, when authenticated ones may be closed to relieve the request
+    /// allowance (closed ones are dropped from it when it grows past twice the cap).
+    everyone: Option<Mutex<Vec<Weak<Activity>>>>,
     /// When pressure was last relieved.
     relieved: Mutex<Option<std::time::Instant>>,
     log: Throttle,
 }
 
 impl Admission {
-    /// At most `max` open connections on `listener`, each under `limits`, counted in `metrics`.
+    /// At most `max` open connections on `listener`, each under `limits`, counted in `metrics`;
+    /// with `authenticated_give_way`, a connection that authenticated may be closed to admit a
+    /// new one when it has no call in progress, or to relieve the request allowance when none
+    /// that never authenticated holds any of it.
     pub fn new(
         listener: &'static str,
         max: usize,
         limits: ConnectionLimits,
         metrics: ConnectionMetrics,
+        authenticated_give_way: bool,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -66,6 +82,7 @@ impl Admission {
                 limits,
                 metrics,
                 unproven: Mutex::new(VecDeque::new()),
+                everyone: authenticated_give_way.then(|| Mutex::new(Vec::new())),
                 relieved: Mutex::new(None),
                 log: Throttle::default(),
             }),
@@ -88,7 +105,7 @@ impl Admission {
         let inner = &self.inner;
         let slot = match inner.slots.clone().try_acquire_owned() {
             Ok(permit) => Slot { _permit: permit, _open: inner.metrics.open() },
-            Err(_) => match self.evict_oldest_unproven() {
+            Err(_) => match self.evict_oldest_unproven().or_else(|| self.evict_longest_idle()) {
                 Some(slot) => {
                     inner.metrics.evicted();
                     slot
@@ -121,7 +138,39 @@ impl Admission {
         }
         unproven.push_back(Arc::downgrade(&activity));
         drop(unproven);
+        if let Some(everyone) = &inner.everyone {
+            let mut everyone = everyone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if everyone.len() > 2 * inner.max + 64 {
+                everyone.retain(|w| w.strong_count() > 0);
+            }
+            everyone.push(Arc::downgrade(&activity));
+        }
         Some(Conn::new(tcp, activity, &inner.limits, inner.metrics.stalled()))
+    }
+
+    /// On listeners that allow it, takes the place of the connection that has been without a
+    /// call in progress the longest, telling it to close.
+    fn evict_longest_idle(&self) -> Option<Slot> {
+        let everyone = self.inner.everyone.as_ref()?;
+        let everyone = everyone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let idlest = everyone
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| !a.is_evicted())
+            .filter_map(|a| Some((a.idle_for()?, a)))
+            .max_by_key(|(idle, _)| *idle)?
+            .1;
+        drop(everyone);
+        let slot = idlest.evict()?;
+        if let Some(held_back) = self.inner.log.allow("evicted idle") {
+            tracing::info!(
+                listener = self.inner.listener,
+                held_back,
+                "listener full of authenticated connections: closed the one without a call the \
+                 longest to admit a new one"
+            );
+        }
+        Some(slot)
     }
 
     /// Takes the place of the oldest live unproven connection, telling it to close.
@@ -148,9 +197,10 @@ impl Admission {
         None
     }
 
-    /// Relieves pressure on the listener's request allowance: closes the connection that never
-    /// authenticated and holds the most of it (a peer without a key keeping calls open), at most
-    /// once every [`RELIEF_INTERVAL`].
+    /// Relieves pressure on the listener's request allowance: closes the connection that holds
+    /// the most of it among those that never authenticated (a peer without a key keeping calls
+    /// open), or when none holds any, on listeners that allow it, among all (a client with a key
+    /// leaving its answers unread); at most once every [`RELIEF_INTERVAL`].
     pub fn relieve(&self) {
         let inner = &self.inner;
         {
@@ -160,22 +210,30 @@ impl Admission {
             }
             *last = Some(std::time::Instant::now());
         }
+        let largest = |list: &mut dyn Iterator<Item = &Weak<Activity>>, proven: bool| {
+            list.filter_map(Weak::upgrade)
+                .filter(|a| (proven || !a.is_proven()) && !a.is_evicted())
+                .max_by_key(|a| a.requests.held())
+                .filter(|a| a.requests.held() > 0)
+        };
         let unproven = inner.unproven.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let largest = unproven
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|a| !a.is_proven() && !a.is_evicted())
-            .max_by_key(|a| a.requests.held());
+        let mut chosen = largest(&mut unproven.iter(), false).map(|a| (a, "never authenticated"));
         drop(unproven);
-        if let Some(activity) = largest.filter(|a| a.requests.held() > 0) {
+        if chosen.is_none()
+            && let Some(everyone) = &inner.everyone
+        {
+            let everyone = everyone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            chosen = largest(&mut everyone.iter(), true).map(|a| (a, "authenticated"));
+        }
+        if let Some((activity, which)) = chosen {
             drop(activity.evict()); // its place goes back to the listener
             inner.metrics.evicted();
             if let Some(held_back) = inner.log.allow("relieved") {
                 tracing::info!(
                     listener = inner.listener,
                     held_back,
-                    "request allowance full: closed the connection that never authenticated and \
-                     held the most of it"
+                    "request allowance full: closed the connection that held the most of it \
+                     ({which})"
                 );
             }
         }
@@ -218,7 +276,7 @@ mod tests {
     async fn a_full_listener_evicts_the_oldest_unproven_connection_and_never_a_proven_one() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let metrics = GatewayMetrics::new();
-        let admission = Admission::new("test", 2, limits(), metrics.connections("public"));
+        let admission = Admission::new("test", 2, limits(), metrics.connections("public"), false);
         let proven = admission.admit(pair(&listener).await, None).expect("room");
         proven.activity().prove();
         let unproven = admission.admit(pair(&listener).await, None).expect("room");
@@ -232,5 +290,77 @@ mod tests {
         assert!(admission.admit(pair(&listener).await, None).is_none(), "all proven: refused");
         drop(proven);
         assert!(admission.admit(pair(&listener).await, None).is_some(), "a place came back");
+    }
+
+    #[tokio::test]
+    async fn relief_closes_the_largest_unproven_holder_then_if_allowed_the_largest_of_all() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let metrics = GatewayMetrics::new();
+        for authenticated_give_way in [false, true] {
+            let admission = Admission::new(
+                "test",
+                8,
+                limits(),
+                metrics.connections("public"),
+                authenticated_give_way,
+            );
+            let conns: Vec<_> =
+                futures_util::future::join_all((0..4).map(|_| async {
+                    admission.admit(pair(&listener).await, None).expect("room")
+                }))
+                .await;
+            // Two proven (holding 40 and 30 KiB), two not (20 KiB and nothing).
+            let holds: Vec<_> = [40usize, 30, 20]
+                .iter()
+                .zip(&conns)
+                .map(|(kib, c)| c.activity().requests.try_hold(kib << 10).expect("room"))
+                .collect();
+            conns[0].activity().prove();
+            conns[1].activity().prove();
+            let evicted = || conns.iter().map(|c| c.activity().is_evicted()).collect::<Vec<_>>();
+
+            admission.relieve();
+            assert_eq!(evicted(), [false, false, true, false], "the unproven holder goes first");
+            tokio::time::sleep(RELIEF_INTERVAL * 2).await;
+            admission.relieve();
+            let proven_too = [authenticated_give_way, false, true, false];
+            assert_eq!(evicted(), proven_too, "then the largest holder, where allowed");
+            admission.relieve();
+            assert_eq!(evicted(), proven_too, "at most once per interval");
+            drop(holds);
+        }
+    }
+
+    #[tokio::test]
+    async fn where_allowed_a_full_listener_of_proven_connections_evicts_the_longest_idle() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let metrics = GatewayMetrics::new();
+        let admission = Admission::new("test", 3, limits(), metrics.connections("public"), true);
+        let busy = admission.admit(pair(&listener).await, None).expect("room");
+        let idle_long = admission.admit(pair(&listener).await, None).expect("room");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let idle_short = admission.admit(pair(&listener).await, None).expect("room");
+        for conn in [&busy, &idle_long, &idle_short] {
+            conn.activity().prove();
+        }
+        let call = busy.activity().call_started();
+        // idle_long's last call ended before idle_short's.
+        drop(idle_long.activity().call_started());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(idle_short.activity().call_started());
+
+        let newcomer = admission.admit(pair(&listener).await, None).expect("takes a place");
+        assert!(idle_long.activity().is_evicted(), "the longest idle gave way");
+        assert!(!busy.activity().is_evicted() && !idle_short.activity().is_evicted());
+        newcomer.activity().prove();
+        let _newcomer_call = newcomer.activity().call_started();
+        let _short_call = idle_short.activity().call_started();
+        assert!(
+            admission.admit(pair(&listener).await, None).is_none(),
+            "every connection has a call in progress: refused"
+        );
+        drop(call);
+        assert!(admission.admit(pair(&listener).await, None).is_some(), "busy is idle now");
+        assert!(busy.activity().is_evicted());
     }
 }

@@ -142,6 +142,16 @@ impl Activity {
         Some(self.origin + since + timeout)
     }
 
+    /// How long the connection has been without an authenticated call in progress; `None`
+    /// while one is.
+    pub(super) fn idle_for(&self) -> Option<Duration> {
+        if self.calls.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.idle_since_ms.load(Ordering::Acquire);
+        Some(Duration::from_millis(self.now_ms().saturating_sub(since)))
+    }
+
     pub(super) fn call_started(self: &Arc<Self>) -> CallGuard {
         self.calls.fetch_add(1, Ordering::AcqRel);
         CallGuard(self.clone())

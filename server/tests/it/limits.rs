@@ -5,12 +5,15 @@
 use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
-use entropy_proto::v1::{GetStatusRequest, StreamRandomRequest};
+use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, StreamRandomRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_stream::StreamExt;
 use tonic::transport::{Channel, Endpoint};
 
+use entropy_testkit::exposition::Exposition;
+
+use super::metrics::scrape;
 use super::support::{authed, start, test_config};
 
 /// One HTTP/2 connection of its own.
@@ -24,12 +27,25 @@ async fn works(client: &mut EntropyServiceClient<Channel>) -> bool {
     client.get_status(authed(GetStatusRequest {})).await.is_ok()
 }
 
+/// A GetRandom on `client`'s connection that waits (the pool is empty) until aborted: a call in
+/// progress.
+fn waiting_call(client: &EntropyServiceClient<Channel>) -> tokio::task::JoinHandle<()> {
+    let mut client = client.clone();
+    tokio::spawn(async move {
+        let request = GetRandomRequest { num_bytes: 32, ..Default::default() };
+        let _ = client.get_random(authed(request)).await;
+    })
+}
+
 #[tokio::test]
 async fn connections_past_the_cap_are_closed_and_slots_come_back() {
     let gw = start(test_config(|c| c.max_connections = 2)).await;
     let mut a = connection(gw.public).await;
     let mut b = connection(gw.public).await;
     assert!(works(&mut a).await && works(&mut b).await, "two connections fit");
+    // Both with a call in progress: a third is closed at once.
+    let calls = [waiting_call(&a), waiting_call(&b)];
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let mut c = connection(gw.public).await;
     let refused = c.get_status(authed(GetStatusRequest {})).await.expect_err("a third does not");
     // The server closes the connection before any HTTP/2 exchange. Clients name that
@@ -44,6 +60,7 @@ async fn connections_past_the_cap_are_closed_and_slots_come_back() {
     assert!(works(&mut a).await, "the admitted connections are unaffected");
 
     drop(b);
+    calls[1].abort();
     let mut d = connection(gw.public).await;
     let mut admitted = false;
     for _ in 0..20 {
@@ -55,7 +72,25 @@ async fn connections_past_the_cap_are_closed_and_slots_come_back() {
         d = connection(gw.public).await;
     }
     assert!(admitted, "closing a connection frees its slot");
+    calls[0].abort();
     drop((a, c, d));
+    gw.shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), gw.handle).await.unwrap().unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_full_listener_of_connections_with_keys_gives_the_longest_idle_ones_place_away() {
+    // A client with a key cannot hold every place with connections it does not use: past the
+    // cap, the one without a call in progress the longest is closed for the newcomer.
+    let gw = start(test_config(|c| c.max_connections = 2)).await;
+    let mut a = connection(gw.public).await;
+    let mut b = connection(gw.public).await;
+    assert!(works(&mut a).await, "a fits");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(works(&mut b).await, "b fits");
+    let mut c = connection(gw.public).await;
+    assert!(works(&mut c).await, "c takes the place of a, idle the longest");
+    assert!(works(&mut b).await, "b is unaffected");
     gw.shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(5), gw.handle).await.unwrap().unwrap().unwrap();
 }
@@ -237,5 +272,81 @@ async fn health_checks_do_not_keep_a_connection_from_idling() {
     assert!(closed, "the gateway closed the connection");
     assert!(checks >= 3, "checks were answered meanwhile ({checks})");
     assert!(started.elapsed() >= Duration::from_millis(400), "not before the idle timeout");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn partial_requests_without_a_key_hold_at_most_the_request_allowances_in_aggregate() {
+    // Before (finding 5): each connection's requests were bounded, their sum was not: 250
+    // connections of 256 requests just under the 16 KiB cap took RSS to 1.93 GB. Every call now
+    // holds what it costs on its connection's and the process's request allowances; what does
+    // not fit waits briefly, the connection that never authenticated and holds the most is
+    // closed, and the rest is refused at once.
+    const LIMIT: usize = 1 << 20;
+    const PER_CONNECTION: usize = 256 << 10;
+    let (gw, metrics) = super::metrics::start(|c| {
+        c.max_buffered_request_bytes = LIMIT;
+        c.max_buffered_request_bytes_per_connection = PER_CONNECTION;
+        c.max_connections = 64;
+    })
+    .await;
+    let held = |e: &Exposition| e.sum("entropy_gateway_buffered_bytes", &[("account", "requests")]);
+    // 12 connections × 48 Health/Check calls, each the first 10 bytes of a 15,000-byte message:
+    // about 9 MiB of calls against a 1 MiB allowance.
+    let mut held_open = Vec::new();
+    for _ in 0..12 {
+        let tcp = TcpStream::connect(gw.public).await.expect("connect");
+        let Ok((h2, connection)) = h2::client::handshake(tcp).await else { continue };
+        held_open.push(tokio::spawn(async move {
+            let driver = tokio::spawn(connection);
+            let mut calls = Vec::new();
+            for _ in 0..48 {
+                let Ok(mut ready) = h2.clone().ready().await else { break };
+                let request = http::Request::post("http://gw/grpc.health.v1.Health/Check")
+                    .header("content-type", "application/grpc")
+                    .header("te", "trailers")
+                    .body(())
+                    .expect("request");
+                let Ok((response, mut body)) = ready.send_request(request, false) else { break };
+                let mut partial = vec![0u8, 0, 0, 0x3a, 0x98]; // a 15,000-byte message
+                partial.extend_from_slice(&[0x08; 10]);
+                let _ = body.send_data(partial.into(), false);
+                calls.push((response, body));
+            }
+            (driver, calls)
+        }));
+    }
+    let mut peak = 0.0f64;
+    for _ in 0..30 {
+        let e = scrape(metrics).await;
+        let now = held(&e);
+        assert!(now <= LIMIT as f64, "requests held {now} > the allowance {LIMIT}");
+        peak = peak.max(now);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(peak >= LIMIT as f64 / 2.0, "the calls filled the allowance (peak {peak})");
+    // A client with a key is served meanwhile.
+    let mut client = connection(gw.public).await;
+    assert!(works(&mut client).await, "a client with a key was not served");
+    let e = scrape(metrics).await;
+    let shed = e.sum("entropy_gateway_requests_shed_total", &[("listener", "public")]);
+    let evicted = e.sum("entropy_gateway_connections_evicted_total", &[("listener", "public")]);
+    assert!(shed > 0.0 && evicted > 0.0, "calls shed ({shed}) and holders closed ({evicted})");
+    // Once the peers leave, nothing stays held.
+    for task in held_open {
+        if let Ok((driver, calls)) = task.await {
+            driver.abort();
+            drop(calls);
+        }
+    }
+    let mut now = f64::MAX;
+    for _ in 0..100 {
+        now = held(&scrape(metrics).await);
+        if now == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(now, 0.0, "requests still held after the peers left");
     gw.stop().await;
 }

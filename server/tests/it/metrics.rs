@@ -426,11 +426,33 @@ async fn connection_gauges_follow_opens_closes_evictions_and_refusals() {
     assert!(closed.is_ok(), "the evicted connection was closed");
     proven.get_status(with_key(API_KEY, GetStatusRequest {})).await.expect("still served");
 
-    // Both places held by proven connections: a fourth is refused at once.
+    // Both places held by proven connections with a call in progress: a fourth is refused at
+    // once.
+    // (The pool is empty: each call waits for entropy.)
+    let calls: Vec<_> = [&proven, &second]
+        .into_iter()
+        .map(|client| {
+            let mut client = client.clone();
+            tokio::spawn(async move {
+                let request = GetRandomRequest { num_bytes: 32, ..Default::default() };
+                client.get_random(with_key(API_KEY, request)).await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let fourth = TcpStream::connect(t.public).await.unwrap();
     let e = until(metrics, |e| refused(e) == 1.0).await;
     assert_eq!((gauge(&e), refused(&e)), (2.0, 1.0), "the fourth is refused, not counted as open");
-    drop((proven, second, fourth));
+    // Once their calls end, the one without a call the longest gives way to a newcomer: a
+    // client with a key cannot hold places it does not use.
+    for call in calls {
+        call.abort();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let fifth = TcpStream::connect(t.public).await.unwrap();
+    let e = until(metrics, |e| evicted(e) == 2.0).await;
+    assert_eq!((gauge(&e), refused(&e), evicted(&e)), (2.0, 1.0, 2.0), "an idle one gave way");
+    drop((proven, second, fourth, fifth));
     let e = until(metrics, |e| gauge(e) == 0.0).await;
     assert_eq!(gauge(&e), 0.0, "closed connections leave the gauge");
     t.stop().await;

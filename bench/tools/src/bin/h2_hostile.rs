@@ -19,6 +19,14 @@
 //! - `publish-partial`: ingest Publish announcing `--body-bytes` + 1 and sending `--body-bytes`
 //!   in frames of `--frame-bytes`, never finished (no MAC needed to try).
 //!
+//! gRPC-Web over HTTP/1.1 (the public listener with `grpc_web_enabled`), one connection each:
+//! - `web-partial`: a GetRandom POST whose `content-length` announces `--body-bytes` more than
+//!   it sends (after `--header-bytes` of padding), never finished; with or without `--key`.
+//! - `web-slow-head`: a request head sent one byte every `--every-ms` (slow loris).
+//! - `web-unread`: `--streams` GetRandom POSTs of `--num-bytes` (`--encoding`) pipelined with
+//!   `--key`, the answers left unread; shortly before the hold ends the client reads what
+//!   reached it (counted as received: it was delivered to this host).
+//!
 //! How the client reads: `--window` is the flow-control window it announces (0: the gateway
 //! can send nothing); with `--read-every-ms`, every that often it reads what arrived and gives
 //! that much window back (a trickling reader). `--ping-every-ms` sends PINGs (the gateway's
@@ -47,6 +55,9 @@ enum Shape {
     Unary,
     Stream,
     PublishPartial,
+    WebPartial,
+    WebSlowHead,
+    WebUnread,
 }
 
 #[derive(Debug, Parser)]
@@ -165,14 +176,20 @@ async fn connection(args: &Args, tally: &Arc<Tally>, started: Instant) -> anyhow
     let tcp = TcpStream::connect(args.target).await.context("connect")?;
     tcp.set_nodelay(true)?;
     tally.connections_opened.fetch_add(1, Ordering::Relaxed);
+    if matches!(args.shape, Shape::WebPartial | Shape::WebSlowHead | Shape::WebUnread) {
+        return web(args, tally, started, tcp).await;
+    }
     if args.shape == Shape::Tcp {
         // Hold the socket; note when the gateway closes it.
         let mut buf = [0u8; 4096];
         loop {
             tcp.readable().await?;
             match tcp.try_read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
                 Ok(_) => {}
+                // `readable` may wake spuriously.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
             }
         }
         note_closed(tally, started).await;
@@ -214,6 +231,84 @@ async fn connection(args: &Args, tally: &Arc<Tally>, started: Instant) -> anyhow
     }
     let _ = driver.await;
     drop(streams);
+    Ok(())
+}
+
+/// One gRPC-Web connection over HTTP/1.1 (the `web-*` shapes).
+async fn web(
+    args: &Args,
+    tally: &Arc<Tally>,
+    started: Instant,
+    mut tcp: TcpStream,
+) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = GetRandomRequest {
+        num_bytes: args.num_bytes,
+        encoding: args.encoding,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let message = frame(&request, request.len());
+    let head = |content_length: usize| {
+        let mut head = format!(
+            "POST /entropy.v1.EntropyService/GetRandom HTTP/1.1\r\nhost: {}\r\n\
+             content-type: application/grpc-web+proto\r\nx-grpc-web: 1\r\n\
+             content-length: {content_length}\r\n",
+            args.target
+        );
+        if let Some(key) = &args.key {
+            head += &format!("authorization: Bearer {key}\r\n");
+        }
+        if args.header_bytes > 0 {
+            head += &format!("x-padding: {}\r\n", "p".repeat(args.header_bytes));
+        }
+        head + "\r\n"
+    };
+    let mut sent = Vec::new();
+    match args.shape {
+        Shape::WebPartial => {
+            sent.extend_from_slice(head(message.len() + args.body_bytes).as_bytes());
+            sent.extend_from_slice(&message);
+            tally.streams_opened.fetch_add(1, Ordering::Relaxed);
+        }
+        Shape::WebSlowHead => {
+            let head = head(message.len());
+            tally.streams_opened.fetch_add(1, Ordering::Relaxed);
+            for byte in head.as_bytes() {
+                if tcp.write_all(&[*byte]).await.is_err() {
+                    break;
+                }
+                tally.bytes_sent.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(args.every_ms)).await;
+            }
+        }
+        _ => {
+            for _ in 0..args.streams {
+                sent.extend_from_slice(head(message.len()).as_bytes());
+                sent.extend_from_slice(&message);
+                tally.streams_opened.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    if !sent.is_empty() {
+        tcp.write_all(&sent).await.context("send")?;
+        tally.bytes_sent.fetch_add(sent.len() as u64, Ordering::Relaxed);
+    }
+    // Left unread until shortly before the hold ends; the other shapes watch for the close.
+    if args.shape == Shape::WebUnread {
+        let read_at = Duration::from_millis(args.hold_ms.saturating_sub(400));
+        tokio::time::sleep(read_at.saturating_sub(started.elapsed())).await;
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match tcp.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tally.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+    }
+    note_closed(tally, started).await;
     Ok(())
 }
 
@@ -263,7 +358,9 @@ async fn call(
             ("/entropy.v1.EntropyService/StreamRandom", frame(&bytes, bytes.len()), true)
         }
         Shape::PublishPartial => ("/entropy.v1.IngestService/Publish", Bytes::new(), false),
-        Shape::Tcp | Shape::Idle => return Ok(tokio::spawn(std::future::pending())),
+        Shape::Tcp | Shape::Idle | Shape::WebPartial | Shape::WebSlowHead | Shape::WebUnread => {
+            return Ok(tokio::spawn(std::future::pending()));
+        }
     };
     let mut request = http::Request::post(format!("http://{}{path}", args.target))
         .header("content-type", "application/grpc")
