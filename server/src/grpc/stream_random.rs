@@ -28,14 +28,14 @@
 //! stream is dropped are wiped and counted as discarded, never as served to anyone.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use entropy_proto::v1::{StreamRandomRequest, StreamRandomResponse};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
@@ -182,6 +182,14 @@ pub enum Queued {
     End(Status),
 }
 
+/// What the outbox tells the producer: bytes it wiped for their age (to be drawn again, so a
+/// stream still sends exactly its `total_bytes`), and each message it took.
+#[derive(Debug, Default)]
+struct Aged {
+    bytes: AtomicU64,
+    taken: Notify,
+}
+
 impl Producer {
     /// Starts the stream's task on `spawn` and returns the stream for tonic, and the [`Dues`]
     /// to put in the response's extensions.
@@ -191,24 +199,28 @@ impl Producer {
     ) -> (Outbox, Dues) {
         let (tx, rx) = mpsc::channel(stream_depth(self.plan.chunk));
         let dues = Dues::default();
+        let aged = Arc::new(Aged::default());
         let outbox = Outbox {
             rx,
             pool: self.pool.clone(),
             dues: dues.clone(),
             deadline: self.client_deadline,
             ended: false,
+            aged: aged.clone(),
         };
-        spawn(Box::pin(self.run(tx)));
+        spawn(Box::pin(self.run(tx, aged)));
         (outbox, dues)
     }
 
-    async fn run(mut self, tx: mpsc::Sender<Queued>) {
+    async fn run(mut self, tx: mpsc::Sender<Queued>, aged: Arc<Aged>) {
         let depth = stream_depth(self.plan.chunk);
         let mut in_flight = FuturesOrdered::new();
         let mut planned: u64 = 0;
         // When the stream last queued a message: its draws wait from there (see `draw`).
         let progress = watch::Sender::new(Instant::now());
         let outcome: (Code, String) = loop {
+            // What the outbox wiped for age is planned again.
+            planned -= aged.bytes.swap(0, Ordering::AcqRel);
             // Keep `depth` draws in flight; each first holds a place in the queue, so nothing
             // is drawn that the queue could not take.
             while in_flight.len() < depth {
@@ -228,7 +240,18 @@ impl Producer {
                 in_flight.push_back(self.draw(tx.clone(), n, progress.subscribe()));
             }
             if in_flight.is_empty() {
-                break (Code::Ok, String::new()); // all of total_bytes sent
+                // Everything is queued; until the outbox has taken it all, some may still age
+                // out and need drawing again.
+                if aged.bytes.load(Ordering::Acquire) > 0 {
+                    continue;
+                }
+                if tx.capacity() == tx.max_capacity() {
+                    break (Code::Ok, String::new()); // all of total_bytes sent
+                }
+                tokio::select! {
+                    () = tx.closed() => break (Code::Cancelled, "client left".into()),
+                    () = aged.taken.notified() => continue,
+                }
             }
             let next = tokio::select! {
                 biased;
@@ -342,6 +365,7 @@ pub struct Outbox {
     dues: Dues,
     deadline: Option<Instant>,
     ended: bool,
+    aged: Arc<Aged>,
 }
 
 impl Outbox {
@@ -380,6 +404,7 @@ impl Stream for Outbox {
             let Some(queued) = std::task::ready!(self.rx.poll_recv(cx)) else {
                 return Poll::Ready(None);
             };
+            self.aged.taken.notify_one();
             let (bytes, undelivered) = match queued {
                 Queued::End(status) => {
                     self.ended = true;
@@ -393,6 +418,8 @@ impl Stream for Outbox {
             {
                 undelivered.abandon();
                 self.pool.count_expired(bytes.len());
+                self.aged.bytes.fetch_add(bytes.len() as u64, Ordering::AcqRel);
+                self.aged.taken.notify_one();
                 continue;
             }
             let provenance = provenance::of_segments(bytes.segments(), now);

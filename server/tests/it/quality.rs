@@ -289,6 +289,45 @@ async fn a_streams_read_ahead_is_held_to_max_byte_age_when_it_is_sent() {
     gw.stop().await;
 }
 
+#[tokio::test]
+async fn a_bounded_stream_whose_read_ahead_ages_still_sends_exactly_its_total() {
+    // Read-ahead wiped for its age is drawn again: a stream with total_bytes sends exactly that
+    // many bytes, all within max_byte_age, and ends OK.
+    let mut gw = start(test_config(|c| c.max_byte_age_ms = 300)).await;
+    gw.feed(512 << 10, 16 << 10, good).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", gw.public))
+        .expect("endpoint")
+        .initial_stream_window_size(Some(17 << 10))
+        .initial_connection_window_size(Some(65_535))
+        .connect()
+        .await
+        .expect("connects");
+    let mut client = entropy_proto::v1::entropy_service_client::EntropyServiceClient::new(channel);
+    let total = 384u64 << 10;
+    let request =
+        StreamRandomRequest { chunk_bytes: 16 << 10, total_bytes: total, ..Default::default() };
+    let mut stream = client.stream_random(authed(request)).await.expect("opens").into_inner();
+    let first = tokio_stream::StreamExt::next(&mut stream).await.expect("a message").expect("ok");
+    let mut got = first.data.len() as u64;
+    // The read-ahead ages past the limit while the client waits; then fresh bytes arrive.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    gw.feed(512 << 10, 16 << 10, |i| good(i + 2_000_000)).await;
+    while let Some(message) = tokio_stream::StreamExt::next(&mut stream).await {
+        let message = message.expect("the stream ends OK");
+        let age = message.provenance.expect("provenance").oldest_byte_age_ms;
+        assert!(age < 300, "a message taken with bytes {age} ms old past a 300 ms limit");
+        got += message.data.len() as u64;
+    }
+    assert_eq!(got, total, "exactly total_bytes, the aged read-ahead drawn again");
+    let status = gw.status().await;
+    assert!(
+        status.expired_bytes_total > 0,
+        "some read-ahead aged out (else the test tests nothing)"
+    );
+    drop((stream, client));
+    gw.stop().await;
+}
+
 /// The key the harness uses everywhere has every scope (dev mode's single key).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_single_dev_key_may_check_quality() {
