@@ -18,7 +18,8 @@ checks:
   to zero once the attackers leave, as are the open connections;
 - the books balance: ingested = pool + served + discarded + expired + evicted + tested, and
   served grew by no more than the attackers and the probe received;
-- a client with a key is served meanwhile (the probe's GetRandom);
+- a client with another key is served meanwhile (the probe's GetRandom, while a steady feed of
+  8 MB/s arrives, as in a deployment: fair share must give it its turn);
 - the case's own expectation: a stalled connection closed within the send timeout, a trickling
   reader kept, an idle or evicted connection closed, the allowances full and no further.
 
@@ -69,6 +70,7 @@ class Config:
     ingest_max_connections: int
     requests_limit: int  # max_buffered_request_bytes
     requests_per_connection: int  # max_buffered_request_bytes_per_connection
+    pool_bytes: int = 64 * MiB
 
 
 def configs() -> list[Config]:
@@ -152,6 +154,19 @@ class Gateway:
         if out.returncode != 0:
             raise SweepError(f"feed failed: {out.stderr[-300:]}")
 
+    def feed(self, seconds: float, rate: int = 8 * MiB) -> subprocess.Popen:
+        """A steady feed while an attack runs (chunks of 256 KiB at `rate` bytes a second), as a
+        deployment has: under contention a client with a key is served its share as bytes
+        arrive, so the probe's answer says whether the attack kept it out."""
+        self.feeds = getattr(self, "feeds", 0) + 1
+        return subprocess.Popen(
+            [str(self.bin_dir / "ingest-load"), "--addr", self.ingest, "--key-file",
+             str(self.mac_key_file), "--key-id", "sweep", "--chunk-bytes", str(256 << 10),
+             "--total-bytes", str(int(rate * seconds)), "--concurrency", "2", "--connections", "1",
+             "--gateway-id", "sweep", "--collector-id", f"sweep-feed-{self.feeds}",
+             "--rate-bytes-per-s", str(rate)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -178,16 +193,17 @@ def start(bin_dir: Path, config: Config, work: Path) -> Gateway:
     entries = []
     for name, secret in KEYS.items():
         extra = LIMITED if name == "limited" else ""
+        scopes = '"entropy:read", "status:read"' + (', "quality:check"' if name == "probe" else "")
         entries.append(f'[[key]]\nname = "{name}"\nsha256 = "{hashlib.sha256(secret.encode()).hexdigest()}"\n'
-                       f'scopes = ["entropy:read", "status:read"]\n{extra}')
+                       f'scopes = [{scopes}]\n{extra}')
     keys_file = work / "keys.toml"
     keys_file.write_text("\n".join(entries))
     gateway = str(bin_dir / "entropy-gateway")
     common = ["--api-keys-file", str(keys_file), "--ingest-keys-dir", str(macdir),
               "--gateway-id", "sweep", "--state-dir", str(work / "state"),
-              "--max-future-skew-ms", "200", "--pool-capacity-bytes", str(64 * MiB),
+              "--max-future-skew-ms", "200", "--pool-capacity-bytes", str(config.pool_bytes),
               "--listen-addr", "127.0.0.1:0", "--ingest-listen-addr", "127.0.0.1:0",
-              "--metrics-listen-addr", "127.0.0.1:0", "--log-filter", "warn,entropy_gateway=info",
+              "--metrics-listen-addr", "127.0.0.1:0", "--log-filter", os.environ.get("SWEEP_LOG_FILTER", "warn,entropy_gateway=info"),
               "--grpc-web-enabled", "true", "--grpc-web-allowed-origins", "https://sweep.example",
               *config.flags]
     bounds = json.loads(subprocess.run([gateway, *common, "--print-bounds", "--log-format", "json"],
@@ -359,6 +375,7 @@ def run_case(gw: Gateway, case: Case, config: Config) -> Result:
     if case.key:
         cmd += ["--key", KEYS[case.key]]
     attack = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    feed = gw.feed(case.hold_ms / 1000)
     peak_rss, peak_fds, probed = rss0, 0, None
     limits: dict[str, float] = {}
     while attack.poll() is None:
@@ -378,6 +395,7 @@ def run_case(gw: Gateway, case: Case, config: Config) -> Result:
             probed = gw.probe()
         time.sleep(0.05)
     out, err = attack.communicate()
+    feed.wait(timeout=60)
     try:
         result.report = json.loads(out.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):

@@ -107,7 +107,7 @@ impl Interceptor for ApiKeyAuth {
         };
         // The call keeps its connection from idling, and the connection is proven.
         if let Some(slot) = request.extensions().get::<Arc<CallSlot>>() {
-            slot.authenticated();
+            slot.authenticated_as(&grant.name);
         }
         request.extensions_mut().insert(grant);
         Ok(request)

@@ -7,8 +7,10 @@
 //! verified chunk), which is closed at its next turn. On listeners that allow it (the public
 //! one, where a key is all it takes to be proven), when every connection is proven, the one
 //! that has been without a call in progress the longest gives way instead; when every one has a
-//! call in progress (or on ingest, every one is proven), the new connection is closed at once,
-//! before any HTTP/2 exchange. So peers without a key cannot keep clients that have one out by
+//! call in progress, one of the key holding the most places gives way if that key holds more
+//! than its share (the places over the keys present plus the newcomer's); when no key does (or
+//! on ingest, when every connection is proven), the new connection is closed at once, before
+//! any HTTP/2 exchange. So peers without a key cannot keep clients that have one out by
 //! filling the listener (a flood of half-open connections, or health checks that never end), a
 //! client with a key cannot either by opening connections it does not use, and the number of
 //! sockets never exceeds the cap.
@@ -21,7 +23,7 @@
 //! Refusals and accept errors (out of descriptors, most often) are logged at most once a second
 //! with a count; accept errors back off [`ACCEPT_BACKOFF`] instead of spinning.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -105,7 +107,11 @@ impl Admission {
         let inner = &self.inner;
         let slot = match inner.slots.clone().try_acquire_owned() {
             Ok(permit) => Slot { _permit: permit, _open: inner.metrics.open() },
-            Err(_) => match self.evict_oldest_unproven().or_else(|| self.evict_longest_idle()) {
+            Err(_) => match self
+                .evict_oldest_unproven()
+                .or_else(|| self.evict_longest_idle())
+                .or_else(|| self.evict_from_largest_key())
+            {
                 Some(slot) => {
                     inner.metrics.evicted();
                     slot
@@ -168,6 +174,42 @@ impl Admission {
                 held_back,
                 "listener full of authenticated connections: closed the one without a call the \
                  longest to admit a new one"
+            );
+        }
+        Some(slot)
+    }
+
+    /// On listeners that allow it, when every connection has a call in progress: takes the
+    /// place of the oldest connection of the key holding the most places, if that is more than
+    /// its share (the places over the keys present and the newcomer's), telling it to close.
+    /// So one key cannot hold every place with busy connections while another key is refused.
+    fn evict_from_largest_key(&self) -> Option<Slot> {
+        let everyone = self.inner.everyone.as_ref()?;
+        let everyone = everyone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let live: Vec<Arc<Activity>> = everyone
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| !a.is_evicted() && a.key().is_some())
+            .collect();
+        drop(everyone);
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for activity in &live {
+            *counts.entry(activity.key().unwrap_or_default()).or_default() += 1;
+        }
+        let (key, held) = counts.iter().max_by_key(|(_, n)| **n).map(|(k, n)| (*k, *n))?;
+        if held <= self.inner.max.div_ceil(counts.len() + 1) {
+            return None; // every key within its share: the newcomer is refused
+        }
+        let oldest = live.iter().find(|a| a.key() == Some(key))?;
+        let slot = oldest.evict()?;
+        if let Some(held_back) = self.inner.log.allow("evicted busy") {
+            tracing::info!(
+                listener = self.inner.listener,
+                held_back,
+                key,
+                places = held,
+                "listener full of busy connections: closed one of the key holding the most \
+                 places to admit a new one"
             );
         }
         Some(slot)
@@ -362,5 +404,35 @@ mod tests {
         drop(call);
         assert!(admission.admit(pair(&listener).await, None).is_some(), "busy is idle now");
         assert!(busy.activity().is_evicted());
+    }
+
+    #[tokio::test]
+    async fn where_allowed_a_listener_full_of_busy_connections_takes_places_from_the_largest_key() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let metrics = GatewayMetrics::new();
+        let admission = Admission::new("test", 4, limits(), metrics.connections("public"), true);
+        let mut conns = Vec::new();
+        let mut calls = Vec::new();
+        for key in ["a", "a", "a", "b"] {
+            let conn = admission.admit(pair(&listener).await, None).expect("room");
+            conn.activity().prove_as(key);
+            calls.push(conn.activity().call_started());
+            conns.push(conn);
+        }
+        // Key a holds 3 of 4 places, more than its share (4 over a, b and the newcomer: 2).
+        let newcomer = admission.admit(pair(&listener).await, None).expect("a takes a place");
+        assert!(conns[0].activity().is_evicted(), "a's oldest gave way");
+        assert!(conns[1..].iter().all(|c| !c.activity().is_evicted()));
+        newcomer.activity().prove_as("c");
+        calls.push(newcomer.activity().call_started());
+        // a 2, b 1, c 1: a's share is 1 now (4 over three keys and a newcomer).
+        let fourth = admission.admit(pair(&listener).await, None).expect("a gives way again");
+        assert!(conns[1].activity().is_evicted() && !conns[2].activity().is_evicted());
+        fourth.activity().prove_as("d");
+        calls.push(fourth.activity().call_started());
+        // One place each: every key within its share, the next one is refused.
+        assert!(admission.admit(pair(&listener).await, None).is_none(), "refused");
+        assert!(!conns[2].activity().is_evicted() && !conns[3].activity().is_evicted());
+        drop(calls);
     }
 }

@@ -94,6 +94,17 @@ impl CallSlot {
     /// arrived) and its connection proven. Found in a request's extensions as `Arc<CallSlot>`.
     pub fn authenticated(&self) {
         self.activity.prove();
+        self.started();
+    }
+
+    /// As [`Self::authenticated`], by a call with the API key named `key` (the listener counts
+    /// each key's connections when it must choose one to close).
+    pub fn authenticated_as(&self, key: &str) {
+        self.activity.prove_as(key);
+        self.started();
+    }
+
+    fn started(&self) {
         self.set(|state| match state {
             SlotState::Waiting { arrived: true, .. } => {
                 Some(SlotState::Active(self.activity.call_started()))

@@ -72,6 +72,8 @@ pub struct Activity {
     progress_ms: AtomicU64,
     /// Has made an authenticated call.
     proven: AtomicBool,
+    /// The key of its first authenticated call (public listener).
+    key: std::sync::OnceLock<Box<str>>,
     /// Told to close (its place went to a newer connection).
     evicted: AtomicBool,
     /// The connection's read, to wake it on eviction.
@@ -100,6 +102,7 @@ impl Activity {
             owed: AtomicUsize::new(0),
             progress_ms: AtomicU64::new(0),
             proven: AtomicBool::new(false),
+            key: std::sync::OnceLock::new(),
             evicted: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             slot: Mutex::new(Some(slot)),
@@ -160,6 +163,17 @@ impl Activity {
     /// Marks the connection proven: it made an authenticated call.
     pub(super) fn prove(&self) {
         self.proven.store(true, Ordering::Release);
+    }
+
+    /// Marks the connection proven by a call with `key` (the first such key is kept).
+    pub(super) fn prove_as(&self, key: &str) {
+        self.key.get_or_init(|| key.into());
+        self.prove();
+    }
+
+    /// The key of its first authenticated call, if it made one with a key.
+    pub(super) fn key(&self) -> Option<&str> {
+        self.key.get().map(|k| &**k)
     }
 
     pub(super) fn is_proven(&self) -> bool {

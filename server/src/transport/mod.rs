@@ -206,6 +206,7 @@ async fn serve_connection<S, B>(
                 http2::serve(io, listener.http2, ctx, shutdown).await;
             } else {
                 let (admission, requests) = (listener.admission, listener.requests);
+                let io = io.flushing_at_once();
                 http1::serve(io, service, activity, admission, requests, shutdown).await;
             }
         }

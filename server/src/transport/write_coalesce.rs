@@ -13,7 +13,8 @@
 //! connection's task is woken, and the buffer is written at the start of its next turn (its
 //! next read, which h2 always polls first), after the handlers woken meanwhile have added their
 //! responses. A response waits at most one turn of the runtime; shutdown writes everything
-//! first. The buffer exists only while it holds bytes: once written out it is wiped (it held
+//! first. HTTP/1.1 connections flush at once ([`Coalesce::flushing_at_once`]): hyper does not
+//! read while pipelined requests wait in its buffer. The buffer exists only while it holds bytes: once written out it is wiped (it held
 //! served entropy) and freed, so an idle connection holds none.
 //!
 //! **What left.** This is the last place the connection's bytes pass in the clear (TLS, when
@@ -52,6 +53,9 @@ pub struct Coalesce<T, O = ()> {
     sent: usize,
     /// A flush was deferred: the buffer goes out at the next read.
     owed: bool,
+    /// Whether a flush may wait for the next read (HTTP/2, which reads at the start of every
+    /// turn); otherwise it writes the buffer out at once.
+    defer: bool,
 }
 
 impl<T> Coalesce<T> {
@@ -64,7 +68,15 @@ impl<T> Coalesce<T> {
 impl<T, O: Outbound> Coalesce<T, O> {
     /// Wraps an accepted connection, showing `outbound` what it writes.
     pub fn with_outbound(inner: T, outbound: O) -> Self {
-        Coalesce { inner, outbound, buf: Vec::new(), sent: 0, owed: false }
+        Coalesce { inner, outbound, buf: Vec::new(), sent: 0, owed: false, defer: true }
+    }
+
+    /// Flushes write the buffer out at once instead of at the next read: for HTTP/1.1, where
+    /// hyper does not read while a request is in flight and more are pipelined behind it (a
+    /// deferred flush would wait for the whole pipeline, and the responses with it).
+    pub fn flushing_at_once(mut self) -> Self {
+        self.defer = false;
+        self
     }
 
     /// The wrapped connection.
@@ -202,6 +214,10 @@ impl<T: AsyncWrite + Unpin, O: Outbound + Unpin> AsyncWrite for Coalesce<T, O> {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.pending() == 0 {
+            return Pin::new(&mut self.inner).poll_flush(cx);
+        }
+        if !self.defer {
+            ready!(self.poll_drain(cx))?;
             return Pin::new(&mut self.inner).poll_flush(cx);
         }
         if !self.owed {

@@ -37,12 +37,32 @@ fn waiting_call(client: &EntropyServiceClient<Channel>) -> tokio::task::JoinHand
     })
 }
 
+/// The test key and one more, `OTHER_KEY`.
+fn two_keys() -> entropy_gateway::auth::ApiKeys {
+    let text: String = [("test", super::support::API_KEY), ("other", OTHER_KEY)]
+        .iter()
+        .map(|(name, secret)| {
+            let sha = hex::encode(entropy_gateway::auth::digest(secret.as_bytes()));
+            format!("[[key]]\nname = \"{name}\"\nsha256 = \"{sha}\"\n")
+        })
+        .collect();
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), text).expect("write keys");
+    entropy_gateway::auth::ApiKeys::load_file(file.path()).expect("keys")
+}
+
+const OTHER_KEY: &str = "other-key-0123456789";
+
 #[tokio::test]
 async fn connections_past_the_cap_are_closed_and_slots_come_back() {
-    let gw = start(test_config(|c| c.max_connections = 2)).await;
+    // Two keys with a connection each: neither holds more than its share of the places.
+    let config = test_config(|c| c.max_connections = 2);
+    let gw = super::support::start_with_keys(config, two_keys()).await;
     let mut a = connection(gw.public).await;
     let mut b = connection(gw.public).await;
-    assert!(works(&mut a).await && works(&mut b).await, "two connections fit");
+    assert!(works(&mut a).await, "a fits");
+    let other = super::support::with_key(OTHER_KEY, GetStatusRequest {});
+    assert!(b.get_status(other).await.is_ok(), "b fits");
     // Both with a call in progress: a third is closed at once.
     let calls = [waiting_call(&a), waiting_call(&b)];
     tokio::time::sleep(Duration::from_millis(200)).await;

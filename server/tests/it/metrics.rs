@@ -413,8 +413,9 @@ async fn connection_gauges_follow_opens_closes_evictions_and_refusals() {
     assert_eq!((gauge(&e), refused(&e), evicted(&e)), (2.0, 0.0, 0.0), "two admitted");
 
     // A third takes the silent one's place: the silent one is closed, never the proven one.
+    // (It proves another key, so neither key holds more than its share of the places below.)
     let mut second = t.client().await;
-    second.get_status(with_key(API_KEY, GetStatusRequest {})).await.expect("admitted");
+    second.get_status(with_key(SLOW_KEY, GetStatusRequest {})).await.expect("admitted");
     let e = until(metrics, |e| evicted(e) == 1.0).await;
     assert_eq!((gauge(&e), refused(&e), evicted(&e)), (2.0, 0.0, 1.0), "the silent one gave way");
     // The gateway's SETTINGS may arrive first; then the end of the stream.

@@ -219,6 +219,55 @@ async fn grpc_web_calls_work_with_the_same_keys_quotas_and_messages() {
 }
 
 #[tokio::test]
+async fn a_pipelined_answer_leaves_at_once_while_the_call_behind_it_waits() {
+    // Before: HTTP/1.1 responses were flushed at the connection's next read, and hyper does not
+    // read while pipelined requests wait in its buffer: an answer stayed in the gateway until
+    // the call behind it had finished (here, waited max_wait for entropy).
+    let config = test_config(|c| {
+        c.grpc_web_enabled = true;
+        c.max_wait_ms = 5_000;
+    });
+    let mut gw = start(config).await;
+    gw.feed(2 << 20, 256 << 10, |i| (i * 7 + i / 251) as u8).await;
+    let mut native = gw.client().await;
+    let drain = GetRandomRequest { num_bytes: 1 << 20, ..Default::default() };
+    native.get_random(authed(drain)).await.expect("1 MiB of the 2 drawn");
+    let get = |num_bytes| {
+        let message = GetRandomRequest { num_bytes, ..Default::default() }.encode_to_vec();
+        let mut frame = vec![0u8];
+        frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        frame.extend_from_slice(&message);
+        let head = format!(
+            "POST /entropy.v1.EntropyService/GetRandom HTTP/1.1\r\nHost: {}\r\n\
+             Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n\
+             Authorization: Bearer {API_KEY}\r\nContent-Length: {}\r\n\r\n",
+            gw.public,
+            frame.len()
+        );
+        [head.into_bytes(), frame].concat()
+    };
+    // 32 bytes (there), then 1 MiB (32 bytes short: it waits up to 5 s for more), then one
+    // more call behind it (so hyper has a request in its buffer and does not read meanwhile).
+    let mut tcp = TcpStream::connect(gw.public).await.expect("connect");
+    tcp.write_all(&[get(32), get(1 << 20), get(32)].concat()).await.expect("send the pipeline");
+    let mut answer = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let first = tokio::time::timeout(Duration::from_millis(2_500), async {
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") || answer.len() < 100 {
+            let n = tcp.read(&mut buf).await.expect("read");
+            assert!(n > 0, "closed early");
+            answer.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await;
+    assert!(first.is_ok(), "the first answer waited for the call behind it");
+    let first = parse(&answer);
+    assert_eq!(trailer(&first, "grpc-status").as_deref(), Some("0"), "{first:?}");
+    drop(tcp);
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn cors_admits_exactly_the_configured_origins() {
     let gw = web_gateway().await;
     let preflight = |origin: &str| {

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -60,6 +60,9 @@ struct Cli {
     /// HTTP/2 connections the calls are spread over.
     #[arg(long, default_value_t = 4)]
     connections: usize,
+    /// Pace the chunks at this many bytes a second (a steady feed); as fast as accepted without.
+    #[arg(long)]
+    rate_bytes_per_s: Option<u64>,
 }
 
 #[derive(Default)]
@@ -135,9 +138,16 @@ async fn main() -> anyhow::Result<()> {
         let queue = queue.clone();
         let outcomes = outcomes.clone();
         let first_error = first_error.clone();
+        let (rate, chunk_bytes) = (cli.rate_bytes_per_s, cli.chunk_bytes as u64);
         workers.push(tokio::spawn(async move {
             loop {
                 let Some(chunk) = queue.lock().await.next() else { break };
+                if let Some(rate) = rate.filter(|r| *r > 0) {
+                    let due = Duration::from_secs_f64(
+                        (chunk.sequence * chunk_bytes) as f64 / rate as f64,
+                    );
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(start) + due).await;
+                }
                 match client.publish(chunk).await {
                     Ok(_) => outcomes.ok.fetch_add(1, Ordering::Relaxed),
                     Err(s) if s.code() == Code::AlreadyExists => {
