@@ -79,9 +79,10 @@ type EntropyServiceClient interface {
 	GetRandom(ctx context.Context, in *GetRandomRequest, opts ...grpc.CallOption) (*GetRandomResponse, error)
 	// A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
 	// scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
-	// 256 KiB ahead of the client (one message when they are larger); a client that stops
-	// reading for the server's send timeout loses its connection, and what was drawn for it is
-	// discarded, never served to anyone.
+	// 256 KiB ahead of the client (one message when they are larger). A message counts as served
+	// once its last byte is written to the connection. A client that stops reading for the
+	// server's send timeout has the stream reset (and its connection closed, when no entropy is
+	// written on it that long), and what was drawn for it is discarded, never served to anyone.
 	StreamRandom(ctx context.Context, in *StreamRandomRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamRandomResponse], error)
 	// Uniformly distributed integers in an inclusive range, unbiased (rejection sampling).
 	GetIntegers(ctx context.Context, in *GetIntegersRequest, opts ...grpc.CallOption) (*GetIntegersResponse, error)
@@ -194,9 +195,10 @@ type EntropyServiceServer interface {
 	GetRandom(context.Context, *GetRandomRequest) (*GetRandomResponse, error)
 	// A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
 	// scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
-	// 256 KiB ahead of the client (one message when they are larger); a client that stops
-	// reading for the server's send timeout loses its connection, and what was drawn for it is
-	// discarded, never served to anyone.
+	// 256 KiB ahead of the client (one message when they are larger). A message counts as served
+	// once its last byte is written to the connection. A client that stops reading for the
+	// server's send timeout has the stream reset (and its connection closed, when no entropy is
+	// written on it that long), and what was drawn for it is discarded, never served to anyone.
 	StreamRandom(*StreamRandomRequest, grpc.ServerStreamingServer[StreamRandomResponse]) error
 	// Uniformly distributed integers in an inclusive range, unbiased (rejection sampling).
 	GetIntegers(context.Context, *GetIntegersRequest) (*GetIntegersResponse, error)

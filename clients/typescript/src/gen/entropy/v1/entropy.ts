@@ -2218,9 +2218,10 @@ export const EntropyServiceService = {
   /**
    * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
    * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
-   * 256 KiB ahead of the client (one message when they are larger); a client that stops
-   * reading for the server's send timeout loses its connection, and what was drawn for it is
-   * discarded, never served to anyone.
+   * 256 KiB ahead of the client (one message when they are larger). A message counts as served
+   * once its last byte is written to the connection. A client that stops reading for the
+   * server's send timeout has the stream reset (and its connection closed, when no entropy is
+   * written on it that long), and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom: {
     path: "/entropy.v1.EntropyService/StreamRandom" as const,
@@ -2295,9 +2296,10 @@ export interface EntropyServiceServer extends UntypedServiceImplementation {
   /**
    * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
    * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
-   * 256 KiB ahead of the client (one message when they are larger); a client that stops
-   * reading for the server's send timeout loses its connection, and what was drawn for it is
-   * discarded, never served to anyone.
+   * 256 KiB ahead of the client (one message when they are larger). A message counts as served
+   * once its last byte is written to the connection. A client that stops reading for the
+   * server's send timeout has the stream reset (and its connection closed, when no entropy is
+   * written on it that long), and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom: handleServerStreamingCall<StreamRandomRequest, StreamRandomResponse>;
   /** Uniformly distributed integers in an inclusive range, unbiased (rejection sampling). */
@@ -2336,9 +2338,10 @@ export interface EntropyServiceClient extends Client {
   /**
    * A stream of random bytes in messages of at most `chunk_bytes` (fewer when entropy is
    * scarce), until `total_bytes` have been sent or the client cancels. The gateway draws up to
-   * 256 KiB ahead of the client (one message when they are larger); a client that stops
-   * reading for the server's send timeout loses its connection, and what was drawn for it is
-   * discarded, never served to anyone.
+   * 256 KiB ahead of the client (one message when they are larger). A message counts as served
+   * once its last byte is written to the connection. A client that stops reading for the
+   * server's send timeout has the stream reset (and its connection closed, when no entropy is
+   * written on it that long), and what was drawn for it is discarded, never served to anyone.
    */
   streamRandom(
     request: StreamRandomRequest,
