@@ -11,7 +11,8 @@
 #      directory, so the check also proves that script writes every file compose needs.
 #
 #   3. every deploy/gateway/*.toml and deploy/collector/*.toml passes the binaries' own config
-#      validation (--print-config).
+#      validation (--print-config), and each gateway's worst case (--print-bounds) fits its
+#      container's memory limit (checked by deploy/check).
 #   4. the checker itself: mistakes planted one at a time in a copy of the files (a collector
 #      sealing for the wrong gateway_id, two gateways with one id, a gateway Prometheus misses,
 #      a balancer upstream on the wrong port or name, a collector on the public network, an
@@ -55,8 +56,14 @@ promtool check rules deploy/prometheus/alerts.yml
 step "deploy configs: the binaries accept them (--print-config validates every key)"
 bin_dir="$(dirname "${ENTROPY_GATEWAY_BIN:-target/release/entropy-gateway}")"
 # A clean environment: ENTROPY_* variables of the caller would override the files.
+secrets="$(mktemp -d)"
+trap 'rm -rf "$secrets"' EXIT
+mkdir -p "$secrets/bounds"
 for f in deploy/gateway/*.toml; do
   env -i PATH="$PATH" "$bin_dir/entropy-gateway" --config "$f" --print-config >/dev/null
+  # Its worst case, for the memory limit check below.
+  env -i PATH="$PATH" "$bin_dir/entropy-gateway" --config "$f" --print-bounds --log-format json \
+    >"$secrets/bounds/$(basename "$f" .toml).json"
   echo "$f: valid"
 done
 for f in deploy/collector/*.toml; do
@@ -64,11 +71,9 @@ for f in deploy/collector/*.toml; do
   echo "$f: valid"
 done
 
-step "compose.yaml: Compose schema, consistency and policy; configs; metric names"
-secrets="$(mktemp -d)"
-trap 'rm -rf "$secrets"' EXIT
+step "compose.yaml: Compose schema, consistency and policy; configs; each gateway's worst case within its memory limit; metric names"
 deploy/gen-secrets.sh "$secrets/secrets" >/dev/null
-(cd deploy/check && go run . -root ../.. -secrets "$secrets/secrets")
+(cd deploy/check && go run . -root ../.. -secrets "$secrets/secrets" -bounds "$secrets/bounds")
 
 step "deploy check: it catches what it is for (a mistake planted in a copy, one at a time)"
 (cd deploy/check && go build -o "$secrets/deploy-check" .)
@@ -80,7 +85,7 @@ mutant() {
   cp -r compose.yaml deploy docs "$copy/"
   sed -i "$edit" "$copy/$file"
   cmp -s "$file" "$copy/$file" && { echo "mutant: '$edit' changes nothing in $file" >&2; exit 1; }
-  if out="$("$secrets/deploy-check" -root "$copy" -secrets "$secrets/secrets")"; then
+  if out="$("$secrets/deploy-check" -root "$copy" -secrets "$secrets/secrets" -bounds "$secrets/bounds")"; then
     echo "deploy check passed with $file edited by '$edit'" >&2
     exit 1
   fi
@@ -96,6 +101,7 @@ mutant compose.yaml '/^  collector-2:/,/^  [a-z]/s/networks: \[internal, monitor
 mutant deploy/gateway/gateway.toml 's/^ingest_listen_addr = "172.30.52.10:50052"/ingest_listen_addr = "172.30.52.12:50052"/' 'gateway: ingest_listen_addr binds 172.30.52.12'
 mutant compose.yaml 's/- gateway-3-state:\/var\/lib\/entropy-gateway/- gateway-2-state:\/var\/lib\/entropy-gateway/' 'both mount volume gateway-2-state'
 mutant deploy/gateway/gateway.toml 's/^state_dir = .*/state_dir = "\/tmp\/state"/' 'gateway: state_dir "/tmp/state" is not a named volume'
+mutant compose.yaml 's/limits: {cpus: "1.0", memory: 256M, pids: 256}/limits: {cpus: "1.0", memory: 200M, pids: 256}/' 'memory limit 200 MiB is below the worst case'
 
 step "HAProxy accepts deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes (haproxy -c)"
 if command -v haproxy >/dev/null; then

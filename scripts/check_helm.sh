@@ -15,7 +15,7 @@
 #      --print-config with the environment their pods get, and the policy the types cannot
 #      express is checked: pod security and resources of every container, /readyz readiness,
 #      terminationGracePeriodSeconds >= preStop + shutdown_drain_ms + shutdown_grace_ms (from
-#      the effective config), memory >= pool, each gateway's state_dir on a PersistentVolumeClaim
+#      the effective config), memory >= the worst case of the config (--print-bounds), each gateway's state_dir on a PersistentVolumeClaim
 #      of its own, per-gateway ingest names covering the HPA's maxReplicas, and the
 #      NetworkPolicies of the diode. One summary line per values set.
 #   3. Negative self-tests: k8s-check must fail on deploy/k8s-check/testdata/bad-*.yaml and
@@ -99,6 +99,16 @@ expect_failure bad-fields.yaml \
   'key "clusterIP" already set' \
   'unknown field "AutomountServiceAccountToken"' \
   'unknown kind networking.k8s.io/v1/Ingress'
+# A gateway whose memory is below the worst case of its config: the chart's own values with
+# less overhead.
+printf 'gateway:\n  resources:\n    memoryOverheadMiB: 64\n' >"$tmp/small-memory.yaml"
+if out="$("$tmp/k8s-check" -chart "$chart" -values "$tmp/small-memory.yaml" -release "$release" \
+    -namespace "$namespace" -kube-version "$kube_version" -bin "$bin_dir" 2>&1)"; then
+  echo "check_helm: k8s-check passed a gateway with 64 MiB of overhead" >&2
+  exit 1
+fi
+grep -qF 'below the worst case of its config' <<<"$out" || { echo "$out" >&2; exit 1; }
+echo "small-memory values: refused ($(grep -oF 'below the worst case of its config' <<<"$out" | head -1))"
 expect_failure bad-policy.yaml \
   'readOnlyRootFilesystem must be true' \
   'volume scratch mounted writable' \

@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -57,6 +58,7 @@ func main() {
 	root := flag.String("root", "../..", "repository root")
 	secrets := flag.String("secrets", "", "directory written by deploy/gen-secrets.sh (stands in for deploy/secrets)")
 	emit := flag.String("emit", "", "also write the services as JSON to this file (for scripts/compose_rehearsal.py)")
+	bounds := flag.String("bounds", "", "directory of `entropy-gateway --print-bounds` JSON per gateway config (<config stem>.json), checked against each gateway's memory limit")
 	flag.Parse()
 	abs, err := filepath.Abs(*root)
 	if err != nil {
@@ -70,6 +72,9 @@ func main() {
 		checkFiles(project, abs, *secrets)
 		for _, g := range ofImage(project, gatewayImage) {
 			checkGatewayConfig(project, abs, g)
+			if *bounds != "" {
+				checkGatewayMemory(project, g, *bounds)
+			}
 		}
 		checkGatewayIDs(project, abs)
 		for _, c := range ofImage(project, collectorImage) {
@@ -332,6 +337,58 @@ func configFile(p *types.Project, root, service string) (map[string]any, types.S
 	}
 	fail("%s: --config %s is not a mounted config", service, inContainer)
 	return nil, s, false
+}
+
+// checkGatewayMemory: the gateway's worst case (`entropy-gateway --print-bounds` of its config,
+// read from dir as <config stem>.json) fits the container's memory limit, with the term that
+// grows with the runtime's workers taken for the container's CPUs rather than this machine's.
+// Past the limit the kernel would kill the gateway under load instead of the gateway shedding
+// it.
+func checkGatewayMemory(p *types.Project, name, dir string) {
+	s := p.Services[name]
+	file := ""
+	if idx := slices.Index(s.Command, "--config"); idx >= 0 && idx+1 < len(s.Command) {
+		for _, c := range s.Configs {
+			if target(c.Target, c.Source) == s.Command[idx+1] {
+				file = p.Configs[c.Source].File
+			}
+		}
+	}
+	if file == "" || s.Deploy == nil || s.Deploy.Resources.Limits == nil {
+		return // checkGatewayConfig and checkServices report it
+	}
+	stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	raw, err := os.ReadFile(filepath.Join(dir, stem+".json"))
+	if err != nil {
+		fail("%s: no --print-bounds of %s: %v", name, file, err)
+		return
+	}
+	var b struct {
+		Memory []struct {
+			Name  string `json:"name"`
+			Bytes int64  `json:"bytes"`
+		} `json:"memory"`
+		MemoryBytes int64 `json:"memory_bytes"`
+		Workers     int64 `json:"workers"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil || b.Workers <= 0 {
+		fail("%s: bounds of %s unreadable: %v", name, file, err)
+		return
+	}
+	worst := b.MemoryBytes
+	cpus := int64(math.Ceil(float64(s.Deploy.Resources.Limits.NanoCPUs)))
+	for _, t := range b.Memory {
+		if t.Name == "responses being encoded" {
+			worst += t.Bytes/b.Workers*max(cpus, 1) - t.Bytes
+		}
+	}
+	limit := int64(s.Deploy.Resources.Limits.MemoryBytes)
+	if worst > limit {
+		fail("%s: memory limit %d MiB is below the worst case of %s, %d MiB on %d CPU(s) (entropy-gateway --print-bounds; lower max_connections or max_buffered_bytes, or raise the limit)",
+			name, limit>>20, file, worst>>20, max(cpus, 1))
+	} else {
+		fmt.Printf("%s: worst case %d MiB within its memory limit of %d MiB\n", name, worst>>20, limit>>20)
+	}
 }
 
 // mountedPaths: every string value in the TOML that is an absolute path must be mounted

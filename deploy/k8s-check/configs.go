@@ -1,11 +1,13 @@
 // configs.go: the TOML configs the chart renders, run through the binaries' own validation
 // (`--print-config`) with the environment the pod would give them, and the effective config
-// they print read back for the policy checks (grace periods, memory, gateway list).
+// they print read back for the policy checks (grace periods, gateway list), with the gateway's
+// worst case (`--print-bounds`) for its memory.
 
 package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,30 +85,75 @@ func podEnv(c *corev1.Container, podName string) ([]string, error) {
 	return env, nil
 }
 
-// printConfig runs `<binDir>/<binary> --config <file> --print-config` in a clean
-// environment plus env, and parses what it prints.
-func printConfig(binDir, binary, text string, env []string) (effective, error) {
+// run runs `<binDir>/<binary> --config <file> <args>` on the config text in a clean
+// environment plus env, and returns what it prints.
+func run(binDir, binary, text string, env []string, args ...string) (string, error) {
 	dir, err := os.MkdirTemp("", "k8s-check-")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
-		return nil, err
+		return "", err
 	}
-	cmd := exec.Command(filepath.Join(binDir, binary), "--config", file, "--print-config")
+	cmd := exec.Command(filepath.Join(binDir, binary), append([]string{"--config", file}, args...)...)
 	cmd.Env = env
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s --print-config refused the rendered config: %v: %s", binary, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("%s %s refused the rendered config: %v: %s", binary, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}
+
+// printConfig runs `<binDir>/<binary> --config <file> --print-config` in a clean
+// environment plus env, and parses what it prints.
+func printConfig(binDir, binary, text string, env []string) (effective, error) {
+	out, err := run(binDir, binary, text, env, "--print-config")
+	if err != nil {
+		return nil, err
 	}
 	var eff effective
-	if _, err := toml.Decode(out.String(), &eff); err != nil {
+	if _, err := toml.Decode(out, &eff); err != nil {
 		return nil, fmt.Errorf("%s --print-config printed no TOML: %w", binary, err)
 	}
 	return eff, nil
+}
+
+// bounds is the gateway's worst case as `entropy-gateway --print-bounds` prints it (JSON).
+type bounds struct {
+	Memory []struct {
+		Name  string `json:"name"`
+		Bytes int64  `json:"bytes"`
+	} `json:"memory"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	Workers     int64 `json:"workers"`
+}
+
+// on is the worst case with `cpus` runtime workers instead of those of the machine that
+// printed it (the one term that grows with them).
+func (b bounds) on(cpus int64) int64 {
+	worst := b.MemoryBytes
+	for _, t := range b.Memory {
+		if t.Name == "responses being encoded" && b.Workers > 0 {
+			worst += t.Bytes/b.Workers*max(cpus, 1) - t.Bytes
+		}
+	}
+	return worst
+}
+
+// printBounds runs `entropy-gateway --config <file> --print-bounds --log-format json`.
+func printBounds(binDir, text string, env []string) (bounds, error) {
+	var b bounds
+	out, err := run(binDir, "entropy-gateway", text, env, "--print-bounds", "--log-format", "json")
+	if err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b.Workers <= 0 {
+		return b, fmt.Errorf("entropy-gateway --print-bounds printed no bounds: %v", err)
+	}
+	return b, nil
 }
 
 // intKey is an integer key of an effective config; missing is an error (print-config prints

@@ -32,6 +32,7 @@ type workload struct {
 	serviceName string          // StatefulSet only
 	claims      map[string]bool // StatefulSet volumeClaimTemplates: a PVC per pod, outliving it
 	configs     map[string]effective
+	bounds      map[string]bounds // the gateway's worst case, by container
 }
 
 func (w workload) component() string { return w.labels[componentLabel] }
@@ -196,6 +197,7 @@ func hasCap(caps []corev1.Capability, want corev1.Capability) bool {
 func (c *checker) checkConfigs(w *workload) {
 	binary := map[string]string{"gateway": "entropy-gateway", "collector": "entropy-collector"}[w.component()]
 	w.configs = map[string]effective{}
+	w.bounds = map[string]bounds{}
 	for i := range w.pod.Containers {
 		ct := &w.pod.Containers[i]
 		path, text, err := podConfig(w.pod, ct, w.namespace, c.configMaps)
@@ -224,6 +226,14 @@ func (c *checker) checkConfigs(w *workload) {
 			continue
 		}
 		w.configs[ct.Name] = eff
+		if binary == "entropy-gateway" {
+			b, err := printBounds(c.binDir, text, env)
+			if err != nil {
+				c.fail(w.object, "container %s: %v", ct.Name, err)
+				continue
+			}
+			w.bounds[ct.Name] = b
+		}
 	}
 }
 
@@ -281,13 +291,18 @@ func (c *checker) checkGateway(w *workload) {
 				c.fail(w.object, "terminationGracePeriodSeconds %d < preStop %d s + shutdown_drain_ms %d + shutdown_grace_ms %d (%d s)", got, preStop, drain, grace, need)
 			}
 		}
-		pool, err1 := eff.intKey("pool_capacity_bytes")
-		buffered, err2 := eff.intKey("ingest_max_buffered_bytes")
-		lim, req := ct.Resources.Limits[corev1.ResourceMemory], ct.Resources.Requests[corev1.ResourceMemory]
-		if err1 != nil || err2 != nil {
-			c.fail(w.object, "container %s: %v %v", ct.Name, err1, err2)
-		} else if lim.Value() < pool+buffered || req.Value() < pool+buffered {
-			c.fail(w.object, "container %s: memory request/limit %s/%s below pool_capacity_bytes + ingest_max_buffered_bytes = %d", ct.Name, req.String(), lim.String(), pool+buffered)
+		// The worst case of its config (--print-bounds) within the memory request and limit,
+		// with as many runtime workers as its CPU limit allows (the machine's without one):
+		// past the limit the kernel would kill it under load instead of the gateway shedding it.
+		if b, ok := w.bounds[ct.Name]; ok {
+			lim, req := ct.Resources.Limits[corev1.ResourceMemory], ct.Resources.Requests[corev1.ResourceMemory]
+			cpus := b.Workers
+			if cpu, ok := ct.Resources.Limits[corev1.ResourceCPU]; ok {
+				cpus = (cpu.MilliValue() + 999) / 1000
+			}
+			if worst := b.on(cpus); lim.Value() < worst || req.Value() < worst {
+				c.fail(w.object, "container %s: memory request/limit %s/%s below the worst case of its config, %d MiB on %d CPU(s) (entropy-gateway --print-bounds)", ct.Name, req.String(), lim.String(), worst>>20, cpus)
+			}
 		}
 		// The ingest lease must outlive the pod: a PVC of its own, writable, at state_dir.
 		state, _ := eff["state_dir"].(string)

@@ -64,6 +64,8 @@ pub struct Bounds {
     pub memory_bytes: u64,
     /// File descriptors, at most.
     pub descriptors: u64,
+    /// The runtime workers the "responses being encoded" term counts.
+    pub workers: u64,
 }
 
 /// At most what one connection costs beyond the byte allowances, on a listener whose peers may
@@ -131,7 +133,7 @@ pub fn of(
     let memory_bytes = memory.iter().map(|t| t.bytes).sum();
     let descriptors =
         fd_limit::need_for(max_connections as u64, config.ingest_max_connections as u64);
-    Bounds { memory, memory_bytes, descriptors }
+    Bounds { memory, memory_bytes, descriptors, workers }
 }
 
 /// The worst case for `config` as the binary runs it: TLS where files are configured, as many

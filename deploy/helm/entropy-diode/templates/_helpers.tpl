@@ -85,7 +85,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- define "ed.gatewayMemory" -}}
 {{- $c := .Values.gateway.config -}}
 {{- $pool := required "gateway.config.pool_capacity_bytes is required" $c.pool_capacity_bytes -}}
-{{- $buffered := required "gateway.config.ingest_max_buffered_bytes is required" $c.ingest_max_buffered_bytes -}}
+{{- $buffered := required "gateway.config.max_buffered_bytes is required" $c.max_buffered_bytes -}}
 {{- $mib := 1048576 -}}
 {{- $bytes := add (int64 $pool) (int64 $buffered) (mul (int64 .Values.gateway.resources.memoryOverheadMiB) $mib) -}}
 {{- div (add $bytes (sub $mib 1)) $mib }}Mi
