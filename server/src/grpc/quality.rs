@@ -22,7 +22,8 @@ pub fn busy(limit: Limit) -> Status {
 }
 
 /// Analyzes `sample` (at least `MIN_SAMPLE_BYTES`, checked at the edge) and reads as many
-/// bytes of the OS CSPRNG for the reference pi. Blocking: a 4 MiB sample takes ~16 ms.
+/// bytes of the OS CSPRNG for the reference pi. Blocking: a whole call costs ~7 ms of CPU per
+/// MiB (bench/results/quality-cost.md).
 /// The response's `provenance` is left for the caller to fill.
 pub fn check(sample: &[u8]) -> Result<CheckQualityResponse, Status> {
     let report = analyze(sample).map_err(|e| Status::invalid_argument(e.to_string()))?;
