@@ -62,7 +62,7 @@ if [ "${1:-}" = sweep ]; then
   shift
   step "build (release)"
   cargo build --release --locked -q -p entropy-gateway -p entropy-bench
-  exec python3 bench/sweep.py --full "$@"
+  exec python3 bench/sweep.py --full --findings "$@"
 fi
 
 suite=quick
@@ -107,7 +107,7 @@ fi
 echo "report: $out/REPORT.md"
 if [ "$suite" = full ] && [ ${#scenarios[@]} = 0 ]; then
   step "resource sweep (full)"
-  python3 bench/sweep.py --full | tee "$out/sweep.txt" || status=$?
+  python3 bench/sweep.py --full --findings | tee "$out/sweep.txt" || status=$?
 fi
 if [ "$status" != 0 ]; then echo "bench: some scenarios failed or produced no data (see PROBLEM lines)" >&2; fi
 exit "$status"

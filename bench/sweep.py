@@ -3,7 +3,7 @@
 config and a tight one, each measurement checked against the bound the gateway states for its
 config (`entropy-gateway --print-bounds`, the formula of docs/security.md "Resource bounds").
 
-    bench/sweep.py [--quick | --full] [--bin-dir target/release] [--only SUBSTRING]
+    bench/sweep.py [--quick | --full] [--findings] [--bin-dir target/release] [--only SUBSTRING]
 
 For every case it starts the attack (bench/tools h2-hostile: raw HTTP/2 with zero or trickled
 windows, partial requests and header blocks, PINGs, idle and half-open connections, partial
@@ -74,7 +74,7 @@ class Config:
 
 
 def configs() -> list[Config]:
-    default = Config("default", [], 30_000, 120_000, 1024, 256, 64, 64 * MiB, 4 * MiB)
+    default = Config("default", [], 30_000, 120_000, 512, 100, 64, 32 * MiB, 4 * MiB)
     tight = Config(
         "tight",
         ["--max-connections", "32", "--max-streams-per-connection", "32",
@@ -323,6 +323,29 @@ def cases(config: Config, full: bool) -> list[Case]:
     return out
 
 
+def findings(config: Config) -> list[Case]:
+    """The third security review's attacks as it ran them (issue 27), under the default config
+    only: its numbers are for that config."""
+    if config.name != "default":
+        return []
+    return [
+        # 1: 16 connections × 256 partial 1 MiB publishes in 256 KiB frames (+896 MB before).
+        Case("finding 1: publish partial 256 KiB frames x16x256", "ingest",
+             ["--shape", "publish-partial", "--connections", "16", "--streams", "256",
+              "--body-bytes", str(1 << 20), "--frame-bytes", "262144"], hold_ms=3000),
+        # 2: 4 zero-window connections × 256 StreamRandom(1 MiB), a key without max_streams
+        # (970 MB drawn, RSS 1.07 GB before).
+        Case("finding 2: stream 1 MiB x4x256 window 0 key free", "public",
+             ["--shape", "stream", "--connections", "4", "--streams", "256", "--window", "0",
+              "--chunk-bytes", str(1 << 20)], key="free", hold_ms=3000),
+        # 5: 250 connections × 256 requests just under the 16 KiB cap, no key (1.93 GB before).
+        Case("finding 5: health partial x250x256 body 16000 headers 8000", "public",
+             ["--shape", "health-partial", "--connections", "250", "--streams", "256",
+              "--body-bytes", "15990", "--header-bytes", "8000"], hold_ms=4000,
+             expect_held=("requests", config.requests_limit)),
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # Running a case
 
@@ -456,6 +479,8 @@ def main() -> int:
     mode.add_argument("--full", action="store_true", help="every combination, larger counts")
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "target" / "release")
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    parser.add_argument("--findings", action="store_true",
+                        help="also the third review's attacks as it ran them (default config)")
     args = parser.parse_args()
     failed = 0
     work = Path(tempfile.mkdtemp(prefix="sweep-"))
@@ -471,7 +496,7 @@ def main() -> int:
                       f"{gw.bounds['descriptors']} descriptors; idle RSS {gw.rss() / MiB:.1f} MiB "
                       f"(the bound's pool and process terms: {term['pool'] / MiB:.0f} + "
                       f"{term['process'] / MiB:.0f} MiB)", flush=True)
-                for case in cases(config, args.full):
+                for case in cases(config, args.full) + (findings(config) if args.findings else []):
                     if args.only and args.only not in case.name:
                         continue
                     r = run_case(gw, case, config)

@@ -12,7 +12,8 @@
 //!   written, entropy drawn and not yet delivered, Publish bodies);
 //! - what each open connection costs beyond those, at most ([`connection_bytes`]): its TLS
 //!   buffers, its write buffers, the frame being read, a header block being assembled, the
-//!   HPACK tables, and the request bytes its receive window lets sit unread;
+//!   HPACK tables, a call waiting for its charge, h2's state for each stream it may open, and
+//!   the request bytes its receive window lets sit unread;
 //! - the metrics endpoint's connections;
 //! - responses being encoded (one per runtime worker, in up to three copies);
 //! - the process itself (code, runtime, thread stacks), measured.
@@ -34,6 +35,15 @@ pub const TLS_BYTES: u64 = (16 << 10) + 2048 + (16 << 10) + (64 << 10);
 pub const H2_WRITE_BYTES: u64 = 16 << 10;
 /// HPACK's tables (decoder and encoder at their default 4 KiB) and the connection's own state.
 pub const TABLES_BYTES: u64 = 16 << 10;
+/// h2's state for one open stream, whether or not its call holds a charge (measured: 1 to 1.7
+/// KiB a stream with 32 to 256 streams open on each of 250 connections): a peer may hold
+/// `max_streams_per_connection` of them on every connection.
+pub const STREAM_BYTES: u64 = 2 << 10;
+/// The one call a connection may have waiting for its charge on the request allowances
+/// (`transport::stream::call_charge`): its task and its decoded headers, which no allowance
+/// counts until the charge is held.
+pub const WAITING_CALL_BYTES: u64 =
+    crate::transport::CALL_BYTES as u64 + MAX_HEADER_LIST_BYTES as u64;
 /// The metrics endpoint's connections: hyper's read buffer for a request head, and the
 /// response (the exposition of every series).
 pub const METRICS_CONNECTION_BYTES: u64 = (16 << 10) + (256 << 10);
@@ -69,8 +79,9 @@ pub struct Bounds {
 }
 
 /// At most what one connection costs beyond the byte allowances, on a listener whose peers may
-/// send frames of `max_frame` bytes and leave `window` bytes unread.
-pub fn connection_bytes(tls: bool, max_frame: u32, window: u32) -> u64 {
+/// send frames of `max_frame` bytes, leave `window` bytes unread and open `max_streams`
+/// streams.
+pub fn connection_bytes(tls: bool, max_frame: u32, window: u32, max_streams: u32) -> u64 {
     let header_block = 2 * u64::from(MAX_HEADER_LIST_BYTES); // encoded, and decoded so far
     (if tls { TLS_BYTES } else { 0 })
         + write_coalesce::CAPACITY as u64
@@ -78,6 +89,8 @@ pub fn connection_bytes(tls: bool, max_frame: u32, window: u32) -> u64 {
         + u64::from(max_frame)
         + header_block
         + TABLES_BYTES
+        + WAITING_CALL_BYTES
+        + u64::from(max_streams) * STREAM_BYTES
         + u64::from(window)
 }
 
@@ -90,8 +103,9 @@ pub fn of(
     workers: u64,
 ) -> Bounds {
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / f64::from(1 << 20));
-    let public = connection_bytes(tls.0, PUBLIC_MAX_FRAME, PUBLIC_WINDOW);
-    let ingest = connection_bytes(tls.1, INGEST_MAX_FRAME, INGEST_CONNECTION_WINDOW);
+    let streams = config.max_streams_per_connection;
+    let public = connection_bytes(tls.0, PUBLIC_MAX_FRAME, PUBLIC_WINDOW, streams);
+    let ingest = connection_bytes(tls.1, INGEST_MAX_FRAME, INGEST_CONNECTION_WINDOW, streams);
     let metrics = fd_limit::METRICS_CONNECTIONS;
     let memory = vec![
         Term {
@@ -185,8 +199,9 @@ mod tests {
 
     #[test]
     fn a_tls_connection_costs_its_buffers_and_a_wider_window_costs_more() {
-        let plain = connection_bytes(false, 16 << 10, 65_535);
-        assert_eq!(connection_bytes(true, 16 << 10, 65_535) - plain, TLS_BYTES);
-        assert_eq!(connection_bytes(false, 16 << 10, 2 << 20) - plain, (2 << 20) - 65_535);
+        let plain = connection_bytes(false, 16 << 10, 65_535, 100);
+        assert_eq!(connection_bytes(true, 16 << 10, 65_535, 100) - plain, TLS_BYTES);
+        assert_eq!(connection_bytes(false, 16 << 10, 2 << 20, 100) - plain, (2 << 20) - 65_535);
+        assert_eq!(connection_bytes(false, 16 << 10, 65_535, 200) - plain, 100 * STREAM_BYTES);
     }
 }

@@ -15,7 +15,7 @@ use crate::config::{ConfigError, GatewayConfig};
 /// Descriptors kept for everything else: listeners, files, the runtime, logs.
 pub const RESERVE: u64 = 256;
 /// The largest `max_connections` chosen automatically.
-pub const AUTO_MAX_CONNECTIONS: u64 = 1024;
+pub const AUTO_MAX_CONNECTIONS: u64 = 512;
 /// Connections the metrics and health endpoint may hold (`entropy_ops::endpoint`).
 pub const METRICS_CONNECTIONS: u64 = entropy_ops::endpoint::MAX_HTTP_CONNECTIONS as u64;
 
@@ -80,9 +80,10 @@ mod tests {
 
     #[test]
     fn automatic_fits_the_limit_and_explicit_must() {
-        assert_eq!(resolve(0, 64, Some(1024)).expect("fits"), 1024 - 256 - 64 - 64);
-        assert_eq!(resolve(0, 64, Some(1 << 20)).expect("fits"), 1024);
-        assert_eq!(resolve(0, 64, None).expect("no limit"), 1024);
+        assert_eq!(resolve(0, 64, Some(1024)).expect("fits"), 512);
+        assert_eq!(resolve(0, 64, Some(800)).expect("fits"), 800 - 256 - 64 - 64);
+        assert_eq!(resolve(0, 64, Some(1 << 20)).expect("fits"), 512);
+        assert_eq!(resolve(0, 64, None).expect("no limit"), 512);
         assert_eq!(resolve(100, 64, Some(1024)).expect("fits"), 100);
         let err = resolve(10_000, 64, Some(1024)).expect_err("does not fit");
         assert_eq!(err.key, "max_connections");

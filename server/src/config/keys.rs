@@ -124,19 +124,20 @@ entropy_ops::config_keys! {
         /// Publish bodies, `max_buffered_request_bytes` for public requests, the rest for
         /// responses. Past a part, requests wait or are refused (RESOURCE_EXHAUSTED) and draws
         /// wait, then are refused. docs/security.md gives the worst case as a formula.
-        max_buffered_bytes: usize = 256 << 20,
+        max_buffered_bytes: usize = 128 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Process-wide ceiling on buffered request and response bytes");
         /// The part of `max_buffered_bytes` for public calls in progress (each holds its header
-        /// block and 16 KiB, what a call costs, plus its body past 8 KiB) and answers without
+        /// block and 20 KiB, what a call costs, plus its body past 8 KiB) and answers without
         /// entropy (health, status, reflection) not yet written. When it is full, the connection
-        /// that never authenticated and holds the most of it is closed; a call that still finds
-        /// no room within 100 ms is refused at once (RESOURCE_EXHAUSTED), and bodies wait.
-        max_buffered_request_bytes: usize = 64 << 20,
+        /// that holds the most of it is closed (one that never authenticated first); a call
+        /// that still finds no room within 100 ms is refused (RESOURCE_EXHAUSTED), and bodies
+        /// wait.
+        max_buffered_request_bytes: usize = 32 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Public request bytes held at once, bytes (part of max_buffered_bytes)");
         /// What one public connection may hold of `max_buffered_request_bytes`: every call in
-        /// progress holds its header block and 16 KiB (what a call costs), plus its body past
+        /// progress holds its header block and 20 KiB (what a call costs), plus its body past
         /// 8 KiB, so the default admits every one of `max_streams_per_connection` calls.
         max_buffered_request_bytes_per_connection: usize = 4 << 20,
             flag(usize, "BYTES"), unit("bytes"),
@@ -145,7 +146,7 @@ entropy_ops::config_keys! {
         /// together (a body is authenticated only once whole); past it, bodies wait and HTTP/2
         /// flow control stops their senders. Kept for collectors: public traffic cannot use it.
         /// At least max_chunk_bytes + 65536.
-        ingest_max_buffered_bytes: usize = 64 << 20,
+        ingest_max_buffered_bytes: usize = 32 << 20,
             flag(usize, "BYTES"), unit("bytes"),
             help("Publish bodies held at once, bytes (part of max_buffered_bytes)");
         /// Most open connections on the ingest listener (collectors are few).
@@ -165,14 +166,16 @@ entropy_ops::config_keys! {
         /// Most open connections on the public listener; past it a new connection takes the
         /// place of the oldest one that never authenticated, or is closed at once. It must fit
         /// the file-descriptor limit with the ingest listener's (checked at start, after raising
-        /// the soft limit to the hard one); 0 picks the most that fit, at most 1024 (so the
+        /// the soft limit to the hard one); 0 picks the most that fit, at most 512 (so the
         /// default config's worst-case memory fits a small host: `--print-bounds`).
         max_connections: usize = 0,
             flag(usize, "N"), unit("count"),
-            help("Most open public connections, 0 = what the fd limit allows, at most 1024");
+            help("Most open public connections, 0 = what the fd limit allows, at most 512");
         /// Most concurrent calls (HTTP/2 streams) per connection, announced in SETTINGS: compliant
         /// clients queue further calls, and a stream opened past it is refused (REFUSED_STREAM).
-        max_streams_per_connection: u32 = 256,
+        /// Each stream a peer holds open costs about 2 KiB whether or not its call is admitted,
+        /// so this is a factor of every connection's worst case (`--print-bounds`).
+        max_streams_per_connection: u32 = 100,
             flag(u32, "N"), unit("count"),
             help("Most concurrent calls per connection");
         /// A connection with no call in progress for this long is closed (0: never). PINGs and

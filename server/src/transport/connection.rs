@@ -76,6 +76,8 @@ pub struct Activity {
     key: std::sync::OnceLock<Box<str>>,
     /// Told to close (its place went to a newer connection).
     evicted: AtomicBool,
+    /// One of its calls waits for room on the process's request allowance.
+    charge_waiting: AtomicBool,
     /// The connection's read, to wake it on eviction.
     waker: AtomicWaker,
     /// Its place under the cap, taken away on eviction.
@@ -104,6 +106,7 @@ impl Activity {
             proven: AtomicBool::new(false),
             key: std::sync::OnceLock::new(),
             evicted: AtomicBool::new(false),
+            charge_waiting: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             slot: Mutex::new(Some(slot)),
             ledger: Ledger::default(),
@@ -155,6 +158,12 @@ impl Activity {
         Some(Duration::from_millis(self.now_ms().saturating_sub(since)))
     }
 
+    /// The connection's one place to wait for a call's charge, while it lasts; `None` when
+    /// another call holds it.
+    pub(super) fn wait_for_charge(self: &Arc<Self>) -> Option<ChargeWait> {
+        (!self.charge_waiting.swap(true, Ordering::AcqRel)).then(|| ChargeWait(self.clone()))
+    }
+
     pub(super) fn call_started(self: &Arc<Self>) -> CallGuard {
         self.calls.fetch_add(1, Ordering::AcqRel);
         CallGuard(self.clone())
@@ -190,6 +199,15 @@ impl Activity {
 
     pub(super) fn is_evicted(&self) -> bool {
         self.evicted.load(Ordering::Acquire)
+    }
+}
+
+/// A call of the connection waiting for its charge; dropping it frees the place.
+pub(super) struct ChargeWait(Arc<Activity>);
+
+impl Drop for ChargeWait {
+    fn drop(&mut self) {
+        self.0.charge_waiting.store(false, Ordering::Release);
     }
 }
 

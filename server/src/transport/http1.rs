@@ -120,7 +120,8 @@ where
         return Ok(response);
     }
     let header = request.headers().iter().map(|(n, v)| n.as_str().len() + v.len() + 32).sum();
-    let Some(call) = super::stream::call_charge(&admission, &accounts, header).await else {
+    let Some(call) = super::stream::call_charge(&admission, &activity, &accounts, header).await
+    else {
         let status = tonic::Status::resource_exhausted(
             "the gateway is shedding load: its request allowance is full; nothing was read or \
              drawn, retry later",

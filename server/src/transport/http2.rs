@@ -101,9 +101,7 @@ pub(super) async fn serve<IO, S, B>(
         };
         tokio::select! {
             accepted = connection.accept() => match accepted {
-                Some(Ok((request, respond))) => {
-                    streams.spawn(stream::serve(ctx.clone(), request, respond));
-                }
+                Some(Ok((request, respond))) => stream::accept(&ctx, &streams, request, respond),
                 Some(Err(e)) => {
                     tracing::debug!("HTTP/2 connection ended: {e}");
                     break;

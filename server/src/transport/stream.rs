@@ -2,9 +2,10 @@
 //! sent only as fast as the peer's flow-control windows admit, each message settled when its
 //! last byte leaves.
 //!
-//! **Request.** The request's header block is held on the connection's and the process's
-//! request allowances for as long as the call lasts; when there is no room the call is refused
-//! at once (RESOURCE_EXHAUSTED, nothing read or drawn: load shedding). Its body is read within
+//! **Request.** The request's header block and [`CALL_BYTES`] are held on the connection's and
+//! the process's request allowances for as long as the call lasts, charged before a task is
+//! spawned for it; when there is no room the call is refused (RESOURCE_EXHAUSTED, nothing read
+//! or drawn: load shedding), at once or after a short wait ([`charge_now`]). Its body is read within
 //! the same allowances ([`super::request_body`]).
 //!
 //! **Response.** A body frame goes to h2 once the stream's window admits a byte of it (a
@@ -31,15 +32,15 @@ use prost::bytes::Bytes;
 use tokio::time::Instant;
 
 use super::budget::{Account, Holds};
-use super::connection::{Activity, ConnectionInfo};
+use super::connection::{Activity, ChargeWait, ConnectionInfo};
 use super::dues::{Dues, MessageEnds};
 use super::ledger::{Due, Settle};
 use super::request_body::{H2Request, RequestBody};
 
 /// What a call in progress costs beyond its header block, at most: h2's state for the stream,
-/// the task serving it, the handler's future and the decoder's buffer. Measured: 15 to 17 KiB
-/// a call, for calls waiting for their body or stuck behind a shut window (docs/security.md).
-pub const CALL_BYTES: usize = 16 << 10;
+/// the task serving it, the handler's future and the decoder's buffer. Measured: 18.5 to 18.8
+/// KiB a call, 16,000 to 64,000 partial calls held at once (docs/security.md).
+pub const CALL_BYTES: usize = 20 << 10;
 /// Request body bytes a call's charge covers: the decoder's first buffer holds them anyway,
 /// so requests that small (every EntropyService and health request) hold nothing more.
 pub const PREPAID_BODY_BYTES: usize = 8 << 10;
@@ -71,11 +72,59 @@ enum Cut {
     Failed,
 }
 
-/// Serves one stream.
-pub(super) async fn serve<S, B>(
+/// Takes a stream h2 accepted: charges the call on the request allowances before anything is
+/// spawned for it (a task and its future cost more than h2's state for the stream, so a peer
+/// opening streams faster than they can be charged must not make the gateway hold a task for
+/// each), then serves it on `tasks`, or sheds it here.
+pub(super) fn accept<S, B>(
+    ctx: &Arc<StreamContext<S>>,
+    tasks: &tokio_util::task::TaskTracker,
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+) where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display + Send,
+{
+    let accounts = [ctx.activity.requests.clone(), ctx.requests.clone()];
+    let charge = header_bytes(&request) + CALL_BYTES;
+    let ctx = ctx.clone();
+    match charge_now(&ctx.activity, &accounts, charge) {
+        Charge::Held(call) => {
+            tasks.spawn(serve(ctx, request, respond, call));
+        }
+        Charge::Wait(waiting) => {
+            tasks.spawn(async move {
+                match wait_for_room(&ctx.admission, &accounts, charge, waiting).await {
+                    Some(call) => serve(ctx, request, respond, call).await,
+                    None => {
+                        ctx.events.shed();
+                        shed(&mut respond, &accounts);
+                    }
+                }
+            });
+        }
+        Charge::Shed => {
+            ctx.events.shed();
+            shed(&mut respond, &accounts);
+        }
+    }
+}
+
+/// Serves one stream whose call holds its charge (`_call`) until it ends.
+async fn serve<S, B>(
     ctx: Arc<StreamContext<S>>,
     request: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
+    _call: Holds,
 ) where
     S: tower::Service<
             http::Request<tonic::body::Body>,
@@ -90,11 +139,6 @@ pub(super) async fn serve<S, B>(
 {
     let id = respond.stream_id().as_u32();
     let accounts = [ctx.activity.requests.clone(), ctx.requests.clone()];
-    let Some(_call) = call_charge(&ctx.admission, &accounts, header_bytes(&request)).await else {
-        ctx.events.shed();
-        shed(&mut respond, &accounts);
-        return;
-    };
     let (mut parts, recv) = request.into_parts();
     parts.extensions.insert(ConnectionInfo { activity: ctx.activity.clone() });
     let body = RequestBody::new(H2Request(recv), accounts.clone(), PREPAID_BODY_BYTES);
@@ -315,19 +359,49 @@ async fn stalled<S>(ctx: &StreamContext<S>, id: u32, since: Instant) {
     }
 }
 
-/// Holds a call's charge (`header` bytes of header block and [`CALL_BYTES`]) on `accounts`
-/// (its connection's and the process's request allowances) for as long as the call lasts.
-/// When the process's is full, the unproven connection holding the most of it is closed and
-/// the call waits [`RELIEF_WAIT`] for room; `None` then means shed the call.
-pub(super) async fn call_charge(
+/// What a call's charge on the request allowances (its connection's and the process's) comes
+/// to when the call arrives.
+pub(super) enum Charge {
+    /// Held: the call holds it for as long as it lasts.
+    Held(Holds),
+    /// The process's allowance is full: the call may wait for room (the connection's one
+    /// place to wait is its).
+    Wait(ChargeWait),
+    /// Refuse the call at once.
+    Shed,
+}
+
+/// Charges a call of `charge` bytes (its header block and [`CALL_BYTES`]) on `accounts` now.
+///
+/// A call that finds no room on its own connection's allowance is shed at once: only the
+/// connection's own calls could make room. When the process's allowance is full, the call may
+/// wait ([`wait_for_room`]), one call per connection at a time: a waiting call holds its
+/// headers and its task, which no allowance counts yet, so a connection's other calls are shed
+/// instead of waiting beside it.
+pub(super) fn charge_now(
+    activity: &Arc<Activity>,
+    accounts: &[Account; 2],
+    charge: usize,
+) -> Charge {
+    if let Some(holds) = hold_now(accounts, charge) {
+        return Charge::Held(holds);
+    }
+    let own = &accounts[0];
+    if own.held() + charge > own.cap() {
+        return Charge::Shed;
+    }
+    activity.wait_for_charge().map_or(Charge::Shed, Charge::Wait)
+}
+
+/// Waits for room for a call's charge on a full process allowance: the connection holding the
+/// most of it is closed ([`super::Admission::relieve`]) and the call waits [`RELIEF_WAIT`];
+/// `None` means shed the call.
+pub(super) async fn wait_for_room(
     admission: &super::Admission,
     accounts: &[Account; 2],
-    header: usize,
+    charge: usize,
+    _waiting: ChargeWait,
 ) -> Option<Holds> {
-    let charge = header + CALL_BYTES;
-    if let Some(holds) = hold_now(accounts, charge) {
-        return Some(holds);
-    }
     let global = &accounts[1];
     if global.held() + charge.min(global.cap()) > global.cap() {
         admission.relieve();
@@ -338,6 +412,22 @@ pub(super) async fn call_charge(
         holds.add(account.hold(charge, deadline).await?);
     }
     Some(holds)
+}
+
+/// Holds a call's charge (`header` bytes of header block and [`CALL_BYTES`]), as [`charge_now`]
+/// and [`wait_for_room`] do; `None` means shed the call.
+pub(super) async fn call_charge(
+    admission: &super::Admission,
+    activity: &Arc<Activity>,
+    accounts: &[Account; 2],
+    header: usize,
+) -> Option<Holds> {
+    let charge = header + CALL_BYTES;
+    match charge_now(activity, accounts, charge) {
+        Charge::Held(holds) => Some(holds),
+        Charge::Wait(waiting) => wait_for_room(admission, accounts, charge, waiting).await,
+        Charge::Shed => None,
+    }
 }
 
 /// Holds `n` bytes on every one of `accounts` now, or on none.
