@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
-use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::ingest::replay::{FORGET_MARGIN, ReplayError};
-use entropy_gateway::ingest::verify::VerifyPolicy;
-use entropy_gateway::ingest::{Ingest, IngestError};
-use entropy_gateway::pool::Pool;
+use entropy_gateway::domain::ingest::keys::MacKeys;
+use entropy_gateway::domain::ingest::replay::{FORGET_MARGIN, ReplayError};
+use entropy_gateway::domain::ingest::verify::VerifyPolicy;
+use entropy_gateway::domain::ingest::{Ingest, IngestError};
+use entropy_gateway::domain::pool::Pool;
 use entropy_proto::signing::{chunk_mac, verify_chunk_mac};
 use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind, SourceReport};
 use entropy_testkit::chunk::Signer as Fixture;

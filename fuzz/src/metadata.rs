@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, KeyGrant};
+use entropy_gateway::domain::auth::{ApiKeys, KeyGrant};
 use entropy_gateway::grpc::auth::{ApiKeyAuth, key_store};
 use entropy_gateway::grpc::deadline::{client_deadline, parse_grpc_timeout};
 use tokio::time::Instant;

@@ -18,15 +18,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use entropy_gateway::auth::{KeyGrant, Scope};
+use entropy_gateway::domain::auth::{KeyGrant, Scope};
 use entropy_gateway::grpc::entropy_service::EntropyApi;
 use entropy_gateway::grpc::stream_random::DEFAULT_STREAM_CHUNK_BYTES;
-use entropy_gateway::health::Readiness;
-use entropy_gateway::ingest::Ingest;
-use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::ingest::verify::VerifyPolicy;
-use entropy_gateway::pool::{ChunkOrigin, Kinds, Pool};
-use entropy_gateway::quota::{KeyQuota, Limits};
+use entropy_gateway::domain::readiness::Readiness;
+use entropy_gateway::domain::ingest::Ingest;
+use entropy_gateway::domain::ingest::keys::MacKeys;
+use entropy_gateway::domain::ingest::verify::VerifyPolicy;
+use entropy_gateway::domain::pool::{ChunkOrigin, Kinds, Pool};
+use entropy_gateway::domain::quota::{KeyQuota, Limits};
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
     GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
@@ -145,14 +145,14 @@ impl Rig {
         let s = self.pool.stats();
         assert_eq!(
             s.ingested_total,
-            s.served_total + s.level as u64 + s.discarded_total,
+            s.kept() + s.level as u64 + s.discarded_total,
             "pool accounting: {s:?}"
         );
     }
 
     /// Bytes served so far must be the first bytes put in.
     fn served(&self) -> &[u8] {
-        &self.put[..self.pool.stats().served_total as usize]
+        &self.put[..self.pool.stats().kept() as usize]
     }
 }
 
@@ -195,7 +195,7 @@ fn refused(status: &Status, kinds: &[i32], fields: &[&str], rig: &Rig) {
         named.push("accept_kinds");
         invalid_argument(status, &named);
     }
-    assert_eq!(rig.pool.stats().served_total, 0, "a refused call consumes nothing");
+    assert_eq!(rig.pool.stats().kept(), 0, "a refused call consumes nothing");
 }
 
 /// Checks an error: INVALID_ARGUMENT naming one of `fields` first.
@@ -290,7 +290,7 @@ async fn stream(body: &[u8], pattern: u8) {
                         rig.tracker.close();
                         rig.tracker.wait().await;
                         rig.check_balance();
-                        assert_eq!(rig.pool.stats().served_total, 0, "nothing consumed");
+                        assert_eq!(rig.pool.stats().kept(), 0, "nothing consumed");
                         return;
                     }
                     Some(Err(status)) => panic!("stream failed: {status:?}"),
@@ -332,7 +332,7 @@ async fn integers(body: &[u8], pattern: u8) {
         Err(status) if status.code() == Code::Unavailable => {
             // Rejection sampling needed more than the pool held: nothing may be consumed.
             assert!(msg.min <= msg.max && (1..=10_000).contains(&msg.count), "{status:?}");
-            assert_eq!(rig.pool.stats().served_total, 0, "a failed call consumes nothing");
+            assert_eq!(rig.pool.stats().kept(), 0, "a failed call consumes nothing");
             assert_eq!(rig.pool.level(), n, "every drawn byte went back");
         }
         Err(status) => refused(&status, &msg.accept_kinds, &["count", "min"], &rig),

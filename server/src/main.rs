@@ -1,5 +1,5 @@
 //! `entropy-gateway`: parse and validate config, load keys and TLS, then serve until
-//! SIGTERM/SIGINT ([`entropy_gateway::launch`] does the work).
+//! SIGTERM/SIGINT ([`entropy_gateway::process::launch`] does the work).
 //!
 //! Exit codes: 0 clean shutdown, 64 bad config or usage (before anything is bound), 65 an
 //! ingest lease in `state_dir` that does not parse (before anything is bound), 1 runtime
@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use entropy_gateway::config::{self, ConfigFlags};
-use entropy_gateway::dev;
-use entropy_gateway::launch::Launch;
+use entropy_gateway::process::config::{self, ConfigFlags};
+use entropy_gateway::process::dev;
+use entropy_gateway::process::launch::Launch;
 
 const EX_USAGE: u8 = 64;
 
@@ -77,7 +77,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(Command::Keygen { name }) = &cli.command {
-        return match entropy_gateway::auth::generate_key(name) {
+        return match entropy_gateway::domain::auth::generate_key(name) {
             Ok((secret, entry)) => {
                 eprintln!("Secret (shown once; give it to the client, store it nowhere else):");
                 println!("{secret}");
@@ -94,7 +94,7 @@ fn main() -> ExitCode {
         };
     }
     if let Some(Command::DevCerts { out, hosts }) = &cli.command {
-        return match entropy_gateway::devcerts::generate(out, hosts) {
+        return match entropy_gateway::process::devcerts::generate(out, hosts) {
             Ok(c) => {
                 println!("CA (trust it):         {}", c.ca.display());
                 println!(
@@ -122,8 +122,8 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
-    let max_connections = match entropy_gateway::fd_limit::prepare(&config) {
-        Ok(n) => n,
+    let config = match entropy_gateway::process::fd_limit::prepare(config) {
+        Ok(config) => config,
         Err(e) => {
             eprintln!("entropy-gateway: {e}");
             return ExitCode::from(EX_USAGE);
@@ -146,13 +146,15 @@ fn main() -> ExitCode {
         );
     }
     if cli.print_bounds {
-        let bounds = entropy_gateway::bounds::of_config(&config, max_connections);
+        let bounds = entropy_gateway::process::bounds::of_config(&config);
         match config.log_format {
-            entropy_gateway::config::LogFormat::Json => match serde_json::to_string(&bounds) {
-                Ok(json) => println!("{json}"),
-                Err(e) => eprintln!("entropy-gateway: cannot print bounds: {e}"),
-            },
-            entropy_gateway::config::LogFormat::Text => println!("{bounds}"),
+            entropy_gateway::process::config::LogFormat::Json => {
+                match serde_json::to_string(&bounds) {
+                    Ok(json) => println!("{json}"),
+                    Err(e) => eprintln!("entropy-gateway: cannot print bounds: {e}"),
+                }
+            }
+            entropy_gateway::process::config::LogFormat::Text => println!("{bounds}"),
         }
         return ExitCode::SUCCESS;
     }

@@ -1,11 +1,11 @@
 //! docs/config.md's table for entropy-gateway is generated from the code (the one declaration
-//! of each key in `server/src/config/keys.rs`, and the defaults), so it cannot drift: this test
+//! of each key in `server/src/process/config/keys.rs`, and the defaults), so it cannot drift: this test
 //! fails when the file differs, and `UPDATE_CONFIG_REFERENCE=1 cargo test -p entropy-gateway
 //! --test config_reference` rewrites the table.
 
 use std::path::Path;
 
-use entropy_gateway::config::{GatewayConfig, KEY_DOCS};
+use entropy_gateway::process::config::{GatewayConfig, KEY_DOCS};
 use entropy_testkit::config_reference::{Reference, check_or_update};
 
 #[test]

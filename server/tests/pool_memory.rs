@@ -4,7 +4,7 @@
 //! A test binary of its own with one test: it measures this process's resident memory, which
 //! other tests running at the same time (the main suite runs many) would move.
 
-use entropy_gateway::pool::Pool;
+use entropy_gateway::domain::pool::Pool;
 
 /// Resident memory of this process, from /proc (Linux).
 fn rss_bytes() -> usize {

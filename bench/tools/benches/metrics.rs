@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use entropy_gateway::auth::{KeyGrant, Scope};
+use entropy_gateway::domain::auth::{KeyGrant, Scope};
+use entropy_gateway::domain::quota::{KeyQuota, Limits};
 use entropy_gateway::grpc::observe::Call;
 use entropy_gateway::metrics::{GatewayMetrics, Method};
-use entropy_gateway::quota::{KeyQuota, Limits};
 use entropy_proto::v1::GetRandomResponse;
 
 fn grant() -> Arc<KeyGrant> {

@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::ingest::verify::{VerifyPolicy, verify};
-use entropy_gateway::sampling::IntRange;
+use entropy_gateway::domain::ingest::keys::MacKeys;
+use entropy_gateway::domain::ingest::verify::{VerifyPolicy, verify};
+use entropy_gateway::domain::sampling::IntRange;
 use entropy_ops::clock::unix_ms_now;
 use entropy_proto::v1::PublishRequest;
 use entropy_testkit::chunk::Signer;

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use entropy_gateway::pool::{ChunkOrigin, Kinds, Pool};
+use entropy_gateway::domain::pool::{ChunkOrigin, Kinds, Pool};
 
 /// The record every stored chunk carries (one allocation per put, as ingest does).
 fn origin() -> Arc<ChunkOrigin> {

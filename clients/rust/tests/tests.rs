@@ -292,7 +292,8 @@ async fn rand_adapters_seed_and_serve() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_ca_file() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = entropy_gateway::devcerts::generate(dir.path(), &["localhost".into()]).unwrap();
+    let certs =
+        entropy_gateway::process::devcerts::generate(dir.path(), &["localhost".into()]).unwrap();
     let files = entropy_gateway::transport::tls::TlsFiles {
         cert: &certs.server_cert,
         key: &certs.server_key,

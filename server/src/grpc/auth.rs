@@ -18,8 +18,8 @@ use tonic::server::NamedService;
 use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 
-use crate::auth::ApiKeys;
-use crate::log_safety;
+use crate::domain::auth::ApiKeys;
+use crate::domain::log_safety;
 use crate::metrics::{AuthFailure, GatewayMetrics, Method};
 use crate::transport::CallSlot;
 

@@ -16,13 +16,14 @@
 //! the gateway's served and discarded bytes, which only grow.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 
-use super::observe::ServedMeter;
-use crate::quota::KeyQuota;
-use crate::transport::{Account, ConnectionInfo, Holds, Owing, Settle};
+use crate::domain::allowance::{Account, Holds};
+use crate::domain::quota::KeyQuota;
+use crate::domain::served::Totals;
+use crate::metrics::{GatewayMetrics, KeyHandles, Method};
+use crate::transport::{ConnectionInfo, Owing, Settle};
 
 /// Bytes a response carries besides its payload, at most: the gRPC prefix, field tags and
 /// lengths, and its provenance (kinds, two chunk references, the collector ids of a draw from
@@ -35,33 +36,30 @@ pub fn wire_bound(payload: usize) -> usize {
     payload + RESPONSE_OVERHEAD
 }
 
-/// The gateway's served, discarded and tested bytes, since it started (GetStatus, metrics).
-#[derive(Debug, Default)]
-pub struct Totals {
-    served: AtomicU64,
-    discarded: AtomicU64,
-    tested: AtomicU64,
+/// Counts bytes served for one call's method and key.
+#[derive(Debug, Clone)]
+pub struct ServedMeter {
+    metrics: Arc<GatewayMetrics>,
+    method: Method,
+    key: Option<Arc<KeyHandles>>,
 }
 
-impl Totals {
-    /// Bytes written to a caller's socket.
-    pub fn served(&self) -> u64 {
-        self.served.load(Ordering::Relaxed)
+impl ServedMeter {
+    /// A meter for calls of `method` by the key whose handles are `key`.
+    pub fn new(
+        metrics: &Arc<GatewayMetrics>,
+        method: Method,
+        key: Option<Arc<KeyHandles>>,
+    ) -> Self {
+        Self { metrics: metrics.clone(), method, key }
     }
 
-    /// Bytes drawn for callers that never got them (wiped where we held them).
-    pub fn discarded(&self) -> u64 {
-        self.discarded.load(Ordering::Relaxed)
-    }
-
-    /// Bytes drawn as CheckQuality samples, tested and wiped.
-    pub fn quality_tested(&self) -> u64 {
-        self.tested.load(Ordering::Relaxed)
-    }
-
-    /// Counts `n` bytes tested by CheckQuality.
-    pub fn tested(&self, n: usize) {
-        self.tested.fetch_add(n as u64, Ordering::Relaxed);
+    /// Counts `n` bytes as served.
+    pub fn served(&self, n: usize) {
+        self.metrics.served(self.method, n as u64);
+        if let Some(handles) = &self.key {
+            handles.served(n as u64);
+        }
     }
 }
 
@@ -132,7 +130,7 @@ impl Settle for Undelivered {
     fn delivered(mut self: Box<Self>) {
         let n = std::mem::take(&mut self.n);
         self.meter.served(n);
-        self.totals.served.fetch_add(n as u64, Ordering::Relaxed);
+        self.totals.count_served(n);
     }
 
     fn discarded(self: Box<Self>) {
@@ -143,7 +141,7 @@ impl Settle for Undelivered {
 impl Drop for Undelivered {
     fn drop(&mut self) {
         if self.n > 0 {
-            self.totals.discarded.fetch_add(self.n as u64, Ordering::Relaxed);
+            self.totals.count_discarded(self.n);
         }
     }
 }

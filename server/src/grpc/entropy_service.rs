@@ -16,7 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery::{self, Totals, Undelivered, wire_bound};
+use super::delivery::{self, Undelivered, wire_bound};
 use super::errors::take_failed;
 use super::observe::Call;
 use super::provenance;
@@ -24,13 +24,15 @@ use super::quality;
 pub use super::requests::MAX_COUNT;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
-use crate::auth::{KeyGrant, Scope};
-use crate::health::Readiness;
-use crate::ingest::Ingest;
+use crate::domain::allowance::Account;
+use crate::domain::auth::{KeyGrant, Scope};
+use crate::domain::ingest::Ingest;
+use crate::domain::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
+use crate::domain::readiness::Readiness;
+use crate::domain::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
+use crate::domain::served::Totals;
 use crate::metrics::{GatewayMetrics, Method};
-use crate::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
-use crate::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
-use crate::transport::{Account, ConnectionInfo};
+use crate::transport::ConnectionInfo;
 
 /// Most bytes one integer takes on the wire (a negative int64 as a varint).
 const INTEGER_WIRE_BYTES: usize = 10;
@@ -429,7 +431,7 @@ impl EntropyApi {
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
             .await
             .map_err(|e| Status::internal(format!("quality check failed: {e}")))??;
-        self.totals.tested(n);
+        self.totals.count_tested(n);
         Ok(Response::new(CheckQualityResponse { provenance, ..report }))
     }
 
@@ -484,7 +486,7 @@ impl EntropyApi {
                 Ok(()) if self.readiness.is_serving() => String::new(),
                 // Ready now, not yet published on grpc.health (polled every 100 ms).
                 Ok(()) => "not ready: readiness is being re-evaluated".into(),
-                Err(reason) => reason,
+                Err(unready) => unready.to_string(),
             },
         }))
     }

@@ -5,11 +5,11 @@
 
 use tonic::Status;
 
-use crate::ingest::IngestError;
-use crate::ingest::replay::ReplayError;
-use crate::ingest::verify::VerifyError;
-use crate::pool::TakeError;
-use crate::quota::QuotaError;
+use crate::domain::ingest::IngestError;
+use crate::domain::ingest::replay::ReplayError;
+use crate::domain::ingest::verify::VerifyError;
+use crate::domain::pool::TakeError;
+use crate::domain::quota::QuotaError;
 
 use super::deadline::Limit;
 use super::delivery::Full;

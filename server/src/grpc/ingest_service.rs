@@ -6,8 +6,8 @@ use entropy_proto::v1::ingest_service_server::IngestService;
 use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
-use crate::ingest::{Ingest, IngestError};
-use crate::log_safety::{self, escape};
+use crate::domain::ingest::{Ingest, IngestError};
+use crate::domain::log_safety::{self, escape};
 use crate::transport::CallSlot;
 
 /// The IngestService implementation.
@@ -70,7 +70,7 @@ impl IngestService for IngestApi {
     }
 }
 
-/// A sender-chosen string made safe for one log line (see [`crate::log_safety`]).
+/// A sender-chosen string made safe for one log line (see [`crate::domain::log_safety`]).
 fn loggable(s: &str) -> String {
     escape(s)
 }

@@ -12,31 +12,13 @@ use std::time::Instant;
 
 use tonic::{Code, Status};
 
-use super::delivery::Undelivered;
+use super::delivery::{ServedMeter, Undelivered};
 use super::errors::quota_exceeded;
-use crate::auth::{KeyGrant, Scope};
-use crate::log_safety::{self, escape};
+use crate::domain::auth::{KeyGrant, Scope};
+use crate::domain::log_safety::{self, escape};
+use crate::domain::quota::QuotaError;
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
-use crate::quota::QuotaError;
 use crate::transport::Dues;
-
-/// Counts bytes served for one call's method and key.
-#[derive(Debug, Clone)]
-pub struct ServedMeter {
-    metrics: Arc<GatewayMetrics>,
-    method: Method,
-    key: Option<Arc<KeyHandles>>,
-}
-
-impl ServedMeter {
-    /// Counts `n` bytes as served.
-    pub fn served(&self, n: usize) {
-        self.metrics.served(self.method, n as u64);
-        if let Some(handles) = &self.key {
-            handles.served(n as u64);
-        }
-    }
-}
 
 /// A call in progress.
 #[derive(Debug)]
@@ -140,11 +122,11 @@ impl Call {
     /// A meter that counts bytes as served for this call's method and key, for bytes that
     /// leave from elsewhere (a stream's outbox, as the transport takes each message).
     pub fn meter(&self) -> ServedMeter {
-        ServedMeter {
-            metrics: self.metrics.clone(),
-            method: self.method,
-            key: self.key.as_ref().map(|(_, handles)| handles.clone()),
-        }
+        ServedMeter::new(
+            &self.metrics,
+            self.method,
+            self.key.as_ref().map(|(_, handles)| handles.clone()),
+        )
     }
 
     /// Ends a unary call with its result. A successful response carries what the call drew

@@ -3,7 +3,7 @@
 use entropy_proto::v1::{ChunkRef, ClassLevel, DrawProvenance, SourceKind};
 use tokio::time::Instant;
 
-use crate::pool::{ChunkOrigin, ClassLevels, Kinds, Provenance, Segment};
+use crate::domain::pool::{ChunkOrigin, ClassLevels, Kinds, Provenance, Segment};
 
 /// The wire form of a draw made of `segments` (in byte order), as of `now`; `None` for no
 /// bytes (a draw of zero bytes has no origin).

@@ -7,7 +7,7 @@ use entropy_quality::{analyze, reference_pi, thresholds};
 use tonic::Status;
 
 use super::deadline::Limit;
-use crate::secret::SecretBytes;
+use crate::domain::secret::SecretBytes;
 
 /// The status for a check that could not start before its deadline because another was
 /// running (the gateway runs one at a time); nothing was drawn.

@@ -10,10 +10,10 @@ use entropy_quality::MIN_SAMPLE_BYTES;
 use tonic::Status;
 
 use super::errors::out_of_range;
-use crate::config::MAX_GET_RANDOM_BYTES;
-use crate::ingest::kind_of;
-use crate::pool::Kinds;
-use crate::sampling::IntRange;
+use crate::domain::ingest::kind_of;
+use crate::domain::pool::Kinds;
+use crate::domain::sampling::IntRange;
+use crate::process::config::MAX_GET_RANDOM_BYTES;
 
 /// Largest `count` of GetIntegers, GetFloats and GetUuids.
 pub const MAX_COUNT: u32 = 10_000;

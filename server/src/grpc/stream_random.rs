@@ -41,14 +41,16 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 use super::deadline::Limit;
-use super::delivery::{self, Totals, Undelivered, wire_bound};
+use super::delivery::{self, Undelivered, wire_bound};
 use super::errors::{out_of_range, take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::requests::accept_kinds;
-use crate::pool::{Drawn, Kinds, Pool, QUANTUM, TakeError, Tenant};
-use crate::quota::{KeyQuota, StreamSlot};
-use crate::transport::{Account, ConnectionInfo, Dues};
+use crate::domain::allowance::Account;
+use crate::domain::pool::{Drawn, Kinds, Pool, QUANTUM, TakeError, Tenant};
+use crate::domain::quota::{KeyQuota, StreamSlot};
+use crate::domain::served::Totals;
+use crate::transport::{ConnectionInfo, Dues};
 
 /// Default `StreamRandomRequest.chunk_bytes`.
 pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;

@@ -14,10 +14,10 @@ use std::time::Duration;
 use entropy_ops::registry::Registry;
 use metrics::{Counter, Gauge, Histogram};
 
-use crate::grpc::delivery::Totals;
-use crate::ingest::counters::IngestCounters;
-use crate::pool::{ClassLevels, Kinds, PoolStats};
-use crate::transport::{Budget, Events};
+use crate::domain::allowance::Budget;
+use crate::domain::ingest::counters::IngestCounters;
+use crate::domain::pool::{ClassLevels, Kinds, PoolStats};
+use crate::domain::served::Totals;
 
 mod families;
 mod labels;
@@ -27,7 +27,7 @@ pub use families::FAMILIES;
 pub use labels::{AuthFailure, KeyLabel, Method, QuotaLimit};
 
 /// The `reason` label of a chunk that was not stored: every `IngestError::reason`.
-pub use crate::ingest::counters::REJECT_REASONS as INGEST_REJECT_REASONS;
+pub use crate::domain::ingest::counters::REJECT_REASONS as INGEST_REJECT_REASONS;
 
 /// Handles of one API key.
 #[derive(Debug)]
@@ -104,8 +104,8 @@ pub struct GatewayMetrics {
     key_label: KeyLabel,
     public_connections: ConnectionMetrics,
     ingest_connections: ConnectionMetrics,
-    public_events: Events,
-    ingest_events: Events,
+    public_events: ListenerEvents,
+    ingest_events: ListenerEvents,
     buffered: [(Gauge, Gauge); 3],
     discarded: Counter,
     quality_tested: Counter,
@@ -134,7 +134,7 @@ impl GatewayMetrics {
                 &[("listener", listener), ("scope", "connection")],
             ),
         };
-        let events = |listener| Events {
+        let events = |listener| ListenerEvents {
             shed: r.counter("entropy_gateway_requests_shed_total", &[("listener", listener)]),
             stream_stalled: r.counter(
                 "entropy_gateway_send_timeouts_total",
@@ -308,7 +308,7 @@ impl GatewayMetrics {
     }
 
     /// The transport's refusal and send-timeout counters of `listener` ("public" or "ingest").
-    pub fn transport_events(&self, listener: &str) -> Events {
+    pub fn transport_events(&self, listener: &str) -> ListenerEvents {
         if listener == "ingest" { self.ingest_events.clone() } else { self.public_events.clone() }
     }
 
@@ -360,6 +360,27 @@ fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     m.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Counters of what a listener's transport refuses or cuts.
+#[derive(Debug, Clone)]
+pub struct ListenerEvents {
+    /// Calls refused because a request allowance was full.
+    pub shed: Counter,
+    /// Responses reset because their bytes waited longer than the send timeout.
+    pub stream_stalled: Counter,
+}
+
+impl ListenerEvents {
+    /// Counts a call shed for a full request allowance.
+    pub fn shed(&self) {
+        self.shed.increment(1);
+    }
+
+    /// Counts a response reset for a stalled send.
+    pub fn stream_stalled(&self) {
+        self.stream_stalled.increment(1);
+    }
 }
 
 #[cfg(test)]

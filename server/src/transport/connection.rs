@@ -31,8 +31,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Sleep;
 
-use super::budget::Account;
 use super::ledger::Ledger;
+use crate::domain::allowance::Account;
 use crate::metrics::OpenConnection;
 
 /// A connection's place under its listener's cap, and in its open-connection gauge. It moves

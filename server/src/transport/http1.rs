@@ -24,11 +24,11 @@ use prost::bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{Account, Holds, Waiter};
 use super::connection::{Activity, ConnectionInfo};
 use super::dues::{Dues, MessageEnds};
 use super::ledger::Due;
 use super::request_body::RequestBody;
+use crate::domain::allowance::{Account, Holds, Waiter};
 
 /// Largest body frame handed to hyper at once.
 pub const PIECE: usize = 64 << 10;

@@ -6,7 +6,7 @@
 //! A response is *delivered* when its bytes have been written to the socket (or handed to
 //! TLS), not when the HTTP/2 layer takes them: h2 keeps what a stream's window admits until
 //! the socket accepts it, and a client that stops reading must not make those bytes count as
-//! served, nor free the allowances ([`super::budget`]) that bound what it can make us hold.
+//! served, nor free the allowances ([`crate::domain::allowance`]) that bound what it can make us hold.
 //!
 //! # How
 //!

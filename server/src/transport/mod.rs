@@ -17,12 +17,11 @@
 //!   or, for gRPC-Web over plaintext, [`http1`] (hyper).
 //! - [`calls`]: which calls keep the connection from being idle.
 //!
-//! Every buffer counts against [`budget`] accounts: per key (the key's
+//! Every buffer counts against [`crate::domain::allowance`] accounts: per key (the key's
 //! `max_undelivered_bytes`), per connection and for the whole process. docs/security.md
 //! ("Resource bounds") gives each listener's worst case as a formula of the config.
 
 pub mod admission;
-pub mod budget;
 pub mod calls;
 pub mod connection;
 pub mod dues;
@@ -43,7 +42,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use metrics::Counter;
 use prost::bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -51,8 +49,9 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::domain::allowance::Account;
+
 pub use admission::Admission;
-pub use budget::{Account, Budget, Hold, Holds};
 pub use calls::{CallSlot, TrackCalls, TrackCallsLayer};
 pub use connection::{Activity, ConnectionInfo, ConnectionLimits, Owing};
 pub use dues::Dues;
@@ -64,25 +63,6 @@ use connection::Conn;
 use stream::StreamContext;
 use write_coalesce::{Coalesce, Outbound};
 use written::Written;
-
-/// Counters of what the transport refuses or cuts, for metrics.
-#[derive(Debug, Clone)]
-pub struct Events {
-    /// Calls refused because a request allowance was full.
-    pub shed: Counter,
-    /// Responses reset because their bytes waited longer than the send timeout.
-    pub stream_stalled: Counter,
-}
-
-impl Events {
-    fn shed(&self) {
-        self.shed.increment(1);
-    }
-
-    fn stream_stalled(&self) {
-        self.stream_stalled.increment(1);
-    }
-}
 
 /// One listener: what it admits, how it speaks, and the process account its requests use.
 #[derive(Debug, Clone)]
@@ -98,7 +78,7 @@ pub struct Listener {
     /// The process's account for this listener's requests (public requests, or ingest bodies).
     pub requests: Account,
     /// Where refusals and cuts are counted.
-    pub events: Events,
+    pub events: crate::metrics::ListenerEvents,
 }
 
 /// Serves `service` on `tcp` for `listener` until `shutdown`; then stops accepting and waits

@@ -21,8 +21,8 @@ use std::task::{Context, Poll, ready};
 use http_body::Frame;
 use prost::bytes::Bytes;
 
-use super::budget::{Account, Holds, Waiter};
 use super::framing::Framing;
+use crate::domain::allowance::{Account, Holds, Waiter};
 
 /// Where a request body comes from: a body, and how to let its sender send more.
 pub trait Inbound: http_body::Body<Data = Bytes> + Unpin {

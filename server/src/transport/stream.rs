@@ -31,11 +31,11 @@ use h2::{Reason, RecvStream, SendStream};
 use prost::bytes::Bytes;
 use tokio::time::Instant;
 
-use super::budget::{Account, Holds};
 use super::connection::{Activity, ChargeWait, ConnectionInfo};
 use super::dues::{Dues, MessageEnds};
 use super::ledger::{Due, Settle};
 use super::request_body::{H2Request, RequestBody};
+use crate::domain::allowance::{Account, Holds};
 
 /// What a call in progress costs beyond its header block, at most: h2's state for the stream,
 /// the task serving it, the handler's future and the decoder's buffer. Measured: 18.5 to 18.8
@@ -58,7 +58,7 @@ pub(super) struct StreamContext<S> {
     /// The process's account for this listener's requests (public requests, or ingest).
     pub(super) requests: Account,
     pub(super) send_timeout: Option<Duration>,
-    pub(super) events: super::Events,
+    pub(super) events: crate::metrics::ListenerEvents,
 }
 
 /// How a response ended other than with all its bytes sent.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{
     GetRandomRequest, GetStatusRequest, GetStatusResponse, StreamRandomRequest,
@@ -20,7 +20,7 @@ use super::support::{TestGateway, start_with_keys, test_config, with_key};
 /// A gateway with an empty pool and a key per name (each key's secret is its name).
 async fn gateway(
     names: &[&str],
-    edit: impl FnOnce(&mut entropy_gateway::config::GatewayConfig),
+    edit: impl FnOnce(&mut entropy_gateway::process::config::GatewayConfig),
 ) -> TestGateway {
     let text: String = names
         .iter()

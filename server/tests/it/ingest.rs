@@ -1,7 +1,7 @@
 //! IngestService over the wire: replayed, forged, stale, oversize chunks, a full pool, and
 //! restarts on one state_dir (the ingest lease).
 
-use entropy_gateway::ingest::lease::LEASE_MARGIN_MS;
+use entropy_gateway::domain::ingest::lease::LEASE_MARGIN_MS;
 use entropy_proto::signing::chunk_mac;
 use entropy_proto::v1::Mixing;
 use tonic::Code;
@@ -162,7 +162,7 @@ async fn a_full_pool_refuses_whole_chunks_and_takes_them_later() {
 }
 
 /// A test gateway keeping its ingest lease in `dir`, with `skew_ms` as `max_future_skew_ms`.
-fn leased(dir: &std::path::Path, skew_ms: u64) -> entropy_gateway::config::GatewayConfig {
+fn leased(dir: &std::path::Path, skew_ms: u64) -> entropy_gateway::process::config::GatewayConfig {
     test_config(|c| {
         c.state_dir = Some(dir.to_owned());
         c.max_future_skew_ms = skew_ms;
@@ -256,7 +256,7 @@ async fn with_its_lease_deleted_a_gateway_starts_a_new_state_from_start_plus_ske
     let ahead = first.signer.sign_at(vec![5; 100], Mixing::None, sources, now + 90);
     first.ingest_client().await.publish(ahead.clone()).await.expect("stored");
     first.stop().await;
-    let lease = dir.path().join(entropy_gateway::ingest::lease::LEASE_FILE);
+    let lease = dir.path().join(entropy_gateway::domain::ingest::lease::LEASE_FILE);
     std::fs::remove_file(&lease).unwrap();
 
     let started = entropy_ops::clock::unix_ms_now();

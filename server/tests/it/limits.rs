@@ -38,17 +38,17 @@ fn waiting_call(client: &EntropyServiceClient<Channel>) -> tokio::task::JoinHand
 }
 
 /// The test key and one more, `OTHER_KEY`.
-fn two_keys() -> entropy_gateway::auth::ApiKeys {
+fn two_keys() -> entropy_gateway::domain::auth::ApiKeys {
     let text: String = [("test", super::support::API_KEY), ("other", OTHER_KEY)]
         .iter()
         .map(|(name, secret)| {
-            let sha = hex::encode(entropy_gateway::auth::digest(secret.as_bytes()));
+            let sha = hex::encode(entropy_gateway::domain::auth::digest(secret.as_bytes()));
             format!("[[key]]\nname = \"{name}\"\nsha256 = \"{sha}\"\n")
         })
         .collect();
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), text).expect("write keys");
-    entropy_gateway::auth::ApiKeys::load_file(file.path()).expect("keys")
+    entropy_gateway::domain::auth::ApiKeys::load_file(file.path()).expect("keys")
 }
 
 const OTHER_KEY: &str = "other-key-0123456789";

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use entropy_collector::signer::ChunkSigner;
 use entropy_gateway::Gateway;
-use entropy_gateway::auth::{ApiKeys, digest};
-use entropy_gateway::config::GatewayConfig;
-use entropy_gateway::ingest::keys::MacKeys;
+use entropy_gateway::domain::auth::{ApiKeys, digest};
+use entropy_gateway::domain::ingest::keys::MacKeys;
+use entropy_gateway::process::config::GatewayConfig;
+use entropy_gateway::process::fd_limit;
 use entropy_proto::v1::{
     GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
     StreamRandomRequest,
@@ -55,7 +56,7 @@ pub(super) async fn start(edit: impl FnOnce(&mut GatewayConfig)) -> (TestGateway
     let metrics_addr = metrics.local_addr().unwrap();
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("mac key");
-    let config = test_config(edit);
+    let config = fd_limit::prepare(test_config(edit)).expect("descriptors for the test config");
     let gateway_id = config.gateway_id.clone();
     let gateway = Gateway::new(config, keys, mac_keys).with_metrics_listener(metrics);
     let accepts_from_unix_ms = gateway.accepts_chunks_from_unix_ms();

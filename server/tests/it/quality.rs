@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::{
     CheckQualityRequest, GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetUuidsRequest,
     SourceKind, StreamRandomRequest,

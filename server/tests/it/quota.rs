@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, StreamRandomRequest};
 use tokio_stream::StreamExt;
 use tonic::Code;

@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use entropy_collector::signer::ChunkSigner;
 use entropy_gateway::Gateway;
-use entropy_gateway::auth::ApiKeys;
-use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::domain::allowance::Budget;
+use entropy_gateway::domain::auth::ApiKeys;
+use entropy_gateway::domain::ingest::keys::MacKeys;
+use entropy_gateway::domain::ingest::lease::Lease;
 use entropy_gateway::grpc::stream_random::ShutdownCuts;
-use entropy_gateway::ingest::keys::MacKeys;
-use entropy_gateway::ingest::lease::Lease;
-use entropy_gateway::server::{ListenerTls, ServeError};
-use entropy_gateway::transport::Budget;
+use entropy_gateway::process::config::GatewayConfig;
+use entropy_gateway::process::fd_limit;
+use entropy_gateway::process::server::{ListenerTls, ServeError};
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{GetStatusRequest, GetStatusResponse, Mixing, PublishRequest};
@@ -113,6 +114,8 @@ fn start_unwaited(
     keys: ApiKeys,
 ) -> TestGateway {
     let (public_addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
+    // As the binary does before it builds a gateway: `max_connections = 0` resolved once.
+    let config = fd_limit::prepare(config).expect("descriptors for the test config");
     let gateway_id = config.gateway_id.clone();
     let mut mac_keys = MacKeys::default();
     mac_keys.insert(MAC_KEY_ID, MAC_KEY.to_vec()).expect("valid key");

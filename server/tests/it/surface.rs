@@ -1,7 +1,7 @@
 //! What a peer without a key can reach on the public listener: reflection describes only the
 //! public contract, and no service there accepts a request past the 16 KiB cap.
 
-use entropy_gateway::server::MAX_PUBLIC_REQUEST_BYTES;
+use entropy_gateway::process::server::MAX_PUBLIC_REQUEST_BYTES;
 use tokio_stream::StreamExt;
 use tonic::Code;
 use tonic::transport::Channel;

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_collector::publisher::{Delivery, Publisher, RetryPolicy};
-use entropy_gateway::devcerts::{self, DevCerts};
-use entropy_gateway::server::ListenerTls;
+use entropy_gateway::process::devcerts::{self, DevCerts};
+use entropy_gateway::process::server::ListenerTls;
 use entropy_gateway::transport::tls::{TlsFiles, server_config};
 use entropy_proto::v1::GetStatusRequest;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;

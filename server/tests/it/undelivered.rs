@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, digest};
-use entropy_gateway::config::GatewayConfig;
+use entropy_gateway::domain::auth::{ApiKeys, digest};
+use entropy_gateway::process::config::GatewayConfig;
 use entropy_proto::v1::{
     GetRandomRequest, GetStatusRequest, GetStatusResponse, StreamRandomRequest,
 };

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use entropy_gateway::auth::{ApiKeys, digest};
+use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::{
     GetRandomRequest, GetRandomResponse, GetStatusRequest, StreamRandomRequest,
     StreamRandomResponse,

@@ -130,7 +130,7 @@ impl IngestService for Echo {
 }
 
 fn server(stream_window: u32, connection_window: u32) -> Server {
-    // The gateway's settings (server/src/server.rs), so only the work differs.
+    // The gateway's settings (server/src/process/server.rs), so only the work differs.
     Server::builder()
         .max_concurrent_streams(256)
         .initial_stream_window_size(stream_window)

@@ -5,8 +5,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use entropy_diode_client::Client;
-use entropy_gateway::config::GatewayConfig;
-use entropy_gateway::{Gateway, dev};
+use entropy_gateway::Gateway;
+use entropy_gateway::process::config::GatewayConfig;
+use entropy_gateway::process::dev;
+use entropy_gateway::process::fd_limit;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -56,11 +58,12 @@ pub async fn dev_gateway_on(
     let keys = dev::keys(Some(KEY.into())).unwrap();
     let shutdown = CancellationToken::new();
     let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
+    let config = fd_limit::prepare(config).expect("descriptors for the dev config");
     let (gateway_id, start_after) =
         (config.gateway_id.clone(), config.max_future_skew() + dev::FEED_START_MARGIN);
     let tls_on = tls.is_some();
     let gateway = Gateway::new(config, keys.api_keys, keys.mac_keys)
-        .with_tls(entropy_gateway::server::ListenerTls { public: tls, ingest: None });
+        .with_tls(entropy_gateway::process::server::ListenerTls { public: tls, ingest: None });
     dev::spawn_feed(
         ingest_addr,
         &gateway_id,

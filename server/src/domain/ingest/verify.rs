@@ -21,7 +21,7 @@ use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind};
 
 use super::keys::{MAX_KEY_ID_BYTES, MacKeys};
 use super::replay::StreamId;
-use crate::secret::SecretBytes;
+use crate::domain::secret::SecretBytes;
 
 /// Longest collector id and source name, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
@@ -308,7 +308,7 @@ pub(crate) mod tests {
     use entropy_testkit::chunk::Signer;
 
     use super::*;
-    use crate::ingest::lease::new_state_accepts_from;
+    use crate::domain::ingest::lease::new_state_accepts_from;
 
     pub(crate) const KEY: [u8; 32] = [9; 32];
     pub(crate) const NOW: i64 = 1_800_000_000_000;

@@ -38,7 +38,7 @@ use tonic::service::Routes;
 use tonic_web::{GrpcWebLayer, GrpcWebService};
 use tower::{Layer, Service};
 
-use crate::config::ConfigError;
+use crate::process::config::ConfigError;
 
 /// Most entries in `grpc_web_allowed_origins`.
 pub const MAX_ORIGINS: usize = 64;
@@ -298,7 +298,7 @@ mod tests {
     #[test]
     #[allow(clippy::result_large_err)] // figment's Jail API fixes the closure's error type
     fn origins_come_from_a_toml_array_in_the_environment_or_a_comma_list_flag() {
-        use crate::config::{ConfigFlags, load};
+        use crate::process::config::{ConfigFlags, load};
         use clap::Parser;
 
         #[derive(Parser)]

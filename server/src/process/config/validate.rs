@@ -111,8 +111,8 @@ impl GatewayConfig {
             );
         }
         // One call: the largest request, its header block, and what a call costs.
-        let request = crate::server::MAX_PUBLIC_REQUEST_BYTES
-            + crate::server::MAX_HEADER_LIST_BYTES as usize
+        let request = crate::process::server::MAX_PUBLIC_REQUEST_BYTES
+            + crate::process::server::MAX_HEADER_LIST_BYTES as usize
             + crate::transport::CALL_BYTES;
         if !(request..=1 << 32).contains(&self.max_buffered_request_bytes_per_connection) {
             return bad(
@@ -175,7 +175,7 @@ impl GatewayConfig {
             );
         }
         entropy_ops::logging::check_filter(&self.log_filter)?;
-        crate::grpc_web::validate(self.grpc_web_enabled, &self.grpc_web_allowed_origins)?;
+        crate::grpc::web::validate(self.grpc_web_enabled, &self.grpc_web_allowed_origins)?;
         if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
             return bad("tls_key_file", "tls_cert_file and tls_key_file go together".into());
         }

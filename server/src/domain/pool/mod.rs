@@ -51,8 +51,11 @@
 //! # Accounting
 //!
 //! Every byte stored is, at any time, in exactly one place:
-//! `ingested = served + level + reserved + discarded + expired + evicted`, where `level` is the
-//! unclaimed bytes and `reserved` those assigned to takes still waiting for more.
+//! `ingested = kept + level + reserved + discarded + expired + evicted`, where `level` is the
+//! unclaimed bytes, `reserved` those assigned to takes still waiting for more, and `kept` the
+//! bytes taken and neither given back nor wiped for age ([`PoolStats::kept`]: with their
+//! callers; whether a caller got them is the delivery layer's count, not the pool's). Every
+//! counter only grows: a give-back is counted as one, not subtracted from the takes.
 //!
 //! # Age limit
 //!
@@ -73,7 +76,7 @@ use std::task::{Context, Poll};
 
 use tokio::time::{Duration, Instant};
 
-use crate::secret::SecretBytes;
+use crate::domain::secret::SecretBytes;
 use arena::{Arena, Lane};
 use fair::{Progress, Scheduler};
 pub use fair::{QUANTUM, Tenant};
@@ -258,14 +261,15 @@ pub enum TakeError {
 
 /// Running totals, in bytes, since the pool was created.
 ///
-/// They balance: `ingested = served + level + reserved + discarded + expired + evicted`, where
-/// `reserved` are bytes assigned to takes still waiting for the rest of what they asked for.
+/// They only grow, and balance as the module's opening comment says.
 #[derive(Debug, Default)]
 struct Counters {
     ingested: AtomicU64,
-    served: AtomicU64,
+    taken: AtomicU64,
+    given_back: AtomicU64,
     discarded: AtomicU64,
     expired: AtomicU64,
+    expired_taken: AtomicU64,
     evicted: AtomicU64,
 }
 
@@ -280,15 +284,27 @@ pub struct PoolStats {
     pub waiters: usize,
     /// Bytes put into the pool since creation.
     pub ingested_total: u64,
-    /// Bytes taken and not given back.
-    pub served_total: u64,
-    /// Bytes dropped: given back when the pool had no room for them, or drawn for a caller
-    /// that left before they were sent. Zeroized.
+    /// Bytes taken out by callers.
+    pub taken_total: u64,
+    /// Bytes given back after a take (a call that failed after drawing), whether they found
+    /// room again or not.
+    pub given_back_total: u64,
+    /// Bytes given back when the pool had no room for them, wiped. Part of `given_back_total`.
     pub discarded_total: u64,
-    /// Bytes wiped unserved for being older than the age limit.
+    /// Bytes wiped unserved for being older than the age limit: in the pool, or taken as a
+    /// stream's read-ahead and aged before they were sent (`expired_taken_total`).
     pub expired_total: u64,
+    /// Bytes taken and then wiped for age before they were sent. Part of `expired_total`.
+    pub expired_taken_total: u64,
     /// Bytes wiped unserved to make room for a class below its share of the pool ([`share`]).
     pub evicted_total: u64,
+}
+
+impl PoolStats {
+    /// Bytes taken and neither given back nor wiped for age: with the callers that took them.
+    pub fn kept(&self) -> u64 {
+        self.taken_total - self.given_back_total - self.expired_taken_total
+    }
 }
 
 impl Pool {
@@ -468,7 +484,7 @@ impl Pool {
                 false
             }
         };
-        self.counters.served.fetch_sub(len as u64, Ordering::Relaxed);
+        self.counters.given_back.fetch_add(len as u64, Ordering::Relaxed);
         if !restored {
             self.counters.discarded.fetch_add(len as u64, Ordering::Relaxed);
         }
@@ -477,8 +493,7 @@ impl Pool {
     /// Counts `n` taken bytes as expired instead: they aged past the limit after they were
     /// taken, before they were sent (a stream's read-ahead), and were wiped.
     pub fn count_expired(&self, n: usize) {
-        self.counters.served.fetch_sub(n as u64, Ordering::Relaxed);
-        self.counters.expired.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters.expired_taken.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Wipes bytes older than the age limit, now (no-op without one). Stores and takes do it
@@ -522,9 +537,12 @@ impl Pool {
             capacity: self.capacity,
             waiters: self.waiters.load(Ordering::Relaxed),
             ingested_total: self.counters.ingested.load(Ordering::Relaxed),
-            served_total: self.counters.served.load(Ordering::Relaxed),
+            taken_total: self.counters.taken.load(Ordering::Relaxed),
+            given_back_total: self.counters.given_back.load(Ordering::Relaxed),
             discarded_total: self.counters.discarded.load(Ordering::Relaxed),
-            expired_total: self.counters.expired.load(Ordering::Relaxed),
+            expired_total: self.counters.expired.load(Ordering::Relaxed)
+                + self.counters.expired_taken.load(Ordering::Relaxed),
+            expired_taken_total: self.counters.expired_taken.load(Ordering::Relaxed),
             evicted_total: self.counters.evicted.load(Ordering::Relaxed),
         }
     }
@@ -651,7 +669,7 @@ impl Pool {
         let segments = lanes[lane].segments.pop_front(n);
         state.held -= n;
         self.mirror(state);
-        self.counters.served.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters.taken.fetch_add(n as u64, Ordering::Relaxed);
         Drawn { bytes: SecretBytes::new(out), segments }
     }
 

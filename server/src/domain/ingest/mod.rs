@@ -27,8 +27,8 @@ use self::lease::{Lease, WriteFailed};
 use self::provenance::{Provenance, SourceRecord};
 use self::replay::{ReplayError, ReplayGuard};
 use self::verify::{VerifyError, VerifyPolicy};
-use crate::log_safety::escape;
-use crate::pool::{ChunkOrigin, Kinds, Pool, PoolFull};
+use crate::domain::log_safety::escape;
+use crate::domain::pool::{ChunkOrigin, Kinds, Pool, PoolFull};
 
 /// Why a chunk was not stored. Nothing of it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

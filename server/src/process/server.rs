@@ -15,25 +15,27 @@ use tonic::service::Routes;
 use tonic_health::ServingStatus;
 use tower::Layer as _;
 
-use crate::auth::ApiKeys;
-use crate::config::GatewayConfig;
+use crate::domain::allowance::Budget;
+use crate::domain::auth::ApiKeys;
+use crate::domain::ingest::Ingest;
+use crate::domain::ingest::keys::MacKeys;
+use crate::domain::ingest::lease::{Lease, new_state_accepts_from};
+use crate::domain::ingest::verify::VerifyPolicy;
+use crate::domain::pool::Pool;
+use crate::domain::readiness::Readiness;
+use crate::domain::served::Totals;
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
-use crate::grpc::delivery::Totals;
 use crate::grpc::entropy_service::EntropyApi;
+use crate::grpc::health::{INGEST_SERVICE, PUBLIC_SERVICE};
 use crate::grpc::ingest_service::IngestApi;
 use crate::grpc::one_message::OneMessageLayer;
 use crate::grpc::stream_random::ShutdownCuts;
-use crate::grpc_web::GrpcWeb;
-use crate::health::{INGEST_SERVICE, PUBLIC_SERVICE, Readiness};
-use crate::http::GatewayProbe;
-use crate::ingest::Ingest;
-use crate::ingest::keys::MacKeys;
-use crate::ingest::lease::{Lease, new_state_accepts_from};
-use crate::ingest::verify::VerifyPolicy;
+use crate::grpc::web::GrpcWeb;
 use crate::metrics::GatewayMetrics;
-use crate::pool::Pool;
+use crate::process::config::GatewayConfig;
+use crate::process::ops_endpoint::GatewayProbe;
 use crate::transport::{
-    self, Admission, Budget, ConnectionLimits, Http2Settings, Listener, TrackCallsLayer,
+    self, Admission, ConnectionLimits, Http2Settings, Listener, TrackCallsLayer,
 };
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
@@ -114,6 +116,9 @@ impl Gateway {
     /// every start, so no chunk of an earlier run verifies) and tests that never restart one.
     /// A gateway whose chunks must stay refused across restarts takes its lease from
     /// `state_dir` ([`Gateway::new_with_lease`], as `launch` does).
+    ///
+    /// `config` is taken as [`crate::process::fd_limit::prepare`] resolved it: its
+    /// `max_connections` is the public listener's cap (`0` there would admit no connection).
     pub fn new(config: GatewayConfig, api_keys: ApiKeys, mac_keys: MacKeys) -> Self {
         let started = entropy_ops::clock::unix_ms_now();
         let lease = Lease::in_memory(new_state_accepts_from(started, config.max_future_skew()));
@@ -121,7 +126,7 @@ impl Gateway {
     }
 
     /// A gateway as [`Gateway::new`] makes it, keeping its ingest lease in `lease` (see
-    /// [`crate::ingest::lease`]): it accepts only chunks dated after every chunk an earlier run
+    /// [`crate::domain::ingest::lease`]): it accepts only chunks dated after every chunk an earlier run
     /// with this lease stored.
     pub fn new_with_lease(
         config: GatewayConfig,
@@ -229,7 +234,8 @@ impl Gateway {
         shutdown: CancellationToken,
     ) -> Result<(), ServeError> {
         let streams = TaskTracker::new();
-        let (public_health, public_health_service) = self.readiness.public_health().await;
+        let (public_health, public_health_service) =
+            crate::grpc::health::public_health(&self.readiness).await;
         let (ingest_health, ingest_health_service) = tonic_health::server::health_reporter();
         ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
         ingest_health.set_service_status("", ServingStatus::Serving).await;
@@ -272,8 +278,11 @@ impl Gateway {
 
         // On shutdown: stop reporting SERVING and fail waiting takes at once, then drain.
         // Streams watch the same token and end themselves.
-        let watcher =
-            tokio::spawn(self.readiness.clone().watch(vec![public_health], shutdown.clone()));
+        let watcher = tokio::spawn(crate::grpc::health::watch(
+            self.readiness.clone(),
+            vec![public_health],
+            shutdown.clone(),
+        ));
         let closer = tokio::spawn({
             let (shutdown, pool, readiness) =
                 (shutdown.clone(), self.pool.clone(), self.readiness.clone());
@@ -303,23 +312,14 @@ impl Gateway {
         }
 
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
-        let public_routes = crate::grpc_web::route_public(entropy, web.as_ref())
+        let public_routes = crate::grpc::web::route_public(entropy, web.as_ref())
             .add_service(OneMessageLayer.layer(public_health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
             .prepare();
         let ingest_routes = Routes::new(ingest_api).add_service(ingest_health_service).prepare();
 
-        // main raised the descriptor limit and checked an explicit value; 0 is resolved here.
-        let max_conns = match self.config.max_connections {
-            0 => crate::fd_limit::resolve(
-                0,
-                self.config.ingest_max_connections as u64,
-                crate::fd_limit::soft_limit(),
-            )
-            .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize),
-            n => n,
-        };
+        let max_conns = self.config.max_connections;
         let config = &self.config;
         let public_listener = Listener {
             admission: Admission::new(

@@ -7,10 +7,10 @@
 //! checks that the public listener at `max_connections`, the ingest listener at
 //! `ingest_max_connections`, the metrics endpoint and a reserve fit. `max_connections = 0` (the
 //! default) picks the most that fit, at most [`AUTO_MAX_CONNECTIONS`] (chosen so the default
-//! config's worst-case memory fits a small host: `crate::bounds`); an explicit value that does
+//! config's worst-case memory fits a small host: `crate::process::bounds`); an explicit value that does
 //! not fit is a config error.
 
-use crate::config::{ConfigError, GatewayConfig};
+use crate::process::config::{ConfigError, GatewayConfig};
 
 /// Descriptors kept for everything else: listeners, files, the runtime, logs.
 pub const RESERVE: u64 = 256;
@@ -20,8 +20,10 @@ pub const AUTO_MAX_CONNECTIONS: u64 = 512;
 pub const METRICS_CONNECTIONS: u64 = entropy_ops::endpoint::MAX_HTTP_CONNECTIONS as u64;
 
 /// Raises the soft descriptor limit as far as `config` needs (up to the hard limit) and
-/// returns the `max_connections` to use per listener.
-pub fn prepare(config: &GatewayConfig) -> Result<usize, ConfigError> {
+/// returns `config` with `max_connections` resolved: `0` (pick what fits) becomes the number
+/// of public connections the limit leaves room for. Everything after reads the resolved value;
+/// nothing resolves it again.
+pub fn prepare(mut config: GatewayConfig) -> Result<GatewayConfig, ConfigError> {
     let ingest = config.ingest_max_connections as u64;
     let wanted = match config.max_connections {
         0 => need_for(AUTO_MAX_CONNECTIONS, ingest),
@@ -29,7 +31,8 @@ pub fn prepare(config: &GatewayConfig) -> Result<usize, ConfigError> {
     };
     // Raising fails only on platforms without the limit; then the check below uses it as is.
     let _ = rlimit::increase_nofile_limit(wanted);
-    resolve(config.max_connections, ingest, soft_limit())
+    config.max_connections = resolve(config.max_connections, ingest, soft_limit())?;
+    Ok(config)
 }
 
 /// The public listener's `max_connections` for a configured value, the ingest listener's cap

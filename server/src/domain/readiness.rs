@@ -1,6 +1,7 @@
 //! Readiness: SERVING while the pool is at or above its low watermark, a chunk has arrived
 //! from a collector recently (`ingest_stale_after_ms`), and the server is not shutting down;
-//! published on `grpc.health.v1` for load balancers and on `/readyz` with the reason.
+//! published on `grpc.health.v1` for load balancers ([`crate::grpc::health`]) and on `/readyz`
+//! with the reason.
 //!
 //! A chunk refused only because the pool was full counts as arrived: a full pool that nobody
 //! drains is healthy, and its collector is alive. A chunk refused for any other reason (a
@@ -15,25 +16,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tonic_health::ServingStatus;
-use tonic_health::pb::health_server::{Health, HealthServer};
-use tonic_health::server::{HealthReporter, HealthService};
 
 use entropy_ops::clock::unix_ms_now;
 
-use crate::ingest::Ingest;
-use crate::pool::Pool;
+use crate::domain::ingest::{Ingest, Refusal};
+use crate::domain::pool::Pool;
 
 /// How long the last refused chunk is named in the not-ready reason.
 pub const REFUSAL_SHOWN_FOR: Duration = Duration::from_secs(60);
 
 /// How often the pool level is sampled.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Health service names the gateway reports (besides "", the server as a whole).
-pub const PUBLIC_SERVICE: &str = "entropy.v1.EntropyService";
-/// The ingest listener's service name.
-pub const INGEST_SERVICE: &str = "entropy.v1.IngestService";
 
 /// Whether the gateway should receive traffic.
 #[derive(Debug)]
@@ -70,6 +63,29 @@ pub enum NotReady {
         /// The limit, `ingest_stale_after_ms`.
         limit_ms: u128,
     },
+}
+
+/// Why the gateway is not ready, with the chunk refused last when that was recent.
+#[derive(Debug, Clone)]
+pub struct Unready {
+    /// Why it is not ready.
+    pub reason: NotReady,
+    /// The last chunk refused (how many ms ago, and why), when within [`REFUSAL_SHOWN_FOR`].
+    pub refusal: Option<(i64, Refusal)>,
+}
+
+impl std::fmt::Display for Unready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.reason)?;
+        if let Some((ago_ms, r)) = &self.refusal {
+            write!(
+                f,
+                "; the last chunk was refused {ago_ms} ms ago ({}): {}",
+                r.reason, r.message
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for NotReady {
@@ -137,25 +153,18 @@ impl Readiness {
         Ok(())
     }
 
-    /// [`Readiness::check`] as text for `/readyz` and `GetStatus`: the reason, and the last
-    /// chunk refused within [`REFUSAL_SHOWN_FOR`] when none was stored since.
-    pub fn explain(&self) -> Result<(), String> {
+    /// [`Readiness::check`] with the last chunk refused within [`REFUSAL_SHOWN_FOR`] when none
+    /// was stored since: what `/readyz` and `GetStatus` say.
+    pub fn explain(&self) -> Result<(), Unready> {
         self.check().map_err(|reason| {
             let now = unix_ms_now();
             let refusal =
-                self.ingest.as_ref().and_then(|ingest| ingest.last_refusal()).filter(|r| {
-                    let age = now.saturating_sub(r.at_unix_ms);
-                    u128::try_from(age).unwrap_or(0) <= REFUSAL_SHOWN_FOR.as_millis()
+                self.ingest.as_ref().and_then(|ingest| ingest.last_refusal()).and_then(|refusal| {
+                    let ago_ms = now.saturating_sub(refusal.at_unix_ms);
+                    (u128::try_from(ago_ms).unwrap_or(0) <= REFUSAL_SHOWN_FOR.as_millis())
+                        .then_some((ago_ms, refusal))
                 });
-            match refusal {
-                Some(r) => format!(
-                    "{reason}; the last chunk was refused {} ms ago ({}): {}",
-                    now.saturating_sub(r.at_unix_ms),
-                    r.reason,
-                    r.message
-                ),
-                None => reason.to_string(),
-            }
+            Unready { reason, refusal }
         })
     }
 
@@ -182,65 +191,16 @@ impl Readiness {
         self.serving.store(false, Ordering::Relaxed);
     }
 
-    /// Re-evaluates readiness now and returns it.
-    pub fn evaluate(&self) -> bool {
+    /// Re-evaluates readiness now, publishes it ([`Readiness::is_serving`]) and returns it.
+    pub fn evaluate(&self) -> Result<(), NotReady> {
         let ready = self.check();
         self.serving.store(ready.is_ok(), Ordering::Relaxed);
-        ready.is_ok()
+        ready
     }
 
-    /// A health service for the public listener whose overall ("") and EntropyService
-    /// statuses start as readiness is now. tonic-health starts "" as SERVING, so a gateway
-    /// with an empty pool said SERVING to whoever asked before the watcher's first turn (a
-    /// load balancer would have sent it calls it could only fail).
-    pub async fn public_health(&self) -> (HealthReporter, HealthServer<impl Health + use<>>) {
-        let reporter = HealthReporter::new();
-        let status =
-            if self.evaluate() { ServingStatus::Serving } else { ServingStatus::NotServing };
-        reporter.set_service_status("", status).await;
-        reporter.set_service_status(PUBLIC_SERVICE, status).await;
-        let service = HealthServer::new(HealthService::from_health_reporter(reporter.clone()));
-        (reporter, service)
-    }
-
-    /// Keeps the health reporters in step with readiness until `shutdown`, then reports
-    /// NOT_SERVING for good.
-    pub async fn watch(
-        self: Arc<Self>,
-        reporters: Vec<HealthReporter>,
-        shutdown: CancellationToken,
-    ) {
-        let mut last = None;
-        let mut tick = tokio::time::interval(POLL_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-            let check = self.check();
-            let ready = check.is_ok();
-            self.serving.store(ready, Ordering::Relaxed);
-            if last != Some(ready) {
-                match check {
-                    Ok(()) => tracing::info!(level = self.pool.level(), "ready: SERVING"),
-                    // At start an empty pool is expected, not worth a warning.
-                    Err(reason) if last.is_none() => tracing::info!("{reason}: NOT_SERVING"),
-                    Err(reason) => tracing::warn!("{reason}: NOT_SERVING"),
-                }
-                let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };
-                for r in &reporters {
-                    r.set_service_status("", status).await;
-                    r.set_service_status(PUBLIC_SERVICE, status).await;
-                }
-                last = Some(ready);
-            }
-        }
-        self.stop();
-        for r in &reporters {
-            r.set_service_status("", ServingStatus::NotServing).await;
-            r.set_service_status(PUBLIC_SERVICE, ServingStatus::NotServing).await;
-        }
+    /// The pool's level now (for the log line of a change).
+    pub fn pool_level(&self) -> usize {
+        self.pool.level()
     }
 }
 
@@ -283,35 +243,18 @@ mod tests {
         Arc::new(Readiness::new(pool, 256))
     }
 
-    #[tokio::test]
-    async fn public_health_starts_as_readiness_is_not_as_serving() {
-        use tonic_health::pb::HealthCheckRequest;
-        for (readiness, want) in [
-            (Arc::new(Readiness::new(Arc::new(Pool::new(1024)), 256)), ServingStatus::NotServing),
-            (ready_gateway(), ServingStatus::Serving),
-        ] {
-            let (reporter, _) = readiness.public_health().await;
-            let service = HealthService::from_health_reporter(reporter);
-            for name in ["", PUBLIC_SERVICE] {
-                let request = tonic::Request::new(HealthCheckRequest { service: name.into() });
-                let got = service.check(request).await.expect("known service").into_inner().status;
-                assert_eq!(got, want as i32, "{name:?} before any watcher ran");
-            }
-        }
-    }
-
     #[test]
     fn not_ready_names_the_last_refused_chunk() {
-        use crate::ingest::verify::tests::{keys, policy, signed};
+        use crate::domain::ingest::verify::tests::{keys, policy, signed};
         let pool = Arc::new(Pool::new(1024));
         let ingest = Arc::new(Ingest::new(pool.clone(), keys(), policy(), 4));
         let readiness =
             Readiness::new(pool, 256).with_ingest_staleness(ingest.clone(), Duration::ZERO);
-        let low = readiness.explain().expect_err("empty pool");
+        let low = readiness.explain().expect_err("empty pool").to_string();
         assert!(!low.contains("refused"), "nothing refused yet: {low}");
         let ahead = signed(|r| r.timestamp_unix_ms = unix_ms_now() + 300_000);
         let err = ingest.publish(ahead).expect_err("five minutes ahead");
-        let reason = readiness.explain().expect_err("still empty");
+        let reason = readiness.explain().expect_err("still empty").to_string();
         assert!(reason.starts_with("not ready: pool holds 0 bytes"), "{reason}");
         assert!(reason.contains("; the last chunk was refused "), "{reason}");
         assert!(reason.ends_with(&format!(" ms ago ({}): {err}", err.reason())), "{reason}");

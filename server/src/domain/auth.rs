@@ -29,7 +29,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::quota::{KeyQuota, Limits};
+use crate::domain::quota::{KeyQuota, Limits};
 
 /// Longest key accepted in a request, in bytes; longer ones are refused without hashing.
 pub const MAX_PRESENTED_KEY_BYTES: usize = 512;
@@ -203,10 +203,10 @@ impl ApiKeys {
                 bytes_per_second: positive(entry.bytes_per_second, "bytes_per_second")?,
                 max_streams: entry.max_streams,
                 max_undelivered_bytes: match entry.max_undelivered_bytes {
-                    Some(n) if n < crate::quota::MIN_MAX_UNDELIVERED_BYTES => {
+                    Some(n) if n < crate::domain::quota::MIN_MAX_UNDELIVERED_BYTES => {
                         return Err(invalid(&format!(
                             "max_undelivered_bytes is {n}, must be at least {}",
-                            crate::quota::MIN_MAX_UNDELIVERED_BYTES
+                            crate::domain::quota::MIN_MAX_UNDELIVERED_BYTES
                         )));
                     }
                     other => other,
@@ -296,7 +296,7 @@ fn valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quota::QuotaError;
+    use crate::domain::quota::QuotaError;
 
     fn keys_file(text: &str) -> Result<ApiKeys, ApiKeysError> {
         let file = tempfile::NamedTempFile::new().expect("temp file");

@@ -20,9 +20,9 @@
 //!
 //! Descriptors: both listeners' connection caps, the metrics endpoint's, and a reserve.
 
-use crate::config::GatewayConfig;
-use crate::fd_limit;
-use crate::server::{
+use crate::process::config::GatewayConfig;
+use crate::process::fd_limit;
+use crate::process::server::{
     INGEST_CONNECTION_WINDOW, INGEST_MAX_FRAME, MAX_HEADER_LIST_BYTES, PUBLIC_MAX_FRAME,
     PUBLIC_WINDOW,
 };
@@ -94,14 +94,10 @@ pub fn connection_bytes(tls: bool, max_frame: u32, window: u32, max_streams: u32
         + u64::from(window)
 }
 
-/// The worst case for `config`, with `max_connections` resolved and TLS on the listeners that
-/// have it, and `workers` runtime threads.
-pub fn of(
-    config: &GatewayConfig,
-    max_connections: usize,
-    tls: (bool, bool),
-    workers: u64,
-) -> Bounds {
+/// The worst case for `config` (its `max_connections` resolved by [`fd_limit::prepare`]), with
+/// TLS on the listeners that have it, and `workers` runtime threads.
+pub fn of(config: &GatewayConfig, tls: (bool, bool), workers: u64) -> Bounds {
+    let max_connections = config.max_connections;
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / f64::from(1 << 20));
     let streams = config.max_streams_per_connection;
     let public = connection_bytes(tls.0, PUBLIC_MAX_FRAME, PUBLIC_WINDOW, streams);
@@ -152,10 +148,10 @@ pub fn of(
 
 /// The worst case for `config` as the binary runs it: TLS where files are configured, as many
 /// runtime workers as cores.
-pub fn of_config(config: &GatewayConfig, max_connections: usize) -> Bounds {
+pub fn of_config(config: &GatewayConfig) -> Bounds {
     let tls = (config.tls_cert_file.is_some(), config.ingest_tls_cert_file.is_some());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-    of(config, max_connections, tls, workers)
+    of(config, tls, workers)
 }
 
 fn kib(bytes: u64) -> String {
@@ -189,9 +185,11 @@ mod tests {
 
     #[test]
     fn the_defaults_fit_a_small_host() {
-        let config = GatewayConfig::default();
-        let max = fd_limit::resolve(0, 64, Some(1 << 20)).expect("fits");
-        let bounds = of(&config, max, (true, true), 2);
+        let config = GatewayConfig {
+            max_connections: fd_limit::resolve(0, 64, Some(1 << 20)).expect("fits"),
+            ..GatewayConfig::default()
+        };
+        let bounds = of(&config, (true, true), 2);
         assert!(bounds.memory_bytes < 1 << 30, "{bounds}");
         assert_eq!(bounds.memory_bytes, bounds.memory.iter().map(|t| t.bytes).sum::<u64>());
         assert!(bounds.descriptors <= 4096, "{bounds}");

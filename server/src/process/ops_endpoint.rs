@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use entropy_ops::endpoint::Probe;
 
-use crate::grpc::delivery::Totals;
-use crate::health::Readiness;
-use crate::ingest::Ingest;
+use crate::domain::allowance::Budget;
+use crate::domain::ingest::Ingest;
+use crate::domain::pool::Pool;
+use crate::domain::readiness::Readiness;
+use crate::domain::served::Totals;
 use crate::metrics::GatewayMetrics;
-use crate::pool::Pool;
-use crate::transport::Budget;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -43,6 +43,7 @@ impl Probe for GatewayProbe {
     }
 
     fn ready(&self) -> Result<(), String> {
-        self.readiness.explain()
+        // The probe's contract is the text `/readyz` shows.
+        self.readiness.explain().map_err(|unready| unready.to_string())
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota};
 
-use crate::transport::Account;
+use crate::domain::allowance::Account;
 
 /// A key's limits as configured; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -72,10 +72,10 @@ impl GatewayConfig {
     /// The pool's limits: the byte age limit, and how long a class of sources may go unfed
     /// before calls that accept only it are refused (`ingest_stale_after_ms`, or a minute
     /// when that check is off).
-    pub fn pool_limits(&self) -> crate::pool::PoolLimits {
+    pub fn pool_limits(&self) -> crate::domain::pool::PoolLimits {
         let absent_ms =
             if self.ingest_stale_after_ms == 0 { 60_000 } else { self.ingest_stale_after_ms };
-        crate::pool::PoolLimits {
+        crate::domain::pool::PoolLimits {
             max_byte_age: (self.max_byte_age_ms > 0)
                 .then(|| Duration::from_millis(self.max_byte_age_ms)),
             class_absent_after: Duration::from_millis(absent_ms),

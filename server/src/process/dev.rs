@@ -17,8 +17,8 @@ use entropy_collector::{BuildError, Collector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{ApiKeys, MAX_PRESENTED_KEY_BYTES};
-use crate::ingest::keys::{KeyError, MacKeys};
+use crate::domain::auth::{ApiKeys, MAX_PRESENTED_KEY_BYTES};
+use crate::domain::ingest::keys::{KeyError, MacKeys};
 
 /// Environment variable holding the dev API key; generated when unset.
 pub const DEV_API_KEY_ENV: &str = "ENTROPY_DEV_API_KEY";

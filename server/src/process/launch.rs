@@ -13,13 +13,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
-use crate::auth::{ApiKeys, ApiKeysError};
-use crate::config::GatewayConfig;
-use crate::dev::{self, DevError, DevKeys};
+use crate::domain::auth::{ApiKeys, ApiKeysError};
+use crate::domain::ingest::keys::{KeyError, MacKeys};
+use crate::domain::ingest::lease::{Lease, OpenError};
 use crate::grpc::auth::KeyStore;
-use crate::ingest::keys::{KeyError, MacKeys};
-use crate::ingest::lease::{Lease, OpenError};
-use crate::server::{ListenerTls, ServeError};
+use crate::process::config::GatewayConfig;
+use crate::process::dev::{self, DevError, DevKeys};
+use crate::process::server::{ListenerTls, ServeError};
 use crate::transport::tls::{self, TlsError, TlsFiles};
 
 /// Why the gateway cannot start with this config: nothing has been bound yet (exit 64, or 65:
@@ -130,11 +130,7 @@ impl Launch {
     /// `shutdown_grace_ms`. In dev mode, starts the in-process collector and prints the banner.
     pub async fn run(self) -> Result<(), RunError> {
         let Self { config, keys, tls } = self;
-        let ingest_cap = config.ingest_max_connections as u64;
-        let limit = crate::fd_limit::soft_limit();
-        let max_connections = crate::fd_limit::resolve(config.max_connections, ingest_cap, limit)
-            .unwrap_or(crate::fd_limit::AUTO_MAX_CONNECTIONS as usize);
-        let bounds = crate::bounds::of_config(&config, max_connections);
+        let bounds = crate::process::bounds::of_config(&config);
         let public = bind(config.listen_addr, "listen_addr").await?;
         let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
         let metrics = match config.metrics_addr() {
@@ -198,7 +194,7 @@ impl Launch {
             tokio::spawn(reload_keys_on_sighup(path, gateway.key_store(), shutdown.clone()));
         }
 
-        tokio::spawn(crate::health::drain_then_stop(
+        tokio::spawn(crate::domain::readiness::drain_then_stop(
             gateway.readiness(),
             terminate,
             drain,
