@@ -322,7 +322,7 @@ check_typescript() (
   echo "$(basename "$tarball"): $(tar -tzf "$tarball" | wc -l) files"
   listing="$(tar -tzf "$tarball" | sed 's|^package/||' | sort)"
   for f in package.json README.md dist/src/index.js dist/src/index.d.ts dist/src/stream.js \
-    dist/src/gen/entropy/v1/entropy.js; do
+    dist/src/gen/entropy/v1/entropy_pb.js; do
     grep -qx "$f" <<<"$listing" || fail "the tarball lacks $f"
   done
   if grep -v -e '^package.json$' -e '^README.md$' -e '^dist/src/' <<<"$listing"; then
