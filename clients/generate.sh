@@ -7,8 +7,9 @@
 # fails when it differs from what this script produces. Every generator is pinned:
 #   buf, protoc-gen-go, protoc-gen-go-grpc   below (go install into GOPATH/bin and go/.bin)
 #   grpcio-tools (bundles protoc), Python     python/requirements-dev.txt
-#   ts-proto, TypeScript                      typescript/package.json + package-lock.json
-#   protoc-gen-es (browser client)            web/package.json + package-lock.json
+#   protoc-gen-es, TypeScript                 typescript/package.json + package-lock.json
+# The Node and browser TypeScript clients share one generator run: typescript/src/gen is copied to
+# web/src/gen, and typescript/src/status.ts (their one Status type) to web/src/status.ts.
 # (The Java client generates its code at build time, with protoc from Maven Central: java/pom.xml.)
 set -euo pipefail
 
@@ -76,6 +77,7 @@ setup_node() {
   fi
 }
 
+# The browser client's packages (for its tests; its generated code is a copy, see copy_to_web).
 setup_web() {
   local dir="$CLIENTS/web"
   if stale "$dir/package-lock.json" "$dir/node_modules/.installed"; then
@@ -113,6 +115,16 @@ generate_buf() { # generate_buf DIR OUT: buf with DIR/buf.gen.yaml, replacing DI
   (cd "$CLIENTS/$1" && rm -rf "$2" && buf generate "$PROTO" --template buf.gen.yaml "${paths[@]}")
 }
 
+copy_to_web() {
+  step "copy typescript/src/gen and typescript/src/status.ts to web/src"
+  rm -rf "$CLIENTS/web/src/gen"
+  cp -R "$CLIENTS/typescript/src/gen" "$CLIENTS/web/src/gen"
+  {
+    echo "// Copied from clients/typescript/src/status.ts by clients/generate.sh: edit that file, not this one."
+    cat "$CLIENTS/typescript/src/status.ts"
+  } >"$CLIENTS/web/src/status.ts"
+}
+
 setup_buf
 setup_go_plugins
 setup_python
@@ -121,5 +133,5 @@ setup_web
 generate_python
 generate_buf go gen
 generate_buf typescript src/gen
-generate_buf web src/gen
+copy_to_web
 step "generated code is up to date with proto/"

@@ -40,17 +40,18 @@ if [ ! -x "$GATEWAY_BIN" ]; then
 fi
 
 step "generated code matches proto/ (clients/generate.sh)"
-GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen web/src/gen)
+# web/src/gen and web/src/status.ts are copies of typescript's, made by generate.sh.
+GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen web/src/gen web/src/status.ts)
 snapshot="$(mktemp -d)"
 trap 'rm -rf "$snapshot"' EXIT
-for dir in "${GENERATED[@]}"; do
-  mkdir -p "$snapshot/$dir"
-  if [ -d "$CLIENTS/$dir" ]; then cp -a "$CLIENTS/$dir/." "$snapshot/$dir/"; fi
+for path in "${GENERATED[@]}"; do
+  mkdir -p "$snapshot/$(dirname "$path")"
+  if [ -e "$CLIENTS/$path" ]; then cp -a "$CLIENTS/$path" "$snapshot/$path"; fi
 done
 "$CLIENTS/generate.sh" # also installs the pinned generators and each language's packages
 stale=0
-for dir in "${GENERATED[@]}"; do
-  diff -ru "$snapshot/$dir" "$CLIENTS/$dir" || stale=1
+for path in "${GENERATED[@]}"; do
+  diff -ruN "$snapshot/$path" "$CLIENTS/$path" || stale=1
 done
 if [ "$stale" != 0 ]; then
   echo "generated code was out of date with proto/: the tree now holds the regenerated code;" \

@@ -1,23 +1,17 @@
 // The promise API: one method per EntropyService call, plain TypeScript types in and out.
 
-import {
-  type ChannelCredentials,
-  type ChannelOptions,
-  type ClientUnaryCall,
-  connectivityState,
-  credentials,
-  Metadata,
-  type ServiceError,
-} from "@grpc/grpc-js";
+import { type ChannelCredentials, type ChannelOptions, connectivityState, credentials, Metadata } from "@grpc/grpc-js";
+import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 
 import { validateApiKey } from "./apikey";
 import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endpoint";
 import { fromServiceError, invalidArgument } from "./errors";
-import { EntropyServiceClient } from "./gen/entropy/v1/entropy";
-import { checkKinds, type Draw, provenanceFromPb, type QualityReport, qualityFromPb, type SourceKind } from "./provenance";
-import { type Status, statusFromPb } from "./status";
+import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
+import { grpcClient, type GrpcClient, type UnaryMethod } from "./grpc";
+import { checkKinds, type Draw, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance";
+import { type SourceKind, type Status, statusFromPb } from "./status";
 import { RandomStream, type StreamOptions } from "./stream";
 
 /** Deadline (ms) of a unary call by default. The gateway itself answers UNAVAILABLE after its
@@ -77,14 +71,6 @@ export interface CallOptions {
   acceptKinds?: readonly SourceKind[];
 }
 
-type Callback<Res> = (err: ServiceError | null, res: Res) => void;
-type UnaryMethod<Req, Res> = (
-  req: Req,
-  metadata: Metadata,
-  options: { deadline?: number },
-  callback: Callback<Res>,
-) => ClientUnaryCall;
-
 /**
  * A connection to an Entropy Diode gateway.
  *
@@ -103,7 +89,7 @@ export class EntropyClient {
   readonly endpoint: string;
   /** The source kinds every entropy call accepts unless it says otherwise (empty: any). */
   readonly acceptKinds: readonly SourceKind[];
-  private readonly rpc: EntropyServiceClient;
+  private readonly rpc: GrpcClient<(typeof EntropyService)["method"]>;
   private readonly metadata: Metadata;
   private readonly streamMetadata: Metadata;
   private readonly timeoutMs: number;
@@ -128,7 +114,7 @@ export class EntropyClient {
     if (options.insecure) parsed.tls = false;
     this.endpoint = formatEndpoint(parsed);
     const creds = options.credentials ?? channelCredentials(parsed.tls, options.caFile);
-    this.rpc = new EntropyServiceClient(grpcTarget(parsed), creds, {
+    this.rpc = grpcClient(EntropyService, grpcTarget(parsed), creds, {
       ...DEFAULT_CHANNEL_OPTIONS,
       ...options.channelOptions,
     });
@@ -244,12 +230,16 @@ export class EntropyClient {
     return options?.acceptKinds === undefined ? [...this.acceptKinds] : checkKinds(options.acceptKinds);
   }
 
-  private unary<Req, Res>(method: UnaryMethod<Req, Res>, req: Req, options: CallOptions = {}): Promise<Res> {
+  private unary<I extends DescMessage, O extends DescMessage>(
+    method: UnaryMethod<I, O>,
+    req: MessageInitShape<I>,
+    options: CallOptions = {},
+  ): Promise<MessageShape<O>> {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const callOptions = timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<Res>((resolve, reject) => {
+    return new Promise<MessageShape<O>>((resolve, reject) => {
       let settled = false;
       const onAbort = () => {
         if (settled) return;

@@ -1,11 +1,12 @@
 // Client for Entropy Diode, a gRPC service that hands out quantum random bytes, each byte to one
 // caller, once.
 //
-// Layout: client.ts (promise API), stream.ts (StreamRandom as async iterable / Readable, with
-// the reconnect rule), endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one
-// class per gRPC status), status.ts (GetStatus as plain objects), provenance.ts (SourceKind,
-// provenance and quality reports as plain objects), gen/ (generated from proto/ by
-// clients/generate.sh).
+// Layout: client.ts (promise API), grpc.ts (the grpc-js client made from the generated
+// descriptors), stream.ts (StreamRandom as async iterable / Readable, with the reconnect rule),
+// endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one class per gRPC
+// status), status.ts (SourceKind and GetStatus as plain objects, shared with
+// the browser client), provenance.ts (provenance and quality reports as plain objects), gen/
+// (generated from proto/ by clients/generate.sh with protoc-gen-es, as for the browser client).
 
 export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
 export {
@@ -35,10 +36,8 @@ export {
   type MonteCarloPi,
   type Provenance,
   type QualityReport,
-  SourceKind,
-  sourceKindName,
 } from "./provenance";
-export type { ClassLevel, Source, Status } from "./status";
+export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status";
 export {
   DEFAULT_ATTEMPT_TIMEOUT_MS,
   DEFAULT_INITIAL_BACKOFF_MS,

@@ -1,21 +1,11 @@
-// The source filter (SourceKind), provenance and quality reports as plain objects, so callers
-// never handle generated message types. 64-bit wire fields are bigint, as in Status.
+// The source filter (acceptKinds), provenance and quality reports as plain objects, so callers
+// never handle generated message types. 64-bit wire fields are bigint, as in Status (status.ts,
+// which also defines SourceKind).
 
-import type { CheckQualityResponse, MonteCarloPi as MonteCarloPiPb } from "./gen/entropy/v1/entropy";
-import type { ChunkRef as ChunkRefPb, DrawProvenance } from "./gen/entropy/v1/provenance";
 import { invalidArgument } from "./errors";
-
-/** What kind of source bytes came from; the values are the wire's (proto `SourceKind`). Only
- * QUANTUM is quantum. Used in `acceptKinds` and reported in provenance; a kind this client does
- * not know (from a newer gateway) is reported as its number. */
-export const SourceKind = Object.freeze({ QUANTUM: 1, HARDWARE: 2, OS: 3 } as const);
-export type SourceKind = (typeof SourceKind)[keyof typeof SourceKind];
-
-/** "QUANTUM", "HARDWARE" or "OS"; a kind this client does not know as its number. */
-export function sourceKindName(kind: number): string {
-  const entry = Object.entries(SourceKind).find(([, value]) => value === kind);
-  return entry === undefined ? String(kind) : entry[0];
-}
+import type { CheckQualityResponse, MonteCarloPi as MonteCarloPiPb } from "./gen/entropy/v1/entropy_pb.js";
+import type { ChunkRef as ChunkRefPb, DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
+import type { SourceKind } from "./status.js";
 
 /** One chunk, as its collector signed it. */
 export interface ChunkRef {

@@ -1,8 +1,24 @@
-// GetStatus as plain objects, so callers never handle generated message types.
+// GetStatus as plain objects, so callers never handle generated message types: the one
+// definition of Status for both TypeScript clients. The Node client compiles it here; the
+// browser client (../web) gets a copy from ../generate.sh, checked by ../test.sh like generated
+// code, so their status types cannot drift. It maps every field of GetStatusResponse (proto/
+// entropy/v1/entropy.proto): clients/typescript/test/provenance.test.ts checks that against the
+// generated schema.
 
-import type { GetStatusResponse } from "./gen/entropy/v1/entropy";
-import { Mixing, SourceHealth, SourceKind } from "./gen/entropy/v1/provenance";
-import type { SourceKind as Kind } from "./provenance";
+import type { GetStatusResponse } from "./gen/entropy/v1/entropy_pb.js";
+import { Mixing, SourceHealth, SourceKind as SourceKindPb } from "./gen/entropy/v1/provenance_pb.js";
+
+/** What kind of source bytes came from; the values are the wire's (proto `SourceKind`). Only
+ * QUANTUM is quantum. Used in `acceptKinds` and reported in provenance and `poolByClass`; a kind
+ * this client does not know (from a newer gateway) is reported as its number. */
+export const SourceKind = Object.freeze({ QUANTUM: 1, HARDWARE: 2, OS: 3 } as const);
+export type SourceKind = (typeof SourceKind)[keyof typeof SourceKind];
+
+/** "QUANTUM", "HARDWARE" or "OS"; a kind this client does not know as its number. */
+export function sourceKindName(kind: number): string {
+  const entry = Object.entries(SourceKind).find(([, value]) => value === kind);
+  return entry === undefined ? String(kind) : entry[0];
+}
 
 /** One entropy source the gateway has seen. `kind` is "quantum", "hardware" or "os": only
  * "quantum" sources are quantum, and the others are labelled as what they are. */
@@ -33,17 +49,26 @@ export interface Status {
   lastChunkAgeMs: bigint | undefined;
   sources: Source[];
   serving: boolean;
+  /** Why the gateway is not serving, in one line; empty while it is. */
+  notServingReason: string;
   /** The pool's bytes by class (the kinds of the sources behind them), largest first. */
   poolByClass: ClassLevel[];
   /** Bytes wiped unserved because they stayed in the pool longer than `maxByteAgeMs`. */
   expiredBytesTotal: bigint;
   /** The longest a byte may stay in the pool (ms); 0: no limit. */
   maxByteAgeMs: bigint;
+  /** Bytes wiped unserved to make room for another class of sources (classes share the pool). */
+  evictedBytesTotal: bigint;
+  /** Bytes drawn for callers that never received them (stream reset, connection closed or
+   * stalled), wiped, never served to anyone. */
+  discardedBytesTotal: bigint;
+  /** Bytes drawn as CheckQuality samples: tested and wiped, never served. */
+  qualityTestedBytesTotal: bigint;
 }
 
 /** Bytes in the pool of one class: the kinds of the sources behind them, each once. */
 export interface ClassLevel {
-  kinds: Kind[];
+  kinds: SourceKind[];
   bytes: bigint;
 }
 
@@ -63,22 +88,25 @@ export function statusFromPb(m: GetStatusResponse): Status {
     sources: m.sources.map((s) => ({
       collectorId: s.collectorId,
       name: s.name,
-      kind: label(SourceKind[s.kind], "SOURCE_KIND_", s.kind),
-      health: label(SourceHealth[s.health], "SOURCE_HEALTH_", s.health),
+      kind: label(SourceKindPb[s.kind], s.kind),
+      health: label(SourceHealth[s.health], s.health),
       contributedBytesTotal: s.contributedBytesTotal,
       lastReportAgeMs: s.lastReportAgeMs,
-      lastMixing: label(Mixing[s.lastMixing], "MIXING_", s.lastMixing),
+      lastMixing: label(Mixing[s.lastMixing], s.lastMixing),
     })),
     serving: m.serving,
-    poolByClass: m.poolByClass.map((c) => ({ kinds: c.kinds as number[] as Kind[], bytes: c.bytes })),
+    notServingReason: m.notServingReason,
+    poolByClass: m.poolByClass.map((c) => ({ kinds: c.kinds as number[] as SourceKind[], bytes: c.bytes })),
     expiredBytesTotal: m.expiredBytesTotal,
     maxByteAgeMs: m.maxByteAgeMs,
+    evictedBytesTotal: m.evictedBytesTotal,
+    discardedBytesTotal: m.discardedBytesTotal,
+    qualityTestedBytesTotal: m.qualityTestedBytesTotal,
   };
 }
 
-/** SOURCE_KIND_QUANTUM -> "quantum"; a value this client does not know stays visible as its
- * number. */
-function label(name: string | undefined, prefix: string, value: number): string {
-  if (name === undefined || name === "UNRECOGNIZED") return String(value);
-  return name.slice(prefix.length).toLowerCase();
+/** QUANTUM (protobuf-es drops the enum's prefix) -> "quantum"; a value this client does not
+ * know stays visible as its number. */
+function label(name: string | undefined, value: number): string {
+  return name === undefined ? String(value) : name.toLowerCase();
 }

@@ -1,13 +1,15 @@
 // StreamRandom as an async iterable with read(n) and a Node Readable, reconnecting after
 // transport errors by the time-based rule of clients/README.md without losing or repeating bytes.
 
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { status } from "@grpc/grpc-js";
 import { Readable } from "node:stream";
 
 import { DeadlineExceededError, EntropyError, fromServiceError, invalidArgument, UnavailableError } from "./errors";
-import type { StreamRandomRequest, StreamRandomResponse } from "./gen/entropy/v1/entropy";
-import type { DrawProvenance } from "./gen/entropy/v1/provenance";
-import { checkKinds, type Provenance, provenanceFromPb, type SourceKind } from "./provenance";
+import type { StreamRandomRequestSchema, StreamRandomResponse } from "./gen/entropy/v1/entropy_pb.js";
+import type { DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
+import { checkKinds, type Provenance, provenanceFromPb } from "./provenance";
+import type { SourceKind } from "./status";
 
 /** How long a stream keeps reconnecting after a failure by default (ms). */
 export const DEFAULT_RECONNECT_BUDGET_MS = 30_000;
@@ -119,7 +121,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
    *   UNAVAILABLE (the gateway cannot be reached), one that had a connection as DEADLINE_EXCEEDED
    */
   constructor(
-    private readonly open: (req: StreamRandomRequest) => StreamCall,
+    private readonly open: (req: MessageInitShape<typeof StreamRandomRequestSchema>) => StreamCall,
     options: StreamOptions = {},
     private readonly notConnected: () => string | undefined = () => undefined,
   ) {

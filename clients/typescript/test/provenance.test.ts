@@ -16,8 +16,15 @@ import {
   SourceKind,
   sourceKindName,
 } from "../src";
-import { CheckQualityResponse, GetStatusResponse } from "../src/gen/entropy/v1/entropy";
-import type { DrawProvenance } from "../src/gen/entropy/v1/provenance";
+import { create, fromBinary, isFieldSet, toBinary } from "@bufbuild/protobuf";
+
+import { type CheckQualityResponse, CheckQualityResponseSchema, GetStatusResponseSchema } from "../src/gen/entropy/v1/entropy_pb.js";
+import {
+  type DrawProvenance,
+  DrawProvenanceSchema,
+  type SourceHealth,
+  type SourceKind as SourceKindPb,
+} from "../src/gen/entropy/v1/provenance_pb.js";
 import { provenanceFromPb } from "../src/provenance";
 import { FakeEntropy, type Step } from "./support";
 
@@ -152,7 +159,7 @@ describe("provenance", () => {
 
   test("a kind this client does not know stays visible as its number; absent chunks are undefined", () => {
     const kinds = [3, 9] as number[] as DrawProvenance["kinds"];
-    const p = provenanceFromPb({ kinds, mixed: false, collectorIds: [], firstChunk: undefined, lastChunk: undefined, chunkCount: 0, oldestByteAgeMs: 0n });
+    const p = provenanceFromPb(create(DrawProvenanceSchema, { kinds, mixed: false, collectorIds: [], chunkCount: 0, oldestByteAgeMs: 0n }));
     assert.deepEqual(p.kinds, [OS, 9]);
     assert.deepEqual(p.kinds.map(sourceKindName), ["OS", "9"]);
     assert.deepEqual([QUANTUM, HARDWARE].map(sourceKindName), ["QUANTUM", "HARDWARE"]);
@@ -237,9 +244,9 @@ describe("FAILED_PRECONDITION", () => {
 });
 
 function qualityResponse(serialCorrelation: number | undefined): CheckQualityResponse {
-  return {
+  return create(CheckQualityResponseSchema, {
     sampleBytes: 5000n,
-    provenance: { kinds: [HARDWARE], mixed: false, collectorIds: ["c"], firstChunk: undefined, lastChunk: undefined, chunkCount: 1, oldestByteAgeMs: 0n },
+    provenance: { kinds: [HARDWARE], mixed: false, collectorIds: ["c"], chunkCount: 1, oldestByteAgeMs: 0n },
     shannonEntropyBitsPerByte: 7.9,
     minEntropyBitsPerByte: 7.1,
     chiSquare: 301.5,
@@ -252,7 +259,7 @@ function qualityResponse(serialCorrelation: number | undefined): CheckQualityRes
     passed: false,
     failures: ["monobit: 1 of 2 blocks failed"],
     thresholds: ["monobit: 9725 < ones < 10275", "chi-square p-value >= 0.001"],
-  };
+  });
 }
 
 describe("checkQuality and status", () => {
@@ -260,7 +267,7 @@ describe("checkQuality and status", () => {
     test(`checkQuality reports every field (serial correlation ${serial})`, async () => {
       const fake = new FakeEntropy();
       // Through the wire format, as the server sends it.
-      fake.quality = CheckQualityResponse.decode(CheckQualityResponse.encode(qualityResponse(serial)).finish());
+      fake.quality = fromBinary(CheckQualityResponseSchema, toBinary(CheckQualityResponseSchema, qualityResponse(serial)));
       await withFake(
         async (c, f) => {
           const r = await c.checkQuality(5000, { acceptKinds: [HARDWARE] });
@@ -293,26 +300,84 @@ describe("checkQuality and status", () => {
     });
   }
 
-  test("status reports the pool by class and expiry", async () => {
+  test("status maps every field of GetStatusResponse, through the wire", async () => {
     const fake = new FakeEntropy();
-    fake.status = {
-      ...GetStatusResponse.decode(new Uint8Array()),
+    const sent = create(GetStatusResponseSchema, {
+      poolBytes: 1n,
+      poolCapacityBytes: 2n,
+      poolLowWatermarkBytes: 3n,
+      waiters: 4n,
+      ingestedBytesTotal: 5n,
+      servedBytesTotal: 6n,
+      chunksAcceptedTotal: 7n,
+      chunksRejectedTotal: 8n,
+      uptimeMs: 9n,
+      lastChunkAgeMs: 10n,
+      sources: [
+        { collectorId: "c1", name: "qrng", kind: QUANTUM, health: 1, contributedBytesTotal: 11n, lastReportAgeMs: 12n, lastMixing: 2 },
+        { collectorId: "c2", name: "new", kind: 9 as SourceKindPb, health: 99 as SourceHealth, contributedBytesTotal: 0n, lastReportAgeMs: 0n, lastMixing: 0 },
+      ],
+      serving: true,
+      chunksDeferredTotal: 13n,
+      notServingReason: "not serving: shutting down",
       poolByClass: [
         { kinds: [QUANTUM, OS], bytes: 9000n },
         { kinds: [OS], bytes: 100n },
       ],
-      expiredBytesTotal: 123n,
+      expiredBytesTotal: 16n,
       maxByteAgeMs: 60_000n,
-    };
+      evictedBytesTotal: 18n,
+      discardedBytesTotal: 19n,
+      qualityTestedBytesTotal: 20n,
+    });
+    // Every field is set here, so a field added to the proto fails this test until it is mapped.
+    for (const field of GetStatusResponseSchema.fields) assert.ok(isFieldSet(sent, field), `${field.name} not set`);
+    fake.status = sent;
     await withFake(
       async (c) => {
         const s = await c.status();
-        assert.deepEqual(s.poolByClass, [
-          { kinds: [QUANTUM, OS], bytes: 9000n },
-          { kinds: [OS], bytes: 100n },
-        ]);
-        assert.equal(s.expiredBytesTotal, 123n);
-        assert.equal(s.maxByteAgeMs, 60_000n);
+        assert.deepEqual(Object.keys(s).sort(), GetStatusResponseSchema.fields.map((f) => f.localName).sort());
+        assert.deepEqual(s, {
+          poolBytes: 1n,
+          poolCapacityBytes: 2n,
+          poolLowWatermarkBytes: 3n,
+          waiters: 4n,
+          ingestedBytesTotal: 5n,
+          servedBytesTotal: 6n,
+          chunksAcceptedTotal: 7n,
+          chunksRejectedTotal: 8n,
+          uptimeMs: 9n,
+          lastChunkAgeMs: 10n,
+          sources: [
+            { collectorId: "c1", name: "qrng", kind: "quantum", health: "healthy", contributedBytesTotal: 11n, lastReportAgeMs: 12n, lastMixing: "xor" },
+            // Values this client does not know stay visible as their numbers.
+            { collectorId: "c2", name: "new", kind: "9", health: "99", contributedBytesTotal: 0n, lastReportAgeMs: 0n, lastMixing: "unspecified" },
+          ],
+          serving: true,
+          chunksDeferredTotal: 13n,
+          notServingReason: "not serving: shutting down",
+          poolByClass: [
+            { kinds: [QUANTUM, OS], bytes: 9000n },
+            { kinds: [OS], bytes: 100n },
+          ],
+          expiredBytesTotal: 16n,
+          maxByteAgeMs: 60_000n,
+          evictedBytesTotal: 18n,
+          discardedBytesTotal: 19n,
+          qualityTestedBytesTotal: 20n,
+        });
+      },
+      {},
+      fake,
+    );
+  });
+  test("an empty status: lastChunkAgeMs undefined, no sources or classes", async () => {
+    const fake = new FakeEntropy();
+    await withFake(
+      async (c) => {
+        const s = await c.status();
+        assert.equal(s.lastChunkAgeMs, undefined);
+        assert.deepEqual([s.sources, s.poolByClass, s.notServingReason], [[], [], ""]);
       },
       {},
       fake,

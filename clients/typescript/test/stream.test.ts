@@ -29,7 +29,7 @@ import {
   type Step,
 } from "./support";
 import { cutShort, RandomStream, type StreamCall } from "../src/stream";
-import type { StreamRandomResponse } from "../src/gen/entropy/v1/entropy";
+import type { StreamRandomResponse } from "../src/gen/entropy/v1/entropy_pb.js";
 
 /** A StreamRandom call whose first message fails with `error`, or never comes. */
 function scriptedCall(error?: Error): StreamCall {

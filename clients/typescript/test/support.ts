@@ -8,16 +8,25 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
+import { create } from "@bufbuild/protobuf";
+
 import { EntropyClient } from "../src";
 import {
-  CheckQualityResponse,
-  EntropyServiceService,
-  type EntropyServiceServer,
-  GetStatusResponse,
+  type CheckQualityResponse,
+  CheckQualityResponseSchema,
+  EntropyService,
+  type GetFloatsRequest,
+  type GetIntegersRequest,
+  type GetRandomRequest,
+  type GetStatusResponse,
+  GetStatusResponseSchema,
+  type GetUuidsRequest,
   type StreamRandomRequest,
   type StreamRandomResponse,
-} from "../src/gen/entropy/v1/entropy";
-import { type DrawProvenance, SourceKind as Kind } from "../src/gen/entropy/v1/provenance";
+  StreamRandomResponseSchema,
+} from "../src/gen/entropy/v1/entropy_pb.js";
+import { type DrawProvenance, DrawProvenanceSchema, SourceKind as Kind } from "../src/gen/entropy/v1/provenance_pb.js";
+import { serviceDefinition } from "../src/grpc";
 
 export const MIB = 1 << 20;
 
@@ -157,15 +166,15 @@ export interface Step {
 /** A provenance no dev gateway reports: two kinds mixed, two collectors, chunks `sequence` and
  * `sequence + 1`. */
 export function fakeProvenance(sequence: number): DrawProvenance {
-  return {
-    kinds: [Kind.SOURCE_KIND_QUANTUM, Kind.SOURCE_KIND_OS],
+  return create(DrawProvenanceSchema, {
+    kinds: [Kind.QUANTUM, Kind.OS],
     mixed: true,
     collectorIds: ["fake-a", "fake-b"],
     firstChunk: { collectorId: "fake-a", epoch: 7n, sequence: BigInt(sequence), signedAtUnixMs: 1_700_000_000_000n },
     lastChunk: { collectorId: "fake-b", epoch: 2n ** 64n - 1n, sequence: BigInt(sequence + 1), signedAtUnixMs: -5n },
     chunkCount: 2,
     oldestByteAgeMs: 42n,
-  };
+  });
 }
 
 /** A scripted EntropyService, for what a live gateway cannot be made to do on cue. It records
@@ -175,8 +184,8 @@ export class FakeEntropy {
   /** [method, acceptKinds] of every call, in order. */
   readonly kinds: Array<[string, number[]]> = [];
   /** What CheckQuality and GetStatus answer. */
-  quality: CheckQualityResponse = CheckQualityResponse.decode(new Uint8Array());
-  status: GetStatusResponse = GetStatusResponse.decode(new Uint8Array());
+  quality: CheckQualityResponse = create(CheckQualityResponseSchema);
+  status: GetStatusResponse = create(GetStatusResponseSchema);
   sent = Buffer.alloc(0);
   /** Stalled calls (`hang`) the client cancelled. */
   cancelledCalls = 0;
@@ -205,23 +214,22 @@ export class FakeEntropy {
           callback(null, ok(call.request));
         }
       };
-    const impl: EntropyServiceServer = {
-      streamRandom: (call) => void this.stream(call),
-      getRandom: unary("GetRandom", (req) => ({
+    // Answers are init shapes: the service definition's serializers make the messages.
+    const impl: grpc.UntypedServiceImplementation = {
+      streamRandom: (call: grpc.ServerWritableStream<StreamRandomRequest, StreamRandomResponse>) => void this.stream(call),
+      getRandom: unary("GetRandom", (req: GetRandomRequest) => ({
         data: randomBytes(req.numBytes),
-        text: "",
         provenance: fakeProvenance(req.numBytes),
       })),
-      getIntegers: unary("GetIntegers", (req) => ({ values: Array(req.count).fill(req.min), provenance: undefined })),
-      getFloats: unary("GetFloats", (req) => ({ values: Array(req.count).fill(0.5), provenance: undefined })),
-      getUuids: unary("GetUuids", (req) => ({
+      getIntegers: unary("GetIntegers", (req: GetIntegersRequest) => ({ values: Array(req.count).fill(req.min) })),
+      getFloats: unary("GetFloats", (req: GetFloatsRequest) => ({ values: Array(req.count).fill(0.5) })),
+      getUuids: unary("GetUuids", (req: GetUuidsRequest) => ({
         uuids: Array(req.count).fill("5f0c3c1e-8f6e-4d3c-9a63-3b1e1c2d4e5f"),
-        provenance: undefined,
       })),
       getStatus: unary("GetStatus", () => this.status),
       checkQuality: unary("CheckQuality", () => this.quality),
     };
-    this.server.addService(EntropyServiceService, impl);
+    this.server.addService(serviceDefinition(EntropyService), impl);
     const port = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(`127.0.0.1:${onPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
         err ? reject(err) : resolve(p),
@@ -254,7 +262,7 @@ export class FakeEntropy {
       // Wait for each write to be flushed so every chunk goes out before the status.
       // Its chunk sequence is the bytes sent so far: a test can tell which message came last.
       const provenance = fakeProvenance(this.sent.length);
-      await new Promise<void>((resolve) => call.write({ data, provenance }, () => resolve()));
+      await new Promise<void>((resolve) => call.write(create(StreamRandomResponseSchema, { data, provenance }), () => resolve()));
     }
     if (step.hang) {
       this.active.add(call); // until the client cancels or the server is stopped

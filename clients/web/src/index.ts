@@ -12,5 +12,5 @@ export {
   DeadlineExceededError,
 } from "./errors.js";
 export { validateKey, MAX_KEY_BYTES } from "./key.js";
-export { type Status, type Source } from "./status.js";
+export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status.js";
 export { RandomStream, type StreamOptions } from "./stream.js";

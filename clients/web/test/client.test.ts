@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import {
   EntropyClient,
   InvalidArgumentError,
+  SourceKind,
   UnauthenticatedError,
   UnavailableError,
   baseUrl,
@@ -41,6 +42,13 @@ test("every call returns what it promises", async () => {
   assert.equal(status.poolCapacityBytes, POOL_CAPACITY);
   assert.ok(status.serving);
   assert.deepEqual(new Set(status.sources.map((s) => s.kind)), new Set(["os"]));
+  // The same Status as the Node client's (one definition): the fields each lacked before.
+  assert.equal(status.notServingReason, "");
+  assert.deepEqual(status.poolByClass.map((c) => c.kinds), [[SourceKind.OS]]);
+  assert.equal(status.maxByteAgeMs, 0n);
+  for (const n of [status.expiredBytesTotal, status.evictedBytesTotal, status.discardedBytesTotal, status.qualityTestedBytesTotal]) {
+    assert.equal(typeof n, "bigint");
+  }
 });
 
 test("errors carry the status and the server's message", async () => {

@@ -5,8 +5,9 @@ one caller, once.
     with EntropyClient.from_env() as client:  # ENTROPY_ENDPOINT, ENTROPY_API_KEY
         roll = client.get_integers(1, 6)[0]
 
-Layout: client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom reader
-that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
+Layout: _calls.py (each call's request and response mapping, and the construction both
+clients share), client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom
+reader that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
 rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status,
 provenance and quality-report views, SourceKind), _gen/ (generated from proto/ by
 clients/generate.sh).

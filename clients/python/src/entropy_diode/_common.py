@@ -1,11 +1,11 @@
-"""What the sync and asyncio clients share: credentials, metadata, request building, and the
+"""What the sync and asyncio clients and their stream readers share below the calls themselves
+(those are mapped once, in _calls.py): credentials, metadata, checked request messages, and the
 bookkeeping that lets a stream reader reconnect without losing or repeating bytes."""
 
 from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -145,17 +145,6 @@ def check_kinds(kinds: Iterable[SourceKind]) -> tuple[int, ...]:
             )
         out.append(int(kind))
     return tuple(out)
-
-
-def pick_kinds(
-    default: tuple[int, ...], override: Iterable[SourceKind] | None
-) -> list[int]:
-    """A call's `accept_kinds`: its own when given (empty: any), else the client's default."""
-    return list(default if override is None else check_kinds(override))
-
-
-def uuids_from_pb(msg: pb.GetUuidsResponse) -> list[uuid.UUID]:
-    return [uuid.UUID(u) for u in msg.uuids]
 
 
 class StreamState:

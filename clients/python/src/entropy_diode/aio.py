@@ -4,44 +4,28 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
 
 from . import errors
-from ._common import (
-    DEFAULT_TIMEOUT,
-    StreamState,
-    build,
-    check_kinds,
-    connection,
-    pick_kinds,
-    uuids_from_pb,
-)
+from ._calls import Call, ClientCore
+from ._common import Connection, StreamState
 from ._gen.entropy.v1 import entropy_pb2 as pb
-from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
-from .config import StreamOptions, from_environment
-from .types import (
-    Draw,
-    Provenance,
-    QualityReport,
-    SourceKind,
-    Status,
-    provenance_from_pb,
-    quality_from_pb,
-    status_from_pb,
-)
+from .config import StreamOptions
+from .types import Draw, Provenance, QualityReport, SourceKind, Status
+
+R = TypeVar("R")
 
 __all__ = ["AsyncEntropyClient", "AsyncStreamReader"]
 
 
-class AsyncEntropyClient:
+class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
     """A connection to an Entropy Diode gateway for asyncio code.
 
     >>> async with AsyncEntropyClient("127.0.0.1:50051", api_key) as client:
@@ -52,64 +36,6 @@ class AsyncEntropyClient:
     `from_env()` reads ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
     """
 
-    def __init__(
-        self,
-        endpoint: str,
-        api_key: str,
-        *,
-        ca_file: str | os.PathLike[str] | None = None,
-        credentials: grpc.ChannelCredentials | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        stream_options: StreamOptions | None = None,
-        options: Sequence[tuple[str, Any]] = (),
-        accept_kinds: Iterable[SourceKind] = (),
-    ) -> None:
-        conn = connection(endpoint, api_key, ca_file, credentials, options)
-        self._accept_kinds = check_kinds(accept_kinds)
-        self.endpoint = conn.endpoint
-        if conn.credentials is None:
-            self._channel = grpc.aio.insecure_channel(conn.endpoint.target, options=conn.options)
-        else:
-            self._channel = grpc.aio.secure_channel(
-                conn.endpoint.target, conn.credentials, options=conn.options
-            )
-        self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._metadata = conn.metadata
-        self._timeout = timeout
-        self._stream_options = stream_options or StreamOptions()
-
-    @classmethod
-    def from_env(
-        cls,
-        endpoint: str | None = None,
-        api_key: str | None = None,
-        *,
-        ca_file: str | os.PathLike[str] | None = None,
-        credentials: grpc.ChannelCredentials | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        stream_options: StreamOptions | None = None,
-        options: Sequence[tuple[str, Any]] = (),
-        accept_kinds: Iterable[SourceKind] = (),
-    ) -> AsyncEntropyClient:
-        """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
-        (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
-        endpoint, api_key, ca_file = from_environment(endpoint, api_key, ca_file, credentials)
-        return cls(
-            endpoint,
-            api_key,
-            ca_file=ca_file,
-            credentials=credentials,
-            timeout=timeout,
-            stream_options=stream_options,
-            options=options,
-            accept_kinds=accept_kinds,
-        )
-
-    @property
-    def accept_kinds(self) -> tuple[SourceKind, ...]:
-        """The source kinds every call accepts unless it says otherwise (empty: any)."""
-        return tuple(SourceKind(k) for k in self._accept_kinds)
-
     async def get_bytes(
         self,
         num_bytes: int,
@@ -118,7 +44,7 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        return (await self._get_random(num_bytes, timeout, accept_kinds)).data
+        return await self._call(self._calls.get_bytes(num_bytes, accept_kinds), timeout)
 
     async def draw(
         self,
@@ -128,8 +54,7 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> Draw:
         """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
-        resp = await self._get_random(num_bytes, timeout, accept_kinds)
-        return Draw(resp.data, provenance_from_pb(resp.provenance))
+        return await self._call(self._calls.draw(num_bytes, accept_kinds), timeout)
 
     async def check_quality(
         self,
@@ -141,13 +66,7 @@ class AsyncEntropyClient:
         """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
         served to anyone, and report how random they look. Needs a key with the
         `quality:check` scope; the bytes count against the key's quota."""
-        req = build(
-            pb.CheckQualityRequest,
-            sample_bytes=sample_bytes,
-            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
-        )
-        resp: pb.CheckQualityResponse = await self._call(self._stub.CheckQuality, req, timeout)
-        return quality_from_pb(resp)
+        return await self._call(self._calls.check_quality(sample_bytes, accept_kinds), timeout)
 
     async def get_integers(
         self,
@@ -159,10 +78,7 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetIntegersRequest, min=low, max=high, count=count, accept_kinds=kinds)
-        resp: pb.GetIntegersResponse = await self._call(self._stub.GetIntegers, req, timeout)
-        return list(resp.values)
+        return await self._call(self._calls.get_integers(low, high, count, accept_kinds), timeout)
 
     async def get_floats(
         self,
@@ -172,10 +88,7 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetFloatsRequest, count=count, accept_kinds=kinds)
-        resp: pb.GetFloatsResponse = await self._call(self._stub.GetFloats, req, timeout)
-        return list(resp.values)
+        return await self._call(self._calls.get_floats(count, accept_kinds), timeout)
 
     async def get_uuids(
         self,
@@ -185,17 +98,11 @@ class AsyncEntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetUuidsRequest, count=count, accept_kinds=kinds)
-        resp: pb.GetUuidsResponse = await self._call(self._stub.GetUuids, req, timeout)
-        return uuids_from_pb(resp)
+        return await self._call(self._calls.get_uuids(count, accept_kinds), timeout)
 
     async def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
-        resp: pb.GetStatusResponse = await self._call(
-            self._stub.GetStatus, pb.GetStatusRequest(), timeout
-        )
-        return status_from_pb(resp)
+        return await self._call(self._calls.status(), timeout)
 
     def reader(
         self,
@@ -213,7 +120,7 @@ class AsyncEntropyClient:
             total_bytes,
             chunk_bytes,
             options=options or self._stream_options,
-            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
+            accept_kinds=self._calls.kinds(accept_kinds),
         )
 
     async def close(self) -> None:
@@ -230,27 +137,19 @@ class AsyncEntropyClient:
     ) -> None:
         await self.close()
 
-    async def _get_random(
-        self, num_bytes: int, timeout: float | None, accept_kinds: Iterable[SourceKind] | None
-    ) -> pb.GetRandomResponse:
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
-        resp: pb.GetRandomResponse = await self._call(self._stub.GetRandom, req, timeout)
-        return resp
+    def _open_channel(self, conn: Connection) -> grpc.aio.Channel:
+        if conn.credentials is None:
+            return grpc.aio.insecure_channel(conn.endpoint.target, options=conn.options)
+        return grpc.aio.secure_channel(
+            conn.endpoint.target, conn.credentials, options=conn.options
+        )
 
-    def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
-        # As in the sync client: no gRPC deadline (the reader bounds each wait), wait_for_ready.
-        return self._stub.StreamRandom(req, metadata=self._metadata, wait_for_ready=True)
-
-    async def _call(self, method: Any, req: Any, timeout: float | None) -> Any:
+    async def _call(self, call: Call[R], timeout: float | None) -> R:
         try:
-            return await method(
-                req,
-                metadata=self._metadata,
-                timeout=self._timeout if timeout is None else timeout,
-            )
+            resp = await self._send(call, timeout)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
+        return call.result(resp)
 
 
 class AsyncStreamReader:

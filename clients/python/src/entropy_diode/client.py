@@ -2,41 +2,26 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from types import TracebackType
-from typing import Any
+from typing import TypeVar
 
 import grpc
 
 from . import errors
-from ._common import (
-    DEFAULT_TIMEOUT,
-    build,
-    check_kinds,
-    connection,
-    pick_kinds,
-    uuids_from_pb,
-)
-from ._gen.entropy.v1 import entropy_pb2 as pb
-from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
-from .config import StreamOptions, from_environment
+from ._calls import Call, ClientCore
+from ._common import Connection
+from .config import StreamOptions
 from .stream import StreamReader
-from .types import (
-    Draw,
-    QualityReport,
-    SourceKind,
-    Status,
-    provenance_from_pb,
-    quality_from_pb,
-    status_from_pb,
-)
+from .types import Draw, QualityReport, SourceKind, Status
+
+R = TypeVar("R")
 
 __all__ = ["EntropyClient"]
 
 
-class EntropyClient:
+class EntropyClient(ClientCore[grpc.Channel]):
     """A connection to an Entropy Diode gateway.
 
     >>> with EntropyClient("127.0.0.1:50051", api_key) as client:
@@ -57,64 +42,6 @@ class EntropyClient:
     `FailedPreconditionError`. Thread-safe.
     """
 
-    def __init__(
-        self,
-        endpoint: str,
-        api_key: str,
-        *,
-        ca_file: str | os.PathLike[str] | None = None,
-        credentials: grpc.ChannelCredentials | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        stream_options: StreamOptions | None = None,
-        options: Sequence[tuple[str, Any]] = (),
-        accept_kinds: Iterable[SourceKind] = (),
-    ) -> None:
-        conn = connection(endpoint, api_key, ca_file, credentials, options)
-        self._accept_kinds = check_kinds(accept_kinds)
-        self.endpoint = conn.endpoint
-        if conn.credentials is None:
-            self._channel = grpc.insecure_channel(conn.endpoint.target, options=conn.options)
-        else:
-            self._channel = grpc.secure_channel(
-                conn.endpoint.target, conn.credentials, options=conn.options
-            )
-        self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._metadata = conn.metadata
-        self._timeout = timeout
-        self._stream_options = stream_options or StreamOptions()
-
-    @classmethod
-    def from_env(
-        cls,
-        endpoint: str | None = None,
-        api_key: str | None = None,
-        *,
-        ca_file: str | os.PathLike[str] | None = None,
-        credentials: grpc.ChannelCredentials | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        stream_options: StreamOptions | None = None,
-        options: Sequence[tuple[str, Any]] = (),
-        accept_kinds: Iterable[SourceKind] = (),
-    ) -> EntropyClient:
-        """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
-        (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
-        endpoint, api_key, ca_file = from_environment(endpoint, api_key, ca_file, credentials)
-        return cls(
-            endpoint,
-            api_key,
-            ca_file=ca_file,
-            credentials=credentials,
-            timeout=timeout,
-            stream_options=stream_options,
-            options=options,
-            accept_kinds=accept_kinds,
-        )
-
-    @property
-    def accept_kinds(self) -> tuple[SourceKind, ...]:
-        """The source kinds every call accepts unless it says otherwise (empty: any)."""
-        return tuple(SourceKind(k) for k in self._accept_kinds)
-
     def get_bytes(
         self,
         num_bytes: int,
@@ -123,7 +50,7 @@ class EntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        return self._get_random(num_bytes, timeout, accept_kinds).data
+        return self._call(self._calls.get_bytes(num_bytes, accept_kinds), timeout)
 
     def draw(
         self,
@@ -133,8 +60,7 @@ class EntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> Draw:
         """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
-        resp = self._get_random(num_bytes, timeout, accept_kinds)
-        return Draw(resp.data, provenance_from_pb(resp.provenance))
+        return self._call(self._calls.draw(num_bytes, accept_kinds), timeout)
 
     def check_quality(
         self,
@@ -146,13 +72,7 @@ class EntropyClient:
         """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
         served to anyone, and report how random they look. Needs a key with the
         `quality:check` scope; the bytes count against the key's quota."""
-        req = build(
-            pb.CheckQualityRequest,
-            sample_bytes=sample_bytes,
-            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
-        )
-        resp: pb.CheckQualityResponse = self._call(self._stub.CheckQuality, req, timeout)
-        return quality_from_pb(resp)
+        return self._call(self._calls.check_quality(sample_bytes, accept_kinds), timeout)
 
     def get_integers(
         self,
@@ -164,10 +84,7 @@ class EntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetIntegersRequest, min=low, max=high, count=count, accept_kinds=kinds)
-        resp: pb.GetIntegersResponse = self._call(self._stub.GetIntegers, req, timeout)
-        return list(resp.values)
+        return self._call(self._calls.get_integers(low, high, count, accept_kinds), timeout)
 
     def get_floats(
         self,
@@ -177,10 +94,7 @@ class EntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetFloatsRequest, count=count, accept_kinds=kinds)
-        resp: pb.GetFloatsResponse = self._call(self._stub.GetFloats, req, timeout)
-        return list(resp.values)
+        return self._call(self._calls.get_floats(count, accept_kinds), timeout)
 
     def get_uuids(
         self,
@@ -190,17 +104,11 @@ class EntropyClient:
         accept_kinds: Iterable[SourceKind] | None = None,
     ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetUuidsRequest, count=count, accept_kinds=kinds)
-        resp: pb.GetUuidsResponse = self._call(self._stub.GetUuids, req, timeout)
-        return uuids_from_pb(resp)
+        return self._call(self._calls.get_uuids(count, accept_kinds), timeout)
 
     def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
-        resp: pb.GetStatusResponse = self._call(
-            self._stub.GetStatus, pb.GetStatusRequest(), timeout
-        )
-        return status_from_pb(resp)
+        return self._call(self._calls.status(), timeout)
 
     def reader(
         self,
@@ -220,7 +128,7 @@ class EntropyClient:
             total_bytes,
             chunk_bytes,
             options=options or self._stream_options,
-            accept_kinds=pick_kinds(self._accept_kinds, accept_kinds),
+            accept_kinds=self._calls.kinds(accept_kinds),
         )
 
     def close(self) -> None:
@@ -237,27 +145,14 @@ class EntropyClient:
     ) -> None:
         self.close()
 
-    def _get_random(
-        self, num_bytes: int, timeout: float | None, accept_kinds: Iterable[SourceKind] | None
-    ) -> pb.GetRandomResponse:
-        kinds = pick_kinds(self._accept_kinds, accept_kinds)
-        req = build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
-        resp: pb.GetRandomResponse = self._call(self._stub.GetRandom, req, timeout)
-        return resp
+    def _open_channel(self, conn: Connection) -> grpc.Channel:
+        if conn.credentials is None:
+            return grpc.insecure_channel(conn.endpoint.target, options=conn.options)
+        return grpc.secure_channel(conn.endpoint.target, conn.credentials, options=conn.options)
 
-    def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
-        # No gRPC deadline: a stream lives as long as its reader, which bounds each wait itself
-        # (attempt and stall timeouts) and cancels the call on close. wait_for_ready: an
-        # attempt waits for the channel to (re)connect instead of failing fast.
-        return self._stub.StreamRandom(req, metadata=self._metadata, wait_for_ready=True)
-
-    def _call(self, method: Any, req: Any, timeout: float | None) -> Any:
+    def _call(self, call: Call[R], timeout: float | None) -> R:
         try:
-            return method(
-                req,
-                metadata=self._metadata,
-                timeout=self._timeout if timeout is None else timeout,
-            )
+            resp = self._send(call, timeout)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
-
+        return call.result(resp)

@@ -1,0 +1,201 @@
+"""The one mapping between the clients' methods and EntropyService, so the sync and asyncio
+clients cannot drift apart: `Calls` turns each method's arguments into its checked request (with
+the client's default `accept_kinds`) and says how the response becomes what the method returns;
+`ClientCore` is how both clients are constructed (arguments checked, channel opened, key
+metadata, deadlines). `EntropyClient` (client.py) and `AsyncEntropyClient` (aio.py) only send
+what this builds, one blocking and one awaited; tests/test_parity.py checks that both expose the
+same methods with the same signatures."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from ._common import DEFAULT_TIMEOUT, Connection, build, check_kinds, connection
+from ._gen.entropy.v1 import entropy_pb2 as pb
+from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
+from .config import StreamOptions, from_environment
+from .types import (
+    Draw,
+    QualityReport,
+    SourceKind,
+    Status,
+    provenance_from_pb,
+    quality_from_pb,
+    status_from_pb,
+)
+
+R = TypeVar("R")
+ChannelT = TypeVar("ChannelT")
+CoreT = TypeVar("CoreT", bound="ClientCore[Any]")
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """One unary call, ready to send: the stub method (`method`, e.g. "GetRandom"), the checked
+    request, and how its response becomes the method's result."""
+
+    method: str
+    request: Message
+    result: Callable[[Any], R]
+
+
+class Calls:
+    """Every unary call's request and result mapping. `accept_kinds` is the client's default
+    source filter; each method's own `accept_kinds` (None: the default; `[]`: any) wins."""
+
+    def __init__(self, accept_kinds: Iterable[SourceKind]) -> None:
+        self.accept_kinds = check_kinds(accept_kinds)
+
+    def kinds(self, override: Iterable[SourceKind] | None) -> list[int]:
+        """A call's `accept_kinds`: its own when given (empty: any), else the client's."""
+        return list(self.accept_kinds if override is None else check_kinds(override))
+
+    def get_bytes(self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None) -> Call[bytes]:
+        return Call("GetRandom", self._random(num_bytes, accept_kinds), _data)
+
+    def draw(self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None) -> Call[Draw]:
+        return Call("GetRandom", self._random(num_bytes, accept_kinds), _draw)
+
+    def check_quality(
+        self, sample_bytes: int, accept_kinds: Iterable[SourceKind] | None
+    ) -> Call[QualityReport]:
+        req = build(
+            pb.CheckQualityRequest, sample_bytes=sample_bytes, accept_kinds=self.kinds(accept_kinds)
+        )
+        return Call("CheckQuality", req, quality_from_pb)
+
+    def get_integers(
+        self, low: int, high: int, count: int, accept_kinds: Iterable[SourceKind] | None
+    ) -> Call[list[int]]:
+        req = build(
+            pb.GetIntegersRequest,
+            min=low,
+            max=high,
+            count=count,
+            accept_kinds=self.kinds(accept_kinds),
+        )
+        return Call("GetIntegers", req, _values)
+
+    def get_floats(
+        self, count: int, accept_kinds: Iterable[SourceKind] | None
+    ) -> Call[list[float]]:
+        req = build(pb.GetFloatsRequest, count=count, accept_kinds=self.kinds(accept_kinds))
+        return Call("GetFloats", req, _values)
+
+    def get_uuids(
+        self, count: int, accept_kinds: Iterable[SourceKind] | None
+    ) -> Call[list[uuid.UUID]]:
+        req = build(pb.GetUuidsRequest, count=count, accept_kinds=self.kinds(accept_kinds))
+        return Call("GetUuids", req, _uuids)
+
+    def status(self) -> Call[Status]:
+        return Call("GetStatus", pb.GetStatusRequest(), status_from_pb)
+
+    def _random(
+        self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None
+    ) -> pb.GetRandomRequest:
+        kinds = self.kinds(accept_kinds)
+        return build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
+
+
+def _data(resp: pb.GetRandomResponse) -> bytes:
+    return resp.data
+
+
+def _draw(resp: pb.GetRandomResponse) -> Draw:
+    return Draw(resp.data, provenance_from_pb(resp.provenance))
+
+
+def _values(resp: pb.GetIntegersResponse | pb.GetFloatsResponse) -> list[Any]:
+    return list(resp.values)
+
+
+def _uuids(resp: pb.GetUuidsResponse) -> list[uuid.UUID]:
+    return [uuid.UUID(u) for u in resp.uuids]
+
+
+class ClientCore(ABC, Generic[ChannelT]):
+    """What both clients are made of: the endpoint, key and CA file checked at construction, a
+    channel (opened by the subclass: blocking or grpc.aio), the key as call metadata, the default
+    deadline and reconnect rule, and `Calls`. The arguments are documented on `EntropyClient`."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        api_key: str,
+        *,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
+    ) -> None:
+        conn = connection(endpoint, api_key, ca_file, credentials, options)
+        self._calls = Calls(accept_kinds)
+        self.endpoint = conn.endpoint
+        self._channel = self._open_channel(conn)
+        self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = conn.metadata
+        self._timeout = timeout
+        self._stream_options = stream_options or StreamOptions()
+
+    @classmethod
+    def from_env(
+        cls: type[CoreT],
+        endpoint: str | None = None,
+        api_key: str | None = None,
+        *,
+        ca_file: str | os.PathLike[str] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        stream_options: StreamOptions | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+        accept_kinds: Iterable[SourceKind] = (),
+    ) -> CoreT:
+        """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
+        (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
+        endpoint, api_key, ca_file = from_environment(endpoint, api_key, ca_file, credentials)
+        return cls(
+            endpoint,
+            api_key,
+            ca_file=ca_file,
+            credentials=credentials,
+            timeout=timeout,
+            stream_options=stream_options,
+            options=options,
+            accept_kinds=accept_kinds,
+        )
+
+    @property
+    def accept_kinds(self) -> tuple[SourceKind, ...]:
+        """The source kinds every call accepts unless it says otherwise (empty: any)."""
+        return tuple(SourceKind(k) for k in self._calls.accept_kinds)
+
+    @abstractmethod
+    def _open_channel(self, conn: Connection) -> ChannelT:
+        """The channel to `conn.endpoint`: plaintext when `conn.credentials` is None."""
+
+    def _send(self, call: Call[Any], timeout: float | None) -> Any:
+        """Starts `call` on the stub (the sync stub returns the response, the aio one an
+        awaitable of it): the key as metadata, `timeout` or the client's default deadline."""
+        method = getattr(self._stub, call.method)
+        return method(
+            call.request,
+            metadata=self._metadata,
+            timeout=self._timeout if timeout is None else timeout,
+        )
+
+    def _open_stream(self, req: pb.StreamRandomRequest) -> Any:
+        # No gRPC deadline: a stream lives as long as its reader, which bounds each wait itself
+        # (attempt and stall timeouts) and cancels the call on close. wait_for_ready: an
+        # attempt waits for the channel to (re)connect instead of failing fast.
+        return self._stub.StreamRandom(req, metadata=self._metadata, wait_for_ready=True)
