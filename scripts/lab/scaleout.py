@@ -22,7 +22,7 @@ Sections, each with its checks:
   scan        every byte the readers and the drawer received, from every gateway, scanned for
               any run of 16+ bytes served twice (repeat-scan)
 
-    scripts/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
+    scripts/lab/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
                                 [--markdown FILE.md] [--no-build] [--gateway-cpu 0.1]
 
 quick (the test command): short throughput points. full (bench/run.sh scaleout): 10 s points.
@@ -45,12 +45,13 @@ import threading
 import time
 from pathlib import Path
 
-import harness
-import netns
-from netns import Skip
-from scaleout_io import DRAWER, FETCH, cpu_seconds, ghz_summary, haproxy_command, haproxy_stat, markdown
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+import netns  # noqa: E402
+from harness import ROOT  # noqa: E402
+from netns import Skip  # noqa: E402
+from scaleout_io import DRAWER, FETCH, cpu_seconds, haproxy_command, haproxy_stat, markdown  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "clients/conformance"))
 import run as conformance  # noqa: E402  (the languages and their reader programs)
 
@@ -81,7 +82,7 @@ class Scaleout:
         self.outputs: list[Path] = []
         self.stopped: set[str] = set()  # processes stopped on purpose
         self.langs = conformance.select(args.only, argparse.ArgumentParser())
-        self.ghz, self.grpcurl = harness.tool("ghz"), harness.tool("grpcurl")
+        self.grpcurl = harness.tool("grpcurl")
 
     # ---- setup ----
     def section(self, title: str) -> None:
@@ -185,15 +186,12 @@ class Scaleout:
                 num_bytes: int = 32, rps: int = 0) -> dict:
         """`calls` GetRandom calls (a count, not a duration: at a duration's end ghz closes its
         connections under calls still in flight, which then fail on the client's side)."""
-        cmd = [self.ghz, "--proto", ROOT / "proto/entropy/v1/entropy.proto", "--import-paths", ROOT / "proto",
-               "--call", "entropy.v1.EntropyService/GetRandom", "-d", json.dumps({"num_bytes": num_bytes}),
-               "--metadata", json.dumps({"authorization": f"Bearer {self.key}"}),
-               "--cacert", self.work / "ca.pem", "-n", calls, "-c", concurrency,
-               "--connections", connections, "--format", "json", "--skipFirst", "0"]
+        cmd = harness.ghz_getrandom(self.key, self.work / "ca.pem", num_bytes, "-n", calls, "-c", concurrency,
+                                    "--connections", connections, "--skipFirst", "0")
         if rps:
             cmd += ["--rps", rps]
         r = self.lab.exec("client", *cmd, target, timeout=300)
-        return ghz_summary(r.stdout, r.stderr)
+        return harness.ghz_summary(r.stdout, r.stderr)
 
     def served(self) -> dict[str, float]:
         return {g: self.metric(g, "entropy_gateway_served_bytes_total") for g in GATEWAYS}
@@ -523,7 +521,7 @@ def main() -> int:
     if args.report:
         args.report.write_text(json.dumps(so.results, indent=2) + "\n")
     if args.markdown:
-        args.markdown.write_text(markdown(so.results, " ".join(["scripts/scaleout.py", *sys.argv[1:]])))
+        args.markdown.write_text(markdown(so.results, " ".join(["scripts/lab/scaleout.py", *sys.argv[1:]])))
     return so.check.summary("scaleout")
 
 

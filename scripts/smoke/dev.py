@@ -3,7 +3,7 @@
 grpcurl through server reflection (no .proto files), run every grpcurl and ghz recipe of
 README.md as written, then stop it with SIGTERM and expect a clean exit.
 
-Usage: smoke_dev.py PATH_TO_ENTROPY_GATEWAY
+Usage: scripts/smoke/dev.py PATH_TO_ENTROPY_GATEWAY
 """
 import base64
 import json
@@ -18,10 +18,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import harness
-from harness import free_port
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, free_port  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "smoke-test-key-" + os.urandom(8).hex()
 check = harness.Checks()
 

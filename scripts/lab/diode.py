@@ -29,7 +29,7 @@ everything on loopback in one process, where "the outside cannot connect in" mea
 Everything (processes, namespaces with their veths, the temporary directory) is removed on exit,
 on failure and on Ctrl-C/SIGTERM too.
 
-Usage: netns_diode.py BIN_DIR
+Usage: scripts/lab/diode.py BIN_DIR
 Needs root, `ip netns`, nft (Debian: nftables), ping (Debian: iputils-ping) and grpcurl. Where
 root, network namespaces or the tools are missing it prints "SKIP: <reason>" and exits 0; any
 other failure exits 1.
@@ -46,9 +46,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 PID = os.getpid()
 NS_IN = f"ed-in-{PID}"
 NS_OUT = f"ed-out-{PID}"

@@ -1,4 +1,4 @@
-"""The system scripts/chaos.py breaks: one simulator -> one collector -> one gateway on loopback,
+"""The system scripts/chaos/chaos.py breaks: one simulator -> one collector -> one gateway on loopback,
 with toxiproxy on the collector -> gateway (ingest) and client -> gateway (public) links.
 
 Every program runs as it would in production: the gateway with TLS on both listeners and mTLS on

@@ -1,5 +1,5 @@
 """A lab of hosts in network namespaces on one bridge, for runs that need real addresses
-(scripts/scaleout.py): each host is a namespace with one veth on a bridge that lives in a hub
+(scripts/lab/scaleout.py): each host is a namespace with one veth on a bridge that lives in a hub
 namespace, so nothing touches the machine's own network. Processes started in a host log to a
 file in the lab's work directory; `cleanup` kills them, everything else left in the
 namespaces, and the namespaces themselves.

@@ -17,13 +17,13 @@ Then: every service's compose health check passes; a client draws entropy over T
 gateway; GetStatus names the simulated appliance; each process runs as its non-root user with
 no capabilities; SIGTERM stops everything. What this does not cover: image builds, resource
 limits, Prometheus and Grafana
-(scripts/prometheus_scrape.py runs a real Prometheus against the same programs).
+(scripts/deploy/prometheus_scrape.py runs a real Prometheus against the same programs).
 
 Kept because nothing else runs compose.yaml's own definition (users, read-only roots,
 capabilities, mounts and networks as compose-go reads them): deploy/check validates the file
 statically, prometheus_scrape.py runs the programs without compose's constraints.
 
-Usage: compose_rehearsal.py BIN_DIR
+Usage: scripts/lab/compose_rehearsal.py BIN_DIR
 Needs root, ip (iproute2), unshare and setpriv (util-linux), Go, grpcurl. Prints "SKIP: why"
 and exits 0 where namespaces cannot be made; any other failure exits 1.
 """
@@ -39,8 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import harness
-from harness import ROOT, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, run  # noqa: E402
 
 TAG = f"edr{os.getpid() % 100000}"  # namespace and interface names (interfaces: <= 15 chars)
 HUB = f"{TAG}-hub"

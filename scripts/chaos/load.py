@@ -1,4 +1,4 @@
-"""The load scripts/chaos.py keeps running through every fault: each language's stream reader
+"""The load scripts/chaos/chaos.py keeps running through every fault: each language's stream reader
 (the client libraries' readers, as users run them), a unary drawer that notes when each call
 ended and how, and ghz. Every byte any of them receives is kept, for the served-twice scan.
 
