@@ -93,7 +93,7 @@ class Scaleout:
             self.lab.host(name, octet)
         w = self.work
         hosts = ["gateway", self.lab.hosts["lb"], *(self.lab.hosts[g] for g in GATEWAYS)]
-        netns.run([self.bin / "entropy-gateway", "dev-certs", "--out", w, *sum((["--host", h] for h in hosts), [])])
+        harness.run([self.bin / "entropy-gateway", "dev-certs", "--out", w, *sum((["--host", h] for h in hosts), [])])
         (w / "lb.pem").write_text((w / "gateway.pem").read_text() + (w / "gateway.key").read_text())
         (w / "mac").mkdir(mode=0o700)
         mac = os.urandom(32).hex()
@@ -499,13 +499,10 @@ def main() -> int:
     except Skip as e:
         print(f"SKIP: {e}")
         return 0
-    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator", "repeat-scan"):
-        if not os.access(args.bin_dir / name, os.X_OK):
-            raise SystemExit(f"no {name} in {args.bin_dir}: cargo build --release")
+    netns.require_binaries(args.bin_dir, "entropy-gateway", "entropy-collector", "entropy-simulator", "repeat-scan")
     if not args.no_build:
         conformance.build(conformance.select(args.only, parser))
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    netns.interrupt_on_signals()
     try:
         so = Scaleout(args.bin_dir.resolve(), args)
     except Skip as e:
