@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
-. scripts/lib/apt_install.sh
+. scripts/lib/setup.sh
 apt_install faketime
-cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+build_release -q
 python3 scripts/chaos/chaos.py full target/release --out "bench/results/$(date -u +%F)-chaos" "$@"

@@ -16,6 +16,7 @@
 # Installs ent, rng-tools5 (rngtest) and dieharder with apt-get when missing. Exits 1 on any FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
 
 mode=quick
 case "${1:-}" in quick|full) mode=$1; shift ;; esac
@@ -24,7 +25,7 @@ if [ -n "${BIN_DIR:-}" ]; then
   command="BIN_DIR=$BIN_DIR $command"
 else
   BIN_DIR=target/release
-  cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+  build_release -q
 fi
 out=()
 if [ "$mode" = full ]; then out=(--out "bench/results/$(date -u +%F)-quality"); fi

@@ -10,9 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
-. scripts/lib/apt_install.sh
+. scripts/lib/setup.sh
 apt_install haproxy
-cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+build_release -q
 out="bench/results/$(date -u +%F)-scaleout"
 python3 scripts/lab/scaleout.py target/release --mode full --report "$out.json" --markdown "$out.md" "$@"
 echo "numbers: $out.md"

@@ -8,6 +8,7 @@
 #   SKIP_LINT=1 scripts/test.sh   skip fmt/clippy/buf (quicker local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
 
 GRPCURL_VERSION=v1.9.3
 BUF_VERSION=v1.61.0
@@ -90,7 +91,7 @@ FUZZ_PROFILE=dev scripts/cargo/fuzz.sh "${FUZZ_SECONDS:-20}"
 # of features for the release tree; see bench/tools/Cargo.toml). The benches and the Rust
 # conformance reader, built later on their own, must resolve the same features:
 python3 scripts/cargo/feature_sets.py
-cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+build_release
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
 python3 scripts/smoke/dev.py target/release/entropy-gateway
