@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import harness
-from load import conformance
+from readers import PYTHON
 from system import System
 
 APPLIANCE_RATE = 80_000  # bytes/s, a Quantis appliance
@@ -87,8 +87,7 @@ def run(bin_dir: Path, work: Path, quick: bool, check: harness.Checks) -> dict:
             check(f"appliance rate, c={c}: a refused call consumed nothing ({served:.0f} bytes served "
                   f"for {g['ok']} OK calls of {SIZE})", served == g["ok"] * SIZE, g["codes"])
         # Callers on an empty pool (the script drains it), six arriving 30 ms apart.
-        py = conformance.CLIENTS / "python/.venv/bin/python"
-        r = subprocess.run([str(py), "-c", ORDER, s.endpoint, s.key, str(s.ca), "5"], capture_output=True,
+        r = subprocess.run([str(PYTHON), "-c", ORDER, s.endpoint, s.key, str(s.ca), "5"], capture_output=True,
                            text=True, timeout=120)
         try:
             done = json.loads(r.stdout.strip().splitlines()[-1])

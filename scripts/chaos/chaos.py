@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.
 import appliance_rate  # noqa: E402
 import harness  # noqa: E402
 from harness import ROOT  # noqa: E402
-from load import READ_TOTAL, Load, conformance, drawer_events, recovery  # noqa: E402
+from load import READ_TOTAL, Load, drawer_events, recovery  # noqa: E402
+from readers import conformance, reports as readers_report  # noqa: E402
 from report import markdown  # noqa: E402
 from system import POOL_BYTES, System  # noqa: E402
 
@@ -226,7 +227,7 @@ def run_row(row: Row, system: System, load: Load, hold_s: float) -> dict:
         fault_start = time.time()
         row.fault(ctx)
         healed = time.time()
-        reports = load.readers_done(row.name, readers, timeout=120)
+        reports = readers_report(row.name, readers, load.work, timeout=120)
         system.wait(lambda: system.metric("gateway", "entropy_gateway_ready") == 1, 60, "the gateway ready again")
         time.sleep(max(0.0, healed + RECOVERY_TARGET_S + 1 - time.time()))
     finally:

@@ -48,12 +48,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
 import harness  # noqa: E402
 import netns  # noqa: E402
+import readers  # noqa: E402
 from harness import ROOT  # noqa: E402
+from readers import conformance  # noqa: E402
 from netns import Skip  # noqa: E402
 from scaleout_io import DRAWER, FETCH, cpu_seconds, haproxy_command, haproxy_stat, markdown  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "clients/conformance"))
-import run as conformance  # noqa: E402  (the languages and their reader programs)
 
 SUBNET = "10.78.0"
 GATEWAYS = {"gw1": 31, "gw2": 32, "gw3": 33}
@@ -65,7 +65,7 @@ POOL = 128 << 20
 # Each reader asks for well over what it holds when the fault lands (it has 1 MiB or more, and
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after a
 # kill. A drain serves on for DRAIN_MS, in which a client that reads far ahead can finish.
-READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
+READ_TOTAL = 32 << 20
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes, should a log ever carry them
 DRAIN_MS, GRACE_MS = 3000, 5000
 
@@ -287,19 +287,8 @@ class Scaleout:
             if g != on:
                 self.lab_command_ok(f"disable server gateways/{g}")
         env = dict(os.environ, ENTROPY_API_KEY=self.key, ENTROPY_CA_FILE=str(self.work / "ca.pem"))
-
-        def launch(lang) -> conformance.Reader:
-            out = self.work / f"{tag}.{lang.name}.bin"
-            out.touch()
-            self.outputs.append(out)
-            cmd = netns.nsexec(self.lab.ns("client"), *lang.run, "reader", "--endpoint",
-                               f"{self.lab.hosts['lb']}:{PUBLIC}", "--total", READ_TOTAL, "--chunk-bytes",
-                               READ_CHUNK, "--out", out, "--pace-ms", READ_PACE_MS)
-            proc = subprocess.Popen(cmd, cwd=conformance.CLIENTS / lang.cwd, env=env, stdout=subprocess.PIPE,
-                                    stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
-            return proc, out
-
-        started = conformance.start_staggered(self.langs, launch, READ_CHUNK)
+        started = readers.start(self.langs, tag, f"{self.lab.hosts['lb']}:{PUBLIC}", READ_TOTAL, self.work, env,
+                                self.outputs, prefix=netns.nsexec(self.lab.ns("client")))
         self.await_bytes(tag, started, 1 << 20)
         # Placement before the others go back into rotation: a stream elsewhere, or already
         # ended on `on` (its client buffering the rest), would leave the fault short of a reader.
@@ -347,8 +336,7 @@ class Scaleout:
     def drawer(self, tag: str, seconds: float) -> subprocess.Popen:
         out = self.work / f"{tag}.drawer.bin"
         self.outputs.append(out)
-        py = conformance.CLIENTS / "python/.venv/bin/python"
-        return subprocess.Popen(netns.nsexec(self.lab.ns("client"), py, "-c", DRAWER,
+        return subprocess.Popen(netns.nsexec(self.lab.ns("client"), readers.PYTHON, "-c", DRAWER,
                                              f"{self.lab.hosts['lb']}:{PUBLIC}", self.key,
                                              self.work / "ca.pem", out, seconds),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -367,21 +355,12 @@ class Scaleout:
         """Checks every reader ended OK with exactly the total, having reconnected if `resumed`;
         returns each reader's reconnects."""
         reconnects = {}
-        for name, (proc, out) in started.items():
-            try:
-                stdout, _ = proc.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout = ""
-            try:
-                report = json.loads(stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                report = {"code": "no report", "error": (self.work / f"{tag}.{name}.err").read_text(errors="replace")[-400:]}
+        for name, report in readers.reports(tag, started, self.work, timeout=120).items():
             reconnects[name] = int(report.get("reconnects", 0))
             self.check(f"{tag}: {name} reader OK with exactly {READ_TOTAL >> 20} MiB "
                        f"({reconnects[name]} reconnects)",
                        report.get("code") == "OK" and report.get("bytes") == READ_TOTAL
-                       and out.stat().st_size == READ_TOTAL and (not resumed or reconnects[name] >= 1), report)
+                       and report["wrote"] == READ_TOTAL and (not resumed or reconnects[name] >= 1), report)
         return reconnects
 
     def streams_cut(self, g: str) -> int | None:
