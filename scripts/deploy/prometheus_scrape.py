@@ -80,8 +80,7 @@ def run(bin_dir, work):
     # The secrets compose mounts, made by deploy/gen-secrets.sh, used as compose uses them: TLS
     # on both gateway listeners, mTLS for the collector, the "demo" client key, MAC key "demo".
     secrets = work / "secrets"
-    r = subprocess.run([str(ROOT / "deploy/gen-secrets.sh"), str(secrets)], capture_output=True, text=True,
-                       env=dict(os.environ, ENTROPY_GATEWAY_BIN=f"{bin_dir}/entropy-gateway"), timeout=60)
+    r = harness.gen_secrets(bin_dir, secrets)
     if not check("deploy/gen-secrets.sh writes the secrets", r.returncode == 0, r.stderr):
         return
     api_key = (secrets / "client-api-key").read_text().strip()

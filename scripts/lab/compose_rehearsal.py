@@ -71,7 +71,9 @@ class Rehearsal:
 
     def load(self):
         secrets = self.work / "secrets"
-        run([ROOT / "deploy/gen-secrets.sh", secrets], env=dict(os.environ, ENTROPY_GATEWAY_BIN=self.bin_dir / "entropy-gateway"))
+        r = harness.gen_secrets(self.bin_dir, secrets)
+        if r.returncode != 0:
+            raise RuntimeError(f"deploy/gen-secrets.sh: {r.stderr.strip()}")
         emitted = self.work / "services.json"
         r = run(["go", "run", ".", "-root", ROOT, "-secrets", secrets, "-emit", emitted],
                 cwd=ROOT / "deploy/check", check=False, timeout=300)

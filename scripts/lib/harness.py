@@ -83,6 +83,14 @@ def grpcurl(addr, method, *, key=None, data=None, cacert=None, extra=(), timeout
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def gen_secrets(bin_dir, out):
+    """deploy/gen-secrets.sh into `out`, with BIN_DIR's entropy-gateway: the secrets compose mounts
+    (TLS for both gateway listeners, mTLS for the collector, the demo client and MAC keys).
+    Returns the CompletedProcess."""
+    return run([ROOT / "deploy/gen-secrets.sh", out], check=False,
+               env=dict(os.environ, ENTROPY_GATEWAY_BIN=str(Path(bin_dir) / "entropy-gateway")))
+
+
 def ghz_getrandom(key, cacert, num_bytes, *options):
     """ghz's argv for GetRandom(`num_bytes`) calls over TLS with API key `key`, its report as JSON;
     `options` (how many calls, how many at once, the target last) follow."""
