@@ -387,6 +387,7 @@ class Diode:
         self.blocked(accepted)
         self.rules_removed()
 
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
