@@ -4,7 +4,7 @@
 #   bench/chaos.sh [--only rust,python,go,typescript,java]
 #
 # Builds release and the reader programs of the client languages, then runs
-# scripts/chaos.py full and writes bench/results/<date>-chaos/chaos.md and chaos.json. Needs
+# scripts/chaos/chaos.py full and writes bench/results/<date>-chaos/chaos.md and chaos.json. Needs
 # ghz (go install; scripts/test.sh installs it), faketime (apt-get install faketime; installed
 # here when missing) and Go for toxiproxy (installed by chaos.py into target/tools/). About 12
 # minutes on 2 cores. Recovery times are reported against their 5 s target, never asserted; a
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
-. scripts/apt_install.sh
+. scripts/lib/setup.sh
 apt_install faketime
-cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
-python3 scripts/chaos.py full target/release --out "bench/results/$(date -u +%F)-chaos" "$@"
+build_release -q
+python3 scripts/chaos/chaos.py full target/release --out "bench/results/$(date -u +%F)-chaos" "$@"

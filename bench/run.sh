@@ -17,6 +17,7 @@
 # install nghttp2-client valgrind) and matplotlib (pip, into bench/.venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
 
 GHZ_VERSION=v0.120.0
 MATPLOTLIB_VERSION=3.10.8
@@ -71,7 +72,7 @@ scenarios=("$@")
 
 tools
 step "build (release)"
-cargo build --release --locked -q -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+build_release -q
 if [ "$suite" != smoke ]; then
   # The servers measured, as they ship: profile dist (fat LTO, Cargo.toml). Several minutes more
   # than release on two cores; smoke (the test command's) measures nothing and skips it.

@@ -8,6 +8,7 @@
 #   SKIP_LINT=1 scripts/test.sh   skip fmt/clippy/buf (quicker local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
 
 GRPCURL_VERSION=v1.9.3
 BUF_VERSION=v1.61.0
@@ -75,7 +76,7 @@ if [ -z "${SKIP_LINT:-}" ]; then
 fi
 
 step "supply chain: cargo deny check bans licenses sources (offline) and the policy self-test"
-scripts/deny.sh
+scripts/cargo/deny.sh
 
 step "MAC test vector (independent Python implementation)"
 python3 proto/testdata/mac_vector.py --check
@@ -84,37 +85,37 @@ step "cargo test"
 cargo test --workspace --locked
 
 step "fuzz: every cargo-fuzz target for ${FUZZ_SECONDS:-20}s from the committed seeds (unoptimized build; long runs: fuzz/README.md)"
-FUZZ_PROFILE=dev scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+FUZZ_PROFILE=dev scripts/cargo/fuzz.sh "${FUZZ_SECONDS:-20}"
 
 # With entropy-bench in the same invocation, so the bench smoke below reuses this build (one set
 # of features for the release tree; see bench/tools/Cargo.toml). The benches and the Rust
 # conformance reader, built later on their own, must resolve the same features:
-python3 scripts/feature_sets.py
-cargo build --release --locked -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+python3 scripts/cargo/feature_sets.py
+build_release
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
-python3 scripts/smoke_dev.py target/release/entropy-gateway
+python3 scripts/smoke/dev.py target/release/entropy-gateway
 
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
-python3 scripts/smoke_diode.py target/release
+python3 scripts/smoke/diode.py target/release
 
 step "quality of the served bytes: ent, rngtest and dieharder on 32 MiB from a dev gateway and from the diode, after a self-check that bad samples fail"
-python3 scripts/quality.py quick --bin-dir target/release --no-install
+python3 scripts/quality/quality.py quick --bin-dir target/release --no-install
 
 step "the diode in network namespaces: only the collector side can open a connection (root only; SKIP elsewhere)"
-python3 scripts/netns_diode.py target/release
+python3 scripts/lab/diode.py target/release
 
 step "deploy: promtool (config, rules, rule unit tests), deploy configs, compose.yaml schema and policy"
-scripts/check_deploy.sh
+scripts/deploy/configs.sh
 
 step "Kubernetes: the Helm chart linted and rendered, decoded strictly into the k8s.io/api types, configs and policy checked"
-scripts/check_helm.sh
+scripts/deploy/helm.sh
 
 step "a real Prometheus scrapes simulator -> collector -> gateway"
-python3 scripts/prometheus_scrape.py target/release
+python3 scripts/deploy/prometheus_scrape.py target/release
 
 step "compose rehearsal: the compose services in namespaces, as compose runs them (root only; SKIP elsewhere)"
-python3 scripts/compose_rehearsal.py target/release
+python3 scripts/lab/compose_rehearsal.py target/release
 
 step "resource sweep: hostile HTTP/2 of many shapes under the default and a tight config, each checked against the bound the gateway states (--print-bounds; full: bench/run.sh sweep)"
 python3 bench/sweep.py --quick --bin-dir target/release
@@ -129,10 +130,10 @@ step "MCP: entropy-mcp with the official Python MCP SDK (stdio, Streamable HTTP)
 clients/mcp/tests/run.sh
 
 step "scaled out: HAProxy before three gateways and two collectors in namespaces; a gateway killed and one drained under every reader (root only; SKIP elsewhere)"
-python3 scripts/scaleout.py target/release --no-build
+python3 scripts/lab/scaleout.py target/release --no-build
 
 step "chaos smoke: gateway, collector and links broken under every language's reader and a unary caller; nothing served twice, every client recovers (full: bench/chaos.sh)"
-python3 scripts/chaos.py quick target/release --no-build
+python3 scripts/chaos/chaos.py quick target/release --no-build
 
 step "client packages: cargo package, python -m build, npm pack, go get from a tag, mvn package; each install line tried from a scratch project"
 scripts/package_check.sh

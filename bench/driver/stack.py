@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The helpers shared with scripts/ (free ports and the like) live in scripts/harness.py.
-sys.path.insert(0, str(ROOT / "scripts"))
+# The helpers shared with scripts/ (free ports and the like) live in scripts/lib/harness.py.
+sys.path.insert(0, str(ROOT / "scripts/lib"))
 from harness import free_port  # noqa: E402  (re-exported: bench.py calls stack.free_port)
 BIN = ROOT / "target" / "release"
 # The servers measured (gateway, echo-server, rest-baseline): bench/run.sh quick and full build

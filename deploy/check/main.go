@@ -57,7 +57,7 @@ func fail(format string, args ...any) {
 func main() {
 	root := flag.String("root", "../..", "repository root")
 	secrets := flag.String("secrets", "", "directory written by deploy/gen-secrets.sh (stands in for deploy/secrets)")
-	emit := flag.String("emit", "", "also write the services as JSON to this file (for scripts/compose_rehearsal.py)")
+	emit := flag.String("emit", "", "also write the services as JSON to this file (for scripts/lab/compose_rehearsal.py)")
 	bounds := flag.String("bounds", "", "directory of `entropy-gateway --print-bounds` JSON per gateway config (<config stem>.json), checked against each gateway's memory limit")
 	flag.Parse()
 	abs, err := filepath.Abs(*root)
@@ -834,7 +834,7 @@ func checkMetricNames(root string) {
 
 // --- emit -----------------------------------------------------------------------------------
 
-// emitted is one service as scripts/compose_rehearsal.py runs it without Docker.
+// emitted is one service as scripts/lab/compose_rehearsal.py runs it without Docker.
 type emitted struct {
 	Image       string            `json:"image"`
 	BuildTarget string            `json:"build_target"` // stage of deploy/Dockerfile, "" for a pulled image

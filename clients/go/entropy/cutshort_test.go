@@ -13,7 +13,7 @@ func TestCutShort(t *testing.T) {
 		want bool
 	}{
 		// What grpc-go says when a load balancer that lost its upstream ends the stream with an
-		// empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+		// empty DATA frame (HAProxy does; seen in scripts/lab/scaleout.py), or resets it.
 		{status.Error(codes.Internal, "unexpected EOF"), true},
 		{status.Error(codes.Internal, "server closed the stream without sending trailers"), true},
 		{status.Error(codes.Internal, "stream terminated by RST_STREAM with error code: INTERNAL_ERROR"), true},

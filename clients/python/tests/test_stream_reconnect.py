@@ -224,7 +224,7 @@ def test_a_stream_that_ends_early_with_ok_is_an_error() -> None:
     ("code", "details"),
     [
         # What grpcio says when a load balancer that lost its upstream ends the stream with an
-        # empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+        # empty DATA frame (HAProxy does; seen in scripts/lab/scaleout.py), or resets it.
         (grpc.StatusCode.UNKNOWN, "Stream removed (Data frame with END_STREAM flag received)"),
         (grpc.StatusCode.INTERNAL, "Received RST_STREAM with error code 2"),
     ],

@@ -609,7 +609,7 @@ describe("cancellation is the platform's (scripted server)", () => {
 describe("streams cut short on the way", () => {
   test("are resumed: grpc-js's words for a stream ended without a status", () => {
     // What grpc-js says when a load balancer that lost its upstream ends the stream with an
-    // empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+    // empty DATA frame (HAProxy does; seen in scripts/lab/scaleout.py), or resets it.
     assert.ok(cutShort(new EntropyError(status.INTERNAL, "Received RST_STREAM with code 0 (Call ended without gRPC status)")));
     assert.ok(cutShort(new EntropyError(status.INTERNAL, "Received RST_STREAM with code 2 triggered by internal client error")));
   });

@@ -99,7 +99,7 @@ class OfflineTest {
   @Test
   void streamsCutShortOnTheWayAreResumedRealInternalErrorsAreNot() {
     // What grpc-java says when a load balancer that lost its upstream ends the stream with an
-    // empty DATA frame (HAProxy does; seen in scripts/scaleout.py), or resets it.
+    // empty DATA frame (HAProxy does; seen in scripts/lab/scaleout.py), or resets it.
     assertTrue(RandomStream.cutShort(new EntropyException(
         io.grpc.Status.Code.INTERNAL, "Received unexpected EOS on empty DATA frame from server", null)));
     assertTrue(RandomStream.cutShort(new EntropyException(

@@ -1,4 +1,4 @@
-"""The statistics of scripts/quality.py: run ent, rngtest and dieharder, parse what they print,
+"""The statistics of scripts/quality/quality.py: run ent, rngtest and dieharder, parse what they print,
 and judge it against bounds stated here, each with the rate at which truly random data would
 cross it (the false-alarm rate). Also the deliberately bad samples the thresholds must fail.
 

@@ -1,9 +1,9 @@
 """What every test script in scripts/ and the benchmark driver in bench/driver/ need, written
-once: a check recorder, free ports, grpcurl, HTTP GET, polling with a bound, a command runner
-and a set of started processes stopped together.
+once: a check recorder, free ports, grpcurl, ghz, HTTP GET, polling with a bound, a command
+runner and a set of started processes stopped together.
 
-Imported as a sibling by scripts/*.py; bench/driver/ puts scripts/ on sys.path first.
-Standard library only.
+Each suite's entry script (scripts/<suite>/*.py) and bench/driver/ put scripts/lib/ on
+sys.path first. Standard library only.
 """
 
 import json
@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Checks:
@@ -81,6 +81,39 @@ def grpcurl(addr, method, *, key=None, data=None, cacert=None, extra=(), timeout
         cmd += ["-d", json.dumps(data)]
     cmd += [addr, method] if method else [addr]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def gen_secrets(bin_dir, out):
+    """deploy/gen-secrets.sh into `out`, with BIN_DIR's entropy-gateway: the secrets compose mounts
+    (TLS for both gateway listeners, mTLS for the collector, the demo client and MAC keys).
+    Returns the CompletedProcess."""
+    return run([ROOT / "deploy/gen-secrets.sh", out], check=False,
+               env=dict(os.environ, ENTROPY_GATEWAY_BIN=str(Path(bin_dir) / "entropy-gateway")))
+
+
+def ghz_getrandom(key, cacert, num_bytes, *options):
+    """ghz's argv for GetRandom(`num_bytes`) calls over TLS with API key `key`, its report as JSON;
+    `options` (how many calls, how many at once, the target last) follow."""
+    return [tool("ghz"), "--proto", ROOT / "proto/entropy/v1/entropy.proto", "--import-paths", ROOT / "proto",
+            "--call", "entropy.v1.EntropyService/GetRandom", "-d", json.dumps({"num_bytes": num_bytes}),
+            "--metadata", json.dumps({"authorization": f"Bearer {key}"}), "--cacert", cacert,
+            "--format", "json", *options]
+
+
+def ghz_summary(stdout, stderr):
+    """What a run needs from ghz's JSON report; the first errors' texts join the status codes."""
+    try:
+        out = json.loads(stdout)
+    except ValueError:
+        raise RuntimeError(f"ghz gave no report: {stderr[-800:]}") from None
+    codes = dict(out.get("statusCodeDistribution") or {})
+    for error, n in list((out.get("errorDistribution") or {}).items())[:3]:
+        codes[error[:160]] = n
+    latency_ms = {str(d.get("percentage")): float(d.get("latency", 0)) / 1e6
+                  for d in out.get("latencyDistribution") or []}
+    return {"rps": out.get("rps", 0.0), "count": out.get("count", 0), "codes": codes,
+            "ok": codes.get("OK", 0), "p50_ms": latency_ms.get("50", 0.0), "p99_ms": latency_ms.get("99", 0.0),
+            "errors": out.get("errorDistribution") or {}}
 
 
 def http_get(url, timeout=5):

@@ -22,7 +22,7 @@ Sections, each with its checks:
   scan        every byte the readers and the drawer received, from every gateway, scanned for
               any run of 16+ bytes served twice (repeat-scan)
 
-    scripts/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
+    scripts/lab/scaleout.py BIN_DIR [--mode quick|full] [--report FILE.json] [--only python,go]
                                 [--markdown FILE.md] [--no-build] [--gateway-cpu 0.1]
 
 quick (the test command): short throughput points. full (bench/run.sh scaleout): 10 s points.
@@ -45,14 +45,15 @@ import threading
 import time
 from pathlib import Path
 
-import harness
-import netns
-from netns import Skip
-from scaleout_io import DRAWER, FETCH, cpu_seconds, ghz_summary, haproxy_command, haproxy_stat, markdown
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+import netns  # noqa: E402
+import readers  # noqa: E402
+from harness import ROOT  # noqa: E402
+from readers import conformance  # noqa: E402
+from netns import Skip  # noqa: E402
+from scaleout_io import DRAWER, FETCH, cpu_seconds, haproxy_command, haproxy_stat, markdown  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "clients/conformance"))
-import run as conformance  # noqa: E402  (the languages and their reader programs)
 
 SUBNET = "10.78.0"
 GATEWAYS = {"gw1": 31, "gw2": 32, "gw3": 33}
@@ -64,7 +65,7 @@ POOL = 128 << 20
 # Each reader asks for well over what it holds when the fault lands (it has 1 MiB or more, and
 # HTTP/2 lets several MiB more be in flight), so every reader still needs the gateway after a
 # kill. A drain serves on for DRAIN_MS, in which a client that reads far ahead can finish.
-READ_TOTAL, READ_CHUNK, READ_PACE_MS = 32 << 20, 64 << 10, 40
+READ_TOTAL = 32 << 20
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes, should a log ever carry them
 DRAIN_MS, GRACE_MS = 3000, 5000
 
@@ -81,7 +82,7 @@ class Scaleout:
         self.outputs: list[Path] = []
         self.stopped: set[str] = set()  # processes stopped on purpose
         self.langs = conformance.select(args.only, argparse.ArgumentParser())
-        self.ghz, self.grpcurl = harness.tool("ghz"), harness.tool("grpcurl")
+        self.grpcurl = harness.tool("grpcurl")
 
     # ---- setup ----
     def section(self, title: str) -> None:
@@ -92,7 +93,7 @@ class Scaleout:
             self.lab.host(name, octet)
         w = self.work
         hosts = ["gateway", self.lab.hosts["lb"], *(self.lab.hosts[g] for g in GATEWAYS)]
-        netns.run([self.bin / "entropy-gateway", "dev-certs", "--out", w, *sum((["--host", h] for h in hosts), [])])
+        harness.run([self.bin / "entropy-gateway", "dev-certs", "--out", w, *sum((["--host", h] for h in hosts), [])])
         (w / "lb.pem").write_text((w / "gateway.pem").read_text() + (w / "gateway.key").read_text())
         (w / "mac").mkdir(mode=0o700)
         mac = os.urandom(32).hex()
@@ -185,15 +186,12 @@ class Scaleout:
                 num_bytes: int = 32, rps: int = 0) -> dict:
         """`calls` GetRandom calls (a count, not a duration: at a duration's end ghz closes its
         connections under calls still in flight, which then fail on the client's side)."""
-        cmd = [self.ghz, "--proto", ROOT / "proto/entropy/v1/entropy.proto", "--import-paths", ROOT / "proto",
-               "--call", "entropy.v1.EntropyService/GetRandom", "-d", json.dumps({"num_bytes": num_bytes}),
-               "--metadata", json.dumps({"authorization": f"Bearer {self.key}"}),
-               "--cacert", self.work / "ca.pem", "-n", calls, "-c", concurrency,
-               "--connections", connections, "--format", "json", "--skipFirst", "0"]
+        cmd = harness.ghz_getrandom(self.key, self.work / "ca.pem", num_bytes, "-n", calls, "-c", concurrency,
+                                    "--connections", connections, "--skipFirst", "0")
         if rps:
             cmd += ["--rps", rps]
         r = self.lab.exec("client", *cmd, target, timeout=300)
-        return ghz_summary(r.stdout, r.stderr)
+        return harness.ghz_summary(r.stdout, r.stderr)
 
     def served(self) -> dict[str, float]:
         return {g: self.metric(g, "entropy_gateway_served_bytes_total") for g in GATEWAYS}
@@ -289,19 +287,8 @@ class Scaleout:
             if g != on:
                 self.lab_command_ok(f"disable server gateways/{g}")
         env = dict(os.environ, ENTROPY_API_KEY=self.key, ENTROPY_CA_FILE=str(self.work / "ca.pem"))
-
-        def launch(lang) -> conformance.Reader:
-            out = self.work / f"{tag}.{lang.name}.bin"
-            out.touch()
-            self.outputs.append(out)
-            cmd = netns.nsexec(self.lab.ns("client"), *lang.run, "reader", "--endpoint",
-                               f"{self.lab.hosts['lb']}:{PUBLIC}", "--total", READ_TOTAL, "--chunk-bytes",
-                               READ_CHUNK, "--out", out, "--pace-ms", READ_PACE_MS)
-            proc = subprocess.Popen(cmd, cwd=conformance.CLIENTS / lang.cwd, env=env, stdout=subprocess.PIPE,
-                                    stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
-            return proc, out
-
-        started = conformance.start_staggered(self.langs, launch, READ_CHUNK)
+        started = readers.start(self.langs, tag, f"{self.lab.hosts['lb']}:{PUBLIC}", READ_TOTAL, self.work, env,
+                                self.outputs, prefix=netns.nsexec(self.lab.ns("client")))
         self.await_bytes(tag, started, 1 << 20)
         # Placement before the others go back into rotation: a stream elsewhere, or already
         # ended on `on` (its client buffering the rest), would leave the fault short of a reader.
@@ -349,8 +336,7 @@ class Scaleout:
     def drawer(self, tag: str, seconds: float) -> subprocess.Popen:
         out = self.work / f"{tag}.drawer.bin"
         self.outputs.append(out)
-        py = conformance.CLIENTS / "python/.venv/bin/python"
-        return subprocess.Popen(netns.nsexec(self.lab.ns("client"), py, "-c", DRAWER,
+        return subprocess.Popen(netns.nsexec(self.lab.ns("client"), readers.PYTHON, "-c", DRAWER,
                                              f"{self.lab.hosts['lb']}:{PUBLIC}", self.key,
                                              self.work / "ca.pem", out, seconds),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -369,21 +355,12 @@ class Scaleout:
         """Checks every reader ended OK with exactly the total, having reconnected if `resumed`;
         returns each reader's reconnects."""
         reconnects = {}
-        for name, (proc, out) in started.items():
-            try:
-                stdout, _ = proc.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout = ""
-            try:
-                report = json.loads(stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                report = {"code": "no report", "error": (self.work / f"{tag}.{name}.err").read_text(errors="replace")[-400:]}
+        for name, report in readers.reports(tag, started, self.work, timeout=120).items():
             reconnects[name] = int(report.get("reconnects", 0))
             self.check(f"{tag}: {name} reader OK with exactly {READ_TOTAL >> 20} MiB "
                        f"({reconnects[name]} reconnects)",
                        report.get("code") == "OK" and report.get("bytes") == READ_TOTAL
-                       and out.stat().st_size == READ_TOTAL and (not resumed or reconnects[name] >= 1), report)
+                       and report["wrote"] == READ_TOTAL and (not resumed or reconnects[name] >= 1), report)
         return reconnects
 
     def streams_cut(self, g: str) -> int | None:
@@ -501,13 +478,10 @@ def main() -> int:
     except Skip as e:
         print(f"SKIP: {e}")
         return 0
-    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator", "repeat-scan"):
-        if not os.access(args.bin_dir / name, os.X_OK):
-            raise SystemExit(f"no {name} in {args.bin_dir}: cargo build --release")
+    netns.require_binaries(args.bin_dir, "entropy-gateway", "entropy-collector", "entropy-simulator", "repeat-scan")
     if not args.no_build:
         conformance.build(conformance.select(args.only, parser))
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    netns.interrupt_on_signals()
     try:
         so = Scaleout(args.bin_dir.resolve(), args)
     except Skip as e:
@@ -523,7 +497,7 @@ def main() -> int:
     if args.report:
         args.report.write_text(json.dumps(so.results, indent=2) + "\n")
     if args.markdown:
-        args.markdown.write_text(markdown(so.results, " ".join(["scripts/scaleout.py", *sys.argv[1:]])))
+        args.markdown.write_text(markdown(so.results, " ".join(["scripts/lab/scaleout.py", *sys.argv[1:]])))
     return so.check.summary("scaleout")
 
 

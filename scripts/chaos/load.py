@@ -1,29 +1,23 @@
-"""The load scripts/chaos.py keeps running through every fault: each language's stream reader
-(the client libraries' readers, as users run them), a unary drawer that notes when each call
-ended and how, and ghz. Every byte any of them receives is kept, for the served-twice scan.
+"""The load scripts/chaos/chaos.py keeps running through every fault: each language's stream reader
+(lib/readers.py), a unary drawer that notes when each call ended and how, and ghz. Every byte
+any of them receives is kept, for the served-twice scan.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
-from harness import ROOT
+import readers
 
-sys.path.insert(0, str(ROOT / "clients/conformance"))
-import run as conformance  # noqa: E402  (the languages and their reader programs)
-
-READ_TOTAL = 16 << 20  # bytes per reader per row
-READ_CHUNK = 64 << 10
-READ_PACE_MS = 40  # about 1.6 MB/s per reader: ten seconds of reading besides the fault, so every
-# reader is still mid-stream when the fault lands (chaos.py checks it), and the four together
-# draw well below what the collector feeds, so the unary drawer is not starved by them
+READ_TOTAL = 16 << 20  # bytes per reader per row: at readers.PACE_MS, ten seconds of reading
+# besides the fault, so every reader is still mid-stream when the fault lands (chaos.py checks
+# it), and the four together draw well below what the collector feeds, so the unary drawer is
+# not starved by them
 
 # A unary caller: GetRandom(4096) about every 10 ms; one line per call, "<unix time> <code>",
 # and the bytes of every OK call appended to its output.
@@ -49,51 +43,20 @@ with EntropyClient(endpoint, key, ca_file=ca, timeout=2) as c, open(out, "ab") a
 class Load:
     """Readers and a drawer against `endpoint`, their outputs under `work`."""
 
-    def __init__(self, endpoint: str, key: str, ca: Path, work: Path, langs: list[conformance.Language]):
+    def __init__(self, endpoint: str, key: str, ca: Path, work: Path, langs: list[readers.conformance.Language]):
         self.endpoint, self.key, self.ca, self.work, self.langs = endpoint, key, ca, work, langs
         self.outputs: list[Path] = []
         self.env = dict(os.environ, ENTROPY_API_KEY=key, ENTROPY_CA_FILE=str(ca))
 
-    def readers(self, tag: str) -> dict[str, conformance.Reader]:
+    def readers(self, tag: str) -> dict[str, readers.conformance.Reader]:
         """Every language's reader for READ_TOTAL, started slowest first, each with bytes."""
-
-        def launch(lang: conformance.Language) -> conformance.Reader:
-            out = self.work / f"{tag}.{lang.name}.bin"
-            out.touch()
-            self.outputs.append(out)
-            cmd = [*lang.run, "reader", "--endpoint", self.endpoint, "--total", str(READ_TOTAL),
-                   "--chunk-bytes", str(READ_CHUNK), "--out", str(out), "--pace-ms", str(READ_PACE_MS)]
-            proc = subprocess.Popen(cmd, cwd=conformance.CLIENTS / lang.cwd, env=self.env, stdout=subprocess.PIPE,
-                                    stderr=(self.work / f"{tag}.{lang.name}.err").open("wb"), text=True)
-            return proc, out
-
-        return conformance.start_staggered(self.langs, launch, READ_CHUNK)
-
-    def readers_done(self, tag: str, started: dict[str, conformance.Reader], timeout: float) -> dict[str, dict]:
-        """Each reader's report ({"code", "bytes", "reconnects", "error"}), with what it wrote."""
-        reports = {}
-        for name, (proc, out) in started.items():
-            try:
-                stdout, _ = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout, _ = proc.communicate()
-                stdout = json.dumps({"code": "did not finish", "error": f"within {timeout:.0f} s"})
-            try:
-                report = json.loads(stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                err = (self.work / f"{tag}.{name}.err").read_text(errors="replace")[-400:]
-                report = {"code": "no report", "error": err}
-            report["wrote"] = out.stat().st_size
-            reports[name] = report
-        return reports
+        return readers.start(self.langs, tag, self.endpoint, READ_TOTAL, self.work, self.env, self.outputs)
 
     def drawer(self, tag: str) -> tuple[subprocess.Popen, Path, Path]:
         """Starts the unary drawer; returns it, its events file and its stop file."""
         out, events, stop = (self.work / f"{tag}.drawer.{x}" for x in ("bin", "events", "stop"))
         self.outputs.append(out)
-        py = conformance.CLIENTS / "python/.venv/bin/python"
-        proc = subprocess.Popen([str(py), "-c", DRAWER, self.endpoint, self.key, str(self.ca), str(out),
+        proc = subprocess.Popen([str(readers.PYTHON), "-c", DRAWER, self.endpoint, self.key, str(self.ca), str(out),
                                  str(events), str(stop)], stdout=subprocess.DEVNULL,
                                 stderr=(self.work / f"{tag}.drawer.err").open("wb"))
         return proc, events, stop

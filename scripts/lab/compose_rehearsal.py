@@ -2,8 +2,8 @@
 """compose.yaml rehearsed without Docker: the simulator, collector and gateway services run
 as compose would run them, from compose-go's reading of compose.yaml (deploy/check -emit):
 
-- each service in a network namespace of its own, joined to a bridge that stands for the
-  `internal` network (172.30.52.0/24, the gateway at its fixed address), with an /etc/hosts
+- each service in a network namespace of its own (a host of the namespace lab, netns.py),
+  joined to the lab's bridge, which stands for the `internal` network (172.30.52.0/24, the gateway at its fixed address), with an /etc/hosts
   naming the services it shares a network with, as Docker's DNS would;
 - each in a mount namespace where its compose `configs:` and `secrets:` appear at their
   container paths (/etc/entropy/..., /run/secrets/...) with the modes deploy/gen-secrets.sh
@@ -17,13 +17,13 @@ Then: every service's compose health check passes; a client draws entropy over T
 gateway; GetStatus names the simulated appliance; each process runs as its non-root user with
 no capabilities; SIGTERM stops everything. What this does not cover: image builds, resource
 limits, Prometheus and Grafana
-(scripts/prometheus_scrape.py runs a real Prometheus against the same programs).
+(scripts/deploy/prometheus_scrape.py runs a real Prometheus against the same programs).
 
 Kept because nothing else runs compose.yaml's own definition (users, read-only roots,
 capabilities, mounts and networks as compose-go reads them): deploy/check validates the file
 statically, prometheus_scrape.py runs the programs without compose's constraints.
 
-Usage: compose_rehearsal.py BIN_DIR
+Usage: scripts/lab/compose_rehearsal.py BIN_DIR
 Needs root, ip (iproute2), unshare and setpriv (util-linux), Go, grpcurl. Prints "SKIP: why"
 and exits 0 where namespaces cannot be made; any other failure exits 1.
 """
@@ -32,29 +32,20 @@ import os
 import re
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import harness
-from harness import ROOT, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, run  # noqa: E402
 
-TAG = f"edr{os.getpid() % 100000}"  # namespace and interface names (interfaces: <= 15 chars)
-HUB = f"{TAG}-hub"
-SUBNET_PREFIX, SUBNET_BITS = "172.30.52.", 24
+import netns  # noqa: E402
+from netns import Skip  # noqa: E402
+
+SUBNET = "172.30.52"  # compose.yaml's `internal` network, a /24
 SERVICES = ("simulator", "gateway", "collector")  # Prometheus and Grafana are pulled images
 check = harness.Checks()
-
-
-class Skip(Exception):
-    pass
-
-
-def nsexec(ns, *cmd):
-    return ["ip", "netns", "exec", ns, *map(str, cmd)]
 
 
 def entrypoints():
@@ -71,16 +62,18 @@ def entrypoints():
 
 
 class Rehearsal:
-    def __init__(self, bin_dir, work):
+    def __init__(self, bin_dir):
         self.bin_dir = Path(bin_dir).resolve()
-        self.work = work
-        self.namespaces = []
-        self.procs = {}
-        self.logs = {}
+        self.lab = netns.Lab("edr", SUBNET)
+        self.work = self.lab.work
+        self.work.chmod(0o755)  # the services' users read their staged files and volumes below it
+        self.started = False
 
     def load(self):
         secrets = self.work / "secrets"
-        run([ROOT / "deploy/gen-secrets.sh", secrets], env=dict(os.environ, ENTROPY_GATEWAY_BIN=self.bin_dir / "entropy-gateway"))
+        r = harness.gen_secrets(self.bin_dir, secrets)
+        if r.returncode != 0:
+            raise RuntimeError(f"deploy/gen-secrets.sh: {r.stderr.strip()}")
         emitted = self.work / "services.json"
         r = run(["go", "run", ".", "-root", ROOT, "-secrets", secrets, "-emit", emitted],
                 cwd=ROOT / "deploy/check", check=False, timeout=300)
@@ -102,33 +95,20 @@ class Rehearsal:
             if "internal" not in net:
                 raise RuntimeError(f"{name} is not on the internal network")
             if not net["internal"]:
-                while f"{SUBNET_PREFIX}{host}" in used:
+                while f"{SUBNET}.{host}" in used:
                     host += 1
-                net["internal"] = f"{SUBNET_PREFIX}{host}"
+                net["internal"] = f"{SUBNET}.{host}"
                 used.add(net["internal"])
         return True
 
     def network(self):
-        self.namespaces.append(HUB)
-        r = run(["ip", "netns", "add", HUB], check=False)
-        if r.returncode != 0:
-            raise Skip(f"cannot create a network namespace: {r.stderr.strip()}")
-        run(nsexec(HUB, "ip", "link", "add", "br0", "type", "bridge"))
-        run(nsexec(HUB, "ip", "link", "set", "br0", "up"))
-        for i, name in enumerate(SERVICES):
-            ns = f"{TAG}-{name}"
-            self.namespaces.append(ns)
-            run(["ip", "netns", "add", ns])
-            inner, outer = f"{TAG}i{i}", f"{TAG}o{i}"
-            run(["ip", "link", "add", inner, "netns", ns, "type", "veth", "peer", "name", outer, "netns", HUB])
-            run(nsexec(HUB, "ip", "link", "set", outer, "master", "br0"))
-            run(nsexec(HUB, "ip", "link", "set", outer, "up"))
+        for name in SERVICES:
             addr = self.services[name]["networks"]["internal"]
-            run(nsexec(ns, "ip", "link", "set", "lo", "up"))
-            run(nsexec(ns, "ip", "addr", "add", f"{addr}/{SUBNET_BITS}", "dev", inner))
-            run(nsexec(ns, "ip", "link", "set", inner, "up"))
-            self.services[name]["ns"] = ns
-        print(f"internal network: bridge in {HUB}; " +
+            prefix, _, last = addr.rpartition(".")
+            if prefix != SUBNET:
+                raise RuntimeError(f"{name}'s address {addr} is not in {SUBNET}.0/24")
+            self.lab.host(name, int(last))
+        print(f"internal network: bridge in {self.lab.hub}; " +
               ", ".join(f"{n} {self.services[n]['networks']['internal']}" for n in SERVICES), flush=True)
 
     def stage(self, name):
@@ -188,14 +168,8 @@ class Rehearsal:
                  "mount -o remount,bind,ro / && mount -o remount,bind,ro /etc && mount -o remount,bind,ro /run && "
                  f"exec setpriv --reuid {uid} --regid {gid or uid} --clear-groups --inh-caps=-all "
                  f"--bounding-set=-all --no-new-privs -- " + " ".join(map(shlex.quote, svc["argv"])))
-        log = open(self.work / f"{name}.log", "w")
-        self.logs[name] = log
-        self.procs[name] = subprocess.Popen(
-            nsexec(svc["ns"], "unshare", "--mount", "--propagation", "private", "sh", "-c", setup),
-            stdout=log, stderr=subprocess.STDOUT)
-
-    def log_tail(self, name, n=1500):
-        return (self.work / f"{name}.log").read_text(errors="replace")[-n:]
+        self.lab.spawn(name, name, ["unshare", "--mount", "--propagation", "private", "sh", "-c", setup])
+        self.started = True
 
     def healthcheck(self, name):
         """The service's compose health check, in its network namespace."""
@@ -203,13 +177,12 @@ class Rehearsal:
         if test[0] == "CMD":
             test = test[1:]
         test = [str(ROOT / "deploy/healthcheck.sh") if a == "/usr/local/bin/healthcheck.sh" else a for a in test]
-        return run(nsexec(self.services[name]["ns"], *test), check=False, timeout=15)
+        return self.lab.exec(name, *test, timeout=15)
 
     def grpcurl(self, method, data):
         key = (self.secrets / "client-api-key").read_text().strip()
-        return run(nsexec(self.services["gateway"]["ns"], shutil.which("grpcurl"), "-cacert", self.secrets / "ca.pem",
-                          "-H", f"authorization: Bearer {key}", "-d", json.dumps(data), "localhost:50051", method),
-                   check=False)
+        return self.lab.exec("gateway", harness.tool("grpcurl"), "-cacert", self.secrets / "ca.pem",
+                             "-H", f"authorization: Bearer {key}", "-d", json.dumps(data), "localhost:50051", method)
 
     def rehearse(self):
         if not self.load():
@@ -221,12 +194,12 @@ class Rehearsal:
         for name in SERVICES:
             while True:
                 r = self.healthcheck(name)
-                if r.returncode == 0 or time.monotonic() > deadline or self.procs[name].poll() is not None:
+                if r.returncode == 0 or time.monotonic() > deadline or self.lab.procs[name].poll() is not None:
                     break
                 time.sleep(1)
             check(f"{name}: its compose health check ({' '.join(self.services[name]['healthcheck'][2:])}) passes",
-                  r.returncode == 0, f"{r.stderr.strip()} | log: {self.log_tail(name)}")
-        for name, p in self.procs.items():
+                  r.returncode == 0, f"{r.stderr.strip()} | log: {self.lab.log_tail(name)}")
+        for name, p in self.lab.procs.items():
             status = Path(f"/proc/{p.pid}/status").read_text() if p.poll() is None else ""
             fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
             uid = self.services[name]["user"].partition(":")[0]
@@ -254,44 +227,15 @@ class Rehearsal:
               r.stderr or json.dumps(sources))
 
     def cleanup(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15  # compose's stop_grace_period
-        stopped = True
-        for name, p in self.procs.items():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                stopped = False
-                p.kill()
-                p.wait()
-            self.logs[name].close()
-        if self.procs:
+        """Stops the services as compose does (SIGTERM, SIGKILL after the stop grace period),
+        prints their logs if a check failed, and removes the lab; returns what is left."""
+        stopped = self.lab.stop_all(grace_s=15)  # compose's stop_grace_period
+        if self.started:
             check("SIGTERM stops every service within the stop grace period", stopped)
-        for ns in reversed(self.namespaces):
-            for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
-                try:  # anything left in our namespaces was started here
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            run(["ip", "netns", "del", ns], check=False)
-
-
-def preconditions(bin_dir):
-    if os.geteuid() != 0:
-        raise Skip("not root (namespaces need root)")
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    os.environ["PATH"] = os.pathsep.join(path + [d for d in ("/usr/sbin", "/sbin") if d not in path])
-    for tool in ("ip", "unshare", "setpriv"):
-        if not shutil.which(tool):
-            raise Skip(f"{tool} not found")
-    for tool in ("go", "grpcurl"):
-        if not shutil.which(tool):
-            raise RuntimeError(f"{tool} not found on PATH")
-    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator"):
-        if not os.access(Path(bin_dir, name), os.X_OK):
-            raise RuntimeError(f"no {name} in {bin_dir}")
+        if check.failed:
+            for name in self.lab.procs:
+                print(f"--- {name} log (tail) ---\n{self.lab.log_tail(name, 30)}")
+        return self.lab.cleanup()
 
 
 def main():
@@ -299,30 +243,28 @@ def main():
         print(__doc__)
         return 2
     try:
-        preconditions(sys.argv[1])
+        netns.require_root_and_tools(("unshare", "util-linux"), ("setpriv", "util-linux"))
     except Skip as e:
         print(f"SKIP: {e}")
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    work = Path(tempfile.mkdtemp(prefix="compose-rehearsal-"))
-    work.chmod(0o755)
-    rehearsal = Rehearsal(sys.argv[1], work)
-    skipped = None
+    if not shutil.which("go"):
+        raise SystemExit("go not found on PATH")
+    if not os.access(harness.tool("grpcurl"), os.X_OK):
+        raise SystemExit("grpcurl not found (go install github.com/fullstorydev/grpcurl/cmd/grpcurl)")
+    netns.require_binaries(sys.argv[1], "entropy-gateway", "entropy-collector", "entropy-simulator")
+    netns.interrupt_on_signals()
+    try:
+        rehearsal = Rehearsal(sys.argv[1])
+    except Skip as e:
+        print(f"SKIP: {e}")
+        return 0
     try:
         rehearsal.rehearse()
-    except Skip as e:
-        skipped = str(e)
     except Exception as e:  # reported as a failure, after cleaning up
         check("rehearsal ran", False, f"{type(e).__name__}: {e}")
     finally:
-        rehearsal.cleanup()
-        if check.failed:
-            for name in rehearsal.procs:
-                print(f"--- {name} log (tail) ---\n{rehearsal.log_tail(name)}")
-        shutil.rmtree(work, ignore_errors=True)
-    if skipped and not check.results:
-        print(f"SKIP: {skipped}")
-        return 0
+        left = rehearsal.cleanup()
+    check("processes stopped, namespaces and temporary files removed", not left, left)
     return check.summary("compose rehearsal")
 
 

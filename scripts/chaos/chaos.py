@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Chaos: every program stopped, killed, starved and cut off under load, with no byte served twice.
 
-    scripts/chaos.py quick|full [BIN_DIR] [--only python,go] [--rows gateway_kill9,...] [--out DIR]
+    scripts/chaos/chaos.py quick|full [BIN_DIR] [--only python,go] [--rows gateway_kill9,...] [--out DIR]
                                 [--no-build]
 
-The system (scripts/chaos_system.py): one simulator -> one collector -> toxiproxy -> one gateway
+The system (scripts/chaos/system.py): one simulator -> one collector -> toxiproxy -> one gateway
 (TLS, mTLS ingest) <- toxiproxy <- clients, on loopback. Through every row runs the load of
-scripts/chaos_load.py: the stream reader of each client library (Rust, Python, Go, TypeScript;
+scripts/chaos/load.py: the stream reader of each client library (Rust, Python, Go, TypeScript;
 Java with --only) and a unary drawer. A row starts its readers, lets the drawer set a rate,
 applies its fault, heals it, and judges:
 
@@ -38,13 +38,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import chaos_appliance
-import harness
-from chaos_load import READ_TOTAL, Load, conformance, drawer_events, recovery
-from chaos_report import markdown
-from chaos_system import POOL_BYTES, System
-from harness import ROOT
-from scaleout_io import ghz_summary
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import appliance_rate  # noqa: E402
+import harness  # noqa: E402
+from harness import ROOT  # noqa: E402
+from load import READ_TOTAL, Load, drawer_events, recovery  # noqa: E402
+from readers import conformance, reports as readers_report  # noqa: E402
+from report import markdown  # noqa: E402
+from system import POOL_BYTES, System  # noqa: E402
 
 DOCUMENTED = {"OK", "UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"}  # proto/entropy/v1
 RECOVERY_TARGET_S = 5.0
@@ -168,13 +169,10 @@ def spike(c: Ctx) -> None:
 
 
 def ghz(s: System, *, calls: int, concurrency: int, num_bytes: int) -> dict:
-    cmd = [harness.tool("ghz"), "--proto", ROOT / "proto/entropy/v1/entropy.proto", "--import-paths", ROOT / "proto",
-           "--call", "entropy.v1.EntropyService/GetRandom", "-d", json.dumps({"num_bytes": num_bytes}),
-           "--metadata", json.dumps({"authorization": f"Bearer {s.key}"}), "--cacert", s.ca,
-           "-n", calls, "-c", concurrency, "--connections", min(concurrency, 50), "--format", "json",
-           s.endpoint]
+    cmd = harness.ghz_getrandom(s.key, s.ca, num_bytes, "-n", calls, "-c", concurrency,
+                                "--connections", min(concurrency, 50), s.endpoint)
     r = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, timeout=300)
-    out = ghz_summary(r.stdout, r.stderr)
+    out = harness.ghz_summary(r.stdout, r.stderr)
     return {k: out[k] for k in ("count", "ok", "codes", "rps", "p99_ms")}
 
 
@@ -229,7 +227,7 @@ def run_row(row: Row, system: System, load: Load, hold_s: float) -> dict:
         fault_start = time.time()
         row.fault(ctx)
         healed = time.time()
-        reports = load.readers_done(row.name, readers, timeout=120)
+        reports = readers_report(row.name, readers, load.work, timeout=120)
         system.wait(lambda: system.metric("gateway", "entropy_gateway_ready") == 1, 60, "the gateway ready again")
         time.sleep(max(0.0, healed + RECOVERY_TARGET_S + 1 - time.time()))
     finally:
@@ -349,7 +347,7 @@ def main() -> int:
             system.stop()
             if not args.rows:
                 print("\n-- the appliance-rate load test", flush=True)
-                results["appliance"] = chaos_appliance.run(bin_dir, work / "appliance", args.mode == "quick", check)
+                results["appliance"] = appliance_rate.run(bin_dir, work / "appliance", args.mode == "quick", check)
         except Exception as e:  # noqa: BLE001 (the logs say why; the run is a failure)
             check("the run completed", False, f"{type(e).__name__}: {e}")
             for name in ("gateway", "collector"):
@@ -358,11 +356,11 @@ def main() -> int:
             system.stop()
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
-            command = "scripts/chaos.py " + " ".join(sys.argv[1:])
+            command = "scripts/chaos/chaos.py " + " ".join(sys.argv[1:])
             (args.out / "chaos.json").write_text(json.dumps(results, indent=2, default=str))
             text = markdown(results, command, RECOVERY_TARGET_S)
             if "appliance" in results:
-                text += "\n".join(chaos_appliance.markdown(results["appliance"])) + "\n"
+                text += "\n".join(appliance_rate.markdown(results["appliance"])) + "\n"
             (args.out / "chaos.md").write_text(text)
             print(f"wrote {args.out / 'chaos.md'}")
     return check.summary("chaos")

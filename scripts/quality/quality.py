@@ -15,7 +15,7 @@ samples (biased bits, a stuck bit, a replayed block) must be FAIL, or the suite 
                [--systems dev,diode] [--no-install]
 
 quick: N = 32 MiB, dieharder tests 0 (birthdays), 8 (count the 1s, stream) and 15 (runs).
-full: N = 1 GiB, `dieharder -a`. Thresholds and their false-alarm rates: quality_stats.py.
+full: N = 1 GiB, `dieharder -a`. Thresholds and their false-alarm rates: stats.py.
 --out DIR writes DIR/quality.md, DIR/quality.json and the tools' output under DIR/raw/.
 Installs ent, rng-tools5 (rngtest) and dieharder with apt-get when missing. Exits 1 on any
 FAIL, printing one line per check.
@@ -33,12 +33,12 @@ import threading
 import time
 from pathlib import Path
 
-import harness
-import quality_report
-import quality_stats as qs
-from harness import free_port
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+import report  # noqa: E402
+import stats as qs  # noqa: E402
+from harness import ROOT, free_port  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 MODES = {
     "quick": {"bytes": 32 << 20, "dieharder": ["0", "8", "15"], "dieharder_timeout_s": 600},
     "full": {"bytes": 1 << 30, "dieharder": ["all"], "dieharder_timeout_s": 24 * 3600},
@@ -88,7 +88,7 @@ def client_env(key, endpoint, ca_file=None):
 
 
 def start_dev(bins, procs, tmp, key):
-    """entropy-gateway --dev serving TLS with a throwaway CA (dev-certs), as smoke_dev.py does."""
+    """entropy-gateway --dev serving TLS with a throwaway CA (dev-certs), as scripts/smoke/dev.py does."""
     certs = tmp / "certs"
     harness.run([bins / "entropy-gateway", "dev-certs", "--out", certs])
     port = free_port()
@@ -262,8 +262,8 @@ def main():
     if not args.no_install:
         install_tools()
 
-    command = os.environ.get("QUALITY_COMMAND") or " ".join(["scripts/quality.py", *sys.argv[1:]])
-    meta = quality_report.metadata(ROOT, args, command)
+    command = os.environ.get("QUALITY_COMMAND") or " ".join(["scripts/quality/quality.py", *sys.argv[1:]])
+    meta = report.metadata(ROOT, args, command)
     print(f"quality {args.mode}: {args.bytes:,} bytes per system for ent and rngtest, dieharder "
           f"{','.join(args.dieharder_tests) or 'none'}, systems {','.join(systems)}, binaries {bins}", flush=True)
     raw = None
@@ -282,7 +282,7 @@ def main():
             seconds[name] = round(time.monotonic() - start, 1)
     meta["load_average_end"] = os.getloadavg()
     if args.out:
-        quality_report.write(args.out, meta, results, self_rows, seconds, check)
+        report.write(args.out, meta, results, self_rows, seconds, check)
         print(f"report: {args.out / 'quality.md'}")
     print("seconds: " + json.dumps(seconds))
     return check.summary("quality")

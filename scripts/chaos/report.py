@@ -1,4 +1,4 @@
-"""scripts/chaos.py's results as the Markdown kept in bench/results/: one line a fault (what was
+"""scripts/chaos/chaos.py's results as the Markdown kept in bench/results/: one line a fault (what was
 expected, what the clients and the programs showed, recovery, verdict), then the checks over
 the whole run and the resources."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from chaos_load import READ_TOTAL
+from load import READ_TOTAL
 
 
 def _s(x: float | None) -> str:

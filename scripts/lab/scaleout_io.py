@@ -1,11 +1,10 @@
-"""What scripts/scaleout.py talks to and writes, apart from the programs it runs: HAProxy's
-runtime API, ghz's JSON report, /proc CPU times, two small programs it runs in the client's
+"""What scripts/lab/scaleout.py talks to and writes, apart from the programs it runs: HAProxy's
+runtime API, /proc CPU times, two small programs it runs in the client's
 namespace (a metrics fetch and a drawer that keeps the bytes it draws), and its Markdown report.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -55,20 +54,6 @@ def haproxy_stat(text: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split(","))) for line in lines[1:]]
 
 
-def ghz_summary(stdout: str, stderr: str) -> dict:
-    """What a run needs from ghz's JSON report; the first errors' texts join the status codes."""
-    try:
-        out = json.loads(stdout)
-    except ValueError:
-        raise RuntimeError(f"ghz gave no report: {stderr[-800:]}") from None
-    codes = dict(out.get("statusCodeDistribution") or {})
-    for error, n in list((out.get("errorDistribution") or {}).items())[:3]:
-        codes[error[:160]] = n
-    return {"rps": out.get("rps", 0.0), "count": out.get("count", 0), "codes": codes,
-            "ok": codes.get("OK", 0), "p99_ms": latency(out, "99") / 1e6,
-            "errors": out.get("errorDistribution") or {}}
-
-
 def markdown(results: dict, command: str) -> str:
     """The numbers of a run as the Markdown kept in bench/results/."""
     t = results.get("throughput", {})
@@ -100,13 +85,6 @@ def markdown(results: dict, command: str) -> str:
               f"- {results.get('scanned_bytes', 0) / (1 << 20):.0f} MiB received in all, no run of 16+ "
               "bytes served twice.", ""]
     return "\n".join(lines)
-
-
-def latency(report: dict, pct: str) -> float:
-    for d in report.get("latencyDistribution") or []:
-        if str(d.get("percentage")) == pct:
-            return float(d.get("latency", 0))
-    return 0.0
 
 
 def cpu_seconds(pid: int) -> float:

@@ -3,9 +3,9 @@
 # committed seed corpus (fuzz/corpus/<target>/). Fails when a target crashes, panics (an
 # invariant broke) or hangs; the input is left in fuzz/artifacts/<target>/.
 #
-#   scripts/fuzz.sh [SECONDS]
-#   FUZZ_PROFILE=dev scripts/fuzz.sh [SECONDS]
-#   FUZZ_JOBS=1 scripts/fuzz.sh [SECONDS]     # one target at a time (default: one per core)
+#   scripts/cargo/fuzz.sh [SECONDS]
+#   FUZZ_PROFILE=dev scripts/cargo/fuzz.sh [SECONDS]
+#   FUZZ_JOBS=1 scripts/cargo/fuzz.sh [SECONDS]     # one target at a time (default: one per core)
 #
 # FUZZ_PROFILE=dev (what the test command uses for its short run) builds the targets without
 # optimizations: about 40% less build time, fewer executions a second. Long runs use the
@@ -15,7 +15,7 @@
 # (pinned). Where no nightly can be installed, it uses the stable toolchain with
 # RUSTC_BOOTSTRAP=1 (cargo-fuzz supports that). Long runs: fuzz/README.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 SECONDS_PER_TARGET="${1:-20}"
 CARGO_FUZZ_VERSION=0.13.2

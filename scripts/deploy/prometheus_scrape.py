@@ -12,8 +12,8 @@ and /readyz answer 200.
 Every failure names the series (or endpoint) that did not move. Everything started here is
 stopped at the end, on failure too.
 
-Usage: prometheus_scrape.py BIN_DIR      (BIN_DIR holds the release binaries)
-Needs: prometheus (Debian package `prometheus`: scripts/check_deploy.sh installs it), grpcurl.
+Usage: scripts/deploy/prometheus_scrape.py BIN_DIR     (BIN_DIR holds the release binaries)
+Needs: prometheus (Debian package `prometheus`: scripts/deploy/configs.sh installs it), grpcurl.
 """
 import json
 import os
@@ -27,10 +27,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import harness
-from harness import Procs, free_port, grpcurl, http_get, wait_for
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, Procs, free_port, grpcurl, http_get, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRAPE_INTERVAL_S = 1
 check = harness.Checks()
 
@@ -80,8 +80,7 @@ def run(bin_dir, work):
     # The secrets compose mounts, made by deploy/gen-secrets.sh, used as compose uses them: TLS
     # on both gateway listeners, mTLS for the collector, the "demo" client key, MAC key "demo".
     secrets = work / "secrets"
-    r = subprocess.run([str(ROOT / "deploy/gen-secrets.sh"), str(secrets)], capture_output=True, text=True,
-                       env=dict(os.environ, ENTROPY_GATEWAY_BIN=f"{bin_dir}/entropy-gateway"), timeout=60)
+    r = harness.gen_secrets(bin_dir, secrets)
     if not check("deploy/gen-secrets.sh writes the secrets", r.returncode == 0, r.stderr):
         return
     api_key = (secrets / "client-api-key").read_text().strip()
@@ -331,7 +330,7 @@ def main():
     bin_dir = os.path.abspath(sys.argv[1])
     for tool in ("prometheus", "grpcurl"):
         if shutil.which(tool) is None:
-            print(f"{tool} not found on PATH (prometheus: scripts/check_deploy.sh installs Debian's package)")
+            print(f"{tool} not found on PATH (prometheus: scripts/deploy/configs.sh installs Debian's package)")
             return 1
     work = Path(tempfile.mkdtemp(prefix="prometheus-scrape-"))
     try:

@@ -4,7 +4,7 @@ entropy-simulator -> entropy-collector -> entropy-gateway on loopback; entropy f
 provenance names the (simulated) quantum source, and SIGTERM stops everything. Also checks
 that entropy-collector refuses bad config with exit 64 naming the key.
 
-Usage: smoke_diode.py BIN_DIR
+Usage: scripts/smoke/diode.py BIN_DIR
 """
 import base64
 import json
@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import harness
-from harness import free_port, grpcurl
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, free_port, grpcurl  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 check = harness.Checks()
 
 

@@ -24,12 +24,12 @@
 # binaries (ENTROPY_GATEWAY_BIN, default target/release/entropy-gateway, with
 # entropy-collector beside it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
 # Debian's prometheus package: promtool for the checks, prometheus for
-# scripts/prometheus_scrape.py. Its service must not stay running (nor hold port 9090): in a
+# scripts/deploy/prometheus_scrape.py. Its service must not stay running (nor hold port 9090): in a
 # container policy-rc.d already stops apt from starting it; elsewhere stop and disable it.
 install_prometheus() {
   if command -v promtool >/dev/null && command -v prometheus >/dev/null; then

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The diode, proven on a real network path (issue #4, item 5).
 
-Two network namespaces joined by a veth pair stand for the two sides of the diode:
+Two hosts of the namespace lab (netns.py), on one bridge, stand for the two sides of the diode:
 
-    INSIDE  (ed-in-PID):  entropy-simulator (a stand-in Quantis appliance) -> entropy-collector
-                          (whose one listening port, metrics and health, is on every address)
-                          nftables: new connections leave only towards the gateway's ingest port
-       | veth 10.213.77.1/30, fd00:e:d::1  <->  10.213.77.2/30, fd00:e:d::2
-    OUTSIDE (ed-out-PID): entropy-gateway (ingest on the veth address), grpcurl as the client
+    INSIDE  (edd<pid>-in):  entropy-simulator (a stand-in Quantis appliance) -> entropy-collector
+                            (whose one listening port, metrics and health, is on every address)
+                            nftables: new connections leave only towards the gateway's ingest port
+       | 10.213.77.1/24, fd00:e:d::1  <-bridge->  10.213.77.2/24, fd00:e:d::2
+    OUTSIDE (edd<pid>-out): entropy-gateway (ingest on its lab address), grpcurl as the client
 
 The checks, in order:
   1. control, before any rule: from outside, the simulator port, a probe listener and ping on
@@ -29,7 +29,7 @@ everything on loopback in one process, where "the outside cannot connect in" mea
 Everything (processes, namespaces with their veths, the temporary directory) is removed on exit,
 on failure and on Ctrl-C/SIGTERM too.
 
-Usage: netns_diode.py BIN_DIR
+Usage: scripts/lab/diode.py BIN_DIR
 Needs root, `ip netns`, nft (Debian: nftables), ping (Debian: iputils-ping) and grpcurl. Where
 root, network namespaces or the tools are missing it prints "SKIP: <reason>" and exits 0; any
 other failure exits 1.
@@ -38,22 +38,19 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+import netns  # noqa: E402
+from harness import ROOT, run, wait_for  # noqa: E402
+from netns import Skip, nsexec  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-PID = os.getpid()
-NS_IN = f"ed-in-{PID}"
-NS_OUT = f"ed-out-{PID}"
-VETH_IN = f"edi{PID}"  # interface names: at most 15 characters
-VETH_OUT = f"edo{PID}"
+IN, OUT = "in", "out"  # the lab's two hosts
 IN4, OUT4 = "10.213.77.1", "10.213.77.2"
 IN6, OUT6 = "fd00:e:d::1", "fd00:e:d::2"
 PROBE_TIMEOUT_S = 5.0  # a veth answers in microseconds; no answer in 5 s means none is coming
@@ -102,17 +99,6 @@ while True:
 
 HEALTHZ = "GET /healthz HTTP/1.1\r\nHost: collector\r\nConnection: close\r\n\r\n"
 
-FREE_PORT = 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
-
-
-class Skip(Exception):
-    """The environment cannot run this test (not a failure)."""
-
-
-class Interrupted(BaseException):
-    """SIGTERM or SIGHUP: unwind through the cleanup like Ctrl-C does."""
-
-
 def firewall_rules(ingest_port):
     """The inside namespace's ruleset: the diode itself."""
     return f"""
@@ -138,22 +124,12 @@ def http_ok(probe_outcome):
     return probe_outcome.startswith("connected reply=HTTP/1.") and " 200 " in probe_outcome
 
 
-def nsexec(ns, *cmd):
-    return ["ip", "netns", "exec", ns, *map(str, cmd)]
-
-
-def run(cmd, timeout=30, check=True):
-    """harness.run with this test's shorter default timeout."""
-    return harness.run(cmd, check=check, timeout=timeout)
-
-
 class Diode:
     def __init__(self, bin_dir, grpcurl):
         self.bin_dir = Path(bin_dir).resolve()
         self.grpcurl_bin = grpcurl
-        self.work = Path(tempfile.mkdtemp(prefix="netns-diode-"))
-        self.namespaces = []
-        self.procs = {}
+        self.lab = netns.Lab("edd", IN4.rsplit(".", 1)[0], IN6.split("::")[0])
+        self.work = self.lab.work
         # Every check's detail is printed, passed or not: it is the test's transcript.
         self.check = harness.Checks(detail_on_pass=True)
         self.api_key = "netns-diode-" + os.urandom(12).hex()
@@ -164,40 +140,26 @@ class Diode:
 
     # ---- network ----
     def setup_network(self):
-        for ns in (NS_IN, NS_OUT):
-            self.namespaces.append(ns)  # first: a signal may come while `ip netns add` runs
-            r = run(["ip", "netns", "add", ns], check=False)
-            if r.returncode != 0:
-                raise Skip(f"cannot create a network namespace (ip netns add: {r.stderr.strip()})")
-        r = run(["ip", "link", "add", VETH_IN, "netns", NS_IN, "type", "veth",
-                 "peer", "name", VETH_OUT, "netns", NS_OUT], check=False)
-        if r.returncode != 0:
-            raise Skip(f"cannot create a veth pair: {r.stderr.strip()}")
-        for ns, dev, a4, a6 in ((NS_IN, VETH_IN, IN4, IN6), (NS_OUT, VETH_OUT, OUT4, OUT6)):
-            run(nsexec(ns, "ip", "link", "set", "lo", "up"))
-            run(nsexec(ns, "ip", "addr", "add", f"{a4}/30", "dev", dev))
-            run(nsexec(ns, "ip", "-6", "addr", "add", f"{a6}/64", "dev", dev, "nodad"))
-            run(nsexec(ns, "ip", "link", "set", dev, "up"))
+        for host, addr in ((IN, IN4), (OUT, OUT4)):
+            self.lab.host(host, int(addr.rsplit(".", 1)[1]))
         # nft must work in a namespace, conntrack included; load and drop a throwaway table.
         probe = "table inet edprobe {\n chain c { type filter hook input priority filter; ct state established accept; }\n}\n"
-        r = subprocess.run(nsexec(NS_IN, "nft", "-f", "-"), input=probe, capture_output=True, text=True, timeout=30)
+        r = run(nsexec(self.lab.ns(IN), "nft", "-f", "-"), check=False, timeout=30, input=probe)
         if r.returncode != 0:
             raise Skip(f"nft cannot load rules in a namespace: {r.stderr.strip()}")
-        run(nsexec(NS_IN, "nft", "delete", "table", "inet", "edprobe"))
-        print(f"namespaces {NS_IN} ({IN4}, {IN6}) and {NS_OUT} ({OUT4}, {OUT6}), veth {VETH_IN}<->{VETH_OUT}")
-
-    def free_port(self, ns):
-        return int(run(nsexec(ns, sys.executable, "-c", FREE_PORT)).stdout)
+        run(nsexec(self.lab.ns(IN), "nft", "delete", "table", "inet", "edprobe"))
+        print(f"namespaces {self.lab.ns(IN)} ({IN4}, {IN6}) and {self.lab.ns(OUT)} ({OUT4}, {OUT6}), "
+              f"bridged in {self.lab.hub}")
 
     def start_connects(self, ns, host, port, token=None):
         """Starts one connect attempt; `finish` collects its outcome. Attempts run in parallel."""
-        cmd = nsexec(ns, sys.executable, "-c", CONNECT, host, port, PROBE_TIMEOUT_S)
+        cmd = nsexec(self.lab.ns(ns), sys.executable, "-c", CONNECT, host, port, PROBE_TIMEOUT_S)
         if token:
             cmd.append(token)
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def start_ping(self, ns, host):
-        return subprocess.Popen(nsexec(ns, "ping", "-n", "-c", "2", "-W", str(int(PROBE_TIMEOUT_S)), host),
+        return subprocess.Popen(nsexec(self.lab.ns(ns), "ping", "-n", "-c", "2", "-W", str(int(PROBE_TIMEOUT_S)), host),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     @staticmethod
@@ -209,7 +171,7 @@ class Diode:
 
     def drop_counters(self):
         """Packets counted by the two drop rules of the inside firewall."""
-        ruleset = json.loads(run(nsexec(NS_IN, "nft", "-j", "list", "table", "inet", TABLE)).stdout)
+        ruleset = json.loads(run(nsexec(self.lab.ns(IN), "nft", "-j", "list", "table", "inet", TABLE)).stdout)
         counts = {}
         for item in ruleset["nftables"]:
             rule = item.get("rule")
@@ -220,22 +182,9 @@ class Diode:
         return counts
 
     # ---- programs ----
-    def spawn(self, name, ns, cmd):
-        log = open(self.work / f"{name}.log", "w")
-        self.procs[name] = subprocess.Popen(nsexec(ns, *cmd), stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
-        log.close()
-        return self.procs[name]
-
-    def log_tail(self, name, lines=15):
-        path = self.work / f"{name}.log"
-        text = path.read_text(errors="replace") if path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
     def grpc(self, method, data):
-        cmd = nsexec(NS_OUT, self.grpcurl_bin, "-plaintext", "-H", f"authorization: Bearer {self.api_key}",
-                     "-d", json.dumps(data), f"127.0.0.1:{self.public_port}", method)
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return self.lab.exec(OUT, self.grpcurl_bin, "-plaintext", "-H", f"authorization: Bearer {self.api_key}",
+                             "-d", json.dumps(data), f"127.0.0.1:{self.public_port}", method, timeout=30)
 
     def status(self):
         r = self.grpc("entropy.v1.EntropyService/GetStatus", {})
@@ -248,35 +197,33 @@ class Diode:
             last = self.status() or last
             if last is not None and pred(last):
                 break
-            for name, p in self.procs.items():
+            for name, p in self.lab.procs.items():
                 if p.poll() is not None:
-                    raise RuntimeError(f"{name} exited {p.returncode}:\n{self.log_tail(name)}")
+                    raise RuntimeError(f"{name} exited {p.returncode}:\n{self.lab.log_tail(name)}")
             time.sleep(0.2)
         return last or {}
 
     def start_inside_services(self):
-        self.sim_port = self.free_port(NS_IN)
+        self.sim_port = self.lab.free_port(IN)
         pem = self.work / "simulator.pem"
         # On every inside address, so the outside could reach it were it not for the firewall.
-        self.spawn("simulator", NS_IN, [self.bin_dir / "entropy-simulator", "--listen-addr", f"0.0.0.0:{self.sim_port}",
-                                        "--tls", "--cert-out", pem, "--rate-bytes-per-s", "400000"])
-        listener = subprocess.Popen(nsexec(NS_IN, sys.executable, "-c", LISTENER), stdout=subprocess.PIPE,
-                                    text=True, start_new_session=True)
-        self.procs["probe-listener"] = listener
-        self.listen_port = int(listener.stdout.readline())
-        for _ in range(100):
-            if pem.exists() and pem.stat().st_size > 0:
-                break
-            time.sleep(0.1)
-        if not (pem.exists() and pem.stat().st_size > 0):
-            raise RuntimeError(f"simulator did not start:\n{self.log_tail('simulator')}")
-        self.closed_port = self.free_port(NS_IN)  # nothing listens there
+        self.lab.spawn(IN, "simulator", [self.bin_dir / "entropy-simulator", "--listen-addr", f"0.0.0.0:{self.sim_port}",
+                                         "--tls", "--cert-out", pem, "--rate-bytes-per-s", "400000"])
+        self.lab.spawn(IN, "probe-listener", [sys.executable, "-c", LISTENER])
+        port = wait_for(lambda: self.lab.log_tail("probe-listener", 1).strip().isdigit()
+                        and int(self.lab.log_tail("probe-listener", 1)), 10, 0.1)
+        if not port:
+            raise RuntimeError(f"probe listener did not start:\n{self.lab.log_tail('probe-listener')}")
+        self.listen_port = port
+        if not wait_for(lambda: pem.exists() and pem.stat().st_size > 0, 10, 0.1):
+            raise RuntimeError(f"simulator did not start:\n{self.lab.log_tail('simulator')}")
+        self.closed_port = self.lab.free_port(IN)  # nothing listens there
         print(f"inside: simulator on *:{self.sim_port} (TLS), probe listener on *:{self.listen_port}, "
               f"port {self.closed_port} closed")
 
     def start_gateway(self):
-        self.public_port = self.free_port(NS_OUT)
-        self.ingest_port = self.free_port(NS_OUT)
+        self.public_port = self.lab.free_port(OUT)
+        self.ingest_port = self.lab.free_port(OUT)
         keys = self.work / "mac-keys"
         keys.mkdir(mode=0o700)
         mac = os.urandom(32).hex()
@@ -284,14 +231,14 @@ class Diode:
         (self.work / "collector-mac.key").write_text(mac)
         digest = hashlib.sha256(self.api_key.encode()).hexdigest()
         (self.work / "api-keys.toml").write_text(f'[[key]]\nname = "netns-diode"\nsha256 = "{digest}"\n')
-        self.spawn("gateway", NS_OUT, [self.bin_dir / "entropy-gateway", "--gateway-id", "netns-gateway", "--api-keys-file", self.work / "api-keys.toml",
+        self.lab.spawn(OUT, "gateway", [self.bin_dir / "entropy-gateway", "--gateway-id", "netns-gateway", "--api-keys-file", self.work / "api-keys.toml",
                                        "--ingest-keys-dir", keys, "--state-dir", self.work / "gateway-state",
                                        "--listen-addr", f"0.0.0.0:{self.public_port}",
                                        "--ingest-listen-addr", f"{OUT4}:{self.ingest_port}",
                                        "--pool-low-watermark-bytes", "8192", "--metrics-listen-addr", ""])
         st = self.wait_status(lambda s: True, 30)
         if not st:
-            raise RuntimeError(f"gateway did not answer GetStatus:\n{self.log_tail('gateway')}")
+            raise RuntimeError(f"gateway did not answer GetStatus:\n{self.lab.log_tail('gateway')}")
         # A gateway accepts chunks dated from its start plus max_future_skew_ms (2 s) on; the
         # check below that no chunk is rejected is about forged or damaged chunks, so let the
         # start rule's window pass first (a collector re-seals what it refuses, tested elsewhere).
@@ -301,7 +248,7 @@ class Diode:
     def start_collector(self):
         # Its metrics and health endpoint is the collector's one listening port: on every inside
         # address, so the outside could reach it were it not for the firewall.
-        self.metrics_port = self.free_port(NS_IN)
+        self.metrics_port = self.lab.free_port(IN)
         cfg = self.work / "collector.toml"
         cfg.write_text(
             'collector_id = "netns-collector"\nkey_id = "netns"\n'
@@ -311,23 +258,23 @@ class Diode:
             f'[[gateway]]\nid = "netns-gateway"\nendpoint = "http://{OUT4}:{self.ingest_port}"\n'
             '[[source]]\nname = "quantis-sim"\ntype = "quantis"\n'
             f'url = "https://127.0.0.1:{self.sim_port}"\nca_file = "{self.work / "simulator.pem"}"\n')
-        self.spawn("collector", NS_IN, [self.bin_dir / "entropy-collector", "--config", cfg])
+        self.lab.spawn(IN, "collector", [self.bin_dir / "entropy-collector", "--config", cfg])
 
     # ---- the test ----
     def control(self):
         self.section("control: no firewall yet, so everything below must connect")
         probes = [
-            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(NS_OUT, IN4, self.sim_port), "connected"),
+            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(OUT, IN4, self.sim_port), "connected"),
             (f"outside -> inside {IN4}:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4"), "connected reply=hello-v4"),
+             self.start_connects(OUT, IN4, self.listen_port, "hello-v4"), "connected reply=hello-v4"),
             (f"outside -> inside [{IN6}]:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6"), "connected reply=hello-v6"),
-            (f"outside -> inside {IN4}:{self.closed_port} (closed port)", self.start_connects(NS_OUT, IN4, self.closed_port), "refused"),
+             self.start_connects(OUT, IN6, self.listen_port, "hello-v6"), "connected reply=hello-v6"),
+            (f"outside -> inside {IN4}:{self.closed_port} (closed port)", self.start_connects(OUT, IN4, self.closed_port), "refused"),
             (f"inside -> outside {OUT4}:{self.public_port} (gateway public port)",
-             self.start_connects(NS_IN, OUT4, self.public_port), "connected"),
+             self.start_connects(IN, OUT4, self.public_port), "connected"),
         ]
-        pings = [(f"outside pings inside {IN4}", self.start_ping(NS_OUT, IN4)),
-                 (f"outside pings inside {IN6}", self.start_ping(NS_OUT, IN6))]
+        pings = [(f"outside pings inside {IN4}", self.start_ping(OUT, IN4)),
+                 (f"outside pings inside {IN6}", self.start_ping(OUT, IN6))]
         for name, proc, want in probes:
             got = self.finish(proc)
             self.check(name, got == want, got)
@@ -337,11 +284,11 @@ class Diode:
 
     def apply_firewall(self):
         self.section("firewall: loaded in the INSIDE namespace")
-        r = subprocess.run(nsexec(NS_IN, "nft", "-f", "-"), input=firewall_rules(self.ingest_port),
-                           capture_output=True, text=True, timeout=30)
+        r = run(nsexec(self.lab.ns(IN), "nft", "-f", "-"), check=False, timeout=30,
+                input=firewall_rules(self.ingest_port))
         if not self.check("nft accepts the diode ruleset", r.returncode == 0, r.stderr.strip()):
             raise RuntimeError("no firewall, nothing to test")
-        print(run(nsexec(NS_IN, "nft", "list", "table", "inet", TABLE)).stdout.rstrip())
+        print(run(nsexec(self.lab.ns(IN), "nft", "list", "table", "inet", TABLE)).stdout.rstrip())
 
     def data_flows(self):
         self.section("data flows inside -> outside through the firewall")
@@ -349,7 +296,7 @@ class Diode:
         accepted = int(st.get("chunksAcceptedTotal", 0))
         self.check("collector's chunks reach the gateway (GetStatus chunks_accepted_total >= 3)", accepted >= 3,
                    f"accepted {accepted}, ingested {st.get('ingestedBytesTotal', 0)} B, pool {st.get('poolBytes', 0)} B"
-                   + ("" if accepted >= 3 else f"\n{self.log_tail('collector')}"))
+                   + ("" if accepted >= 3 else f"\n{self.lab.log_tail('collector')}"))
         rejected = int(st.get("chunksRejectedTotal", 0))
         self.check("no chunk was rejected", rejected == 0, f"rejected {rejected}" + ("" if rejected == 0 else json.dumps(st)))
         sources = st.get("sources", [])
@@ -376,22 +323,22 @@ class Diode:
         self.section("the outside cannot open a connection to the inside")
         before = self.drop_counters()
         inbound = [
-            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(NS_OUT, IN4, self.sim_port)),
+            (f"outside -> inside {IN4}:{self.sim_port} (simulator)", self.start_connects(OUT, IN4, self.sim_port)),
             (f"outside -> inside {IN4}:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN4, self.listen_port, "hello-v4")),
+             self.start_connects(OUT, IN4, self.listen_port, "hello-v4")),
             (f"outside -> inside [{IN6}]:{self.listen_port} (probe listener)",
-             self.start_connects(NS_OUT, IN6, self.listen_port, "hello-v6")),
+             self.start_connects(OUT, IN6, self.listen_port, "hello-v6")),
             (f"outside -> inside {IN4}:{self.closed_port} (closed port: not even a refusal comes back)",
-             self.start_connects(NS_OUT, IN4, self.closed_port)),
+             self.start_connects(OUT, IN4, self.closed_port)),
             (f"outside -> inside {IN4}:{self.metrics_port} (the collector's metrics and health port)",
-             self.start_connects(NS_OUT, IN4, self.metrics_port, HEALTHZ)),
+             self.start_connects(OUT, IN4, self.metrics_port, HEALTHZ)),
         ]
         outbound = (f"inside -> outside {OUT4}:{self.public_port} (only the ingest port may be dialled)",
-                    self.start_connects(NS_IN, OUT4, self.public_port))
-        pings = [(f"outside pings inside {IN4}", self.start_ping(NS_OUT, IN4)),
-                 (f"outside pings inside {IN6}", self.start_ping(NS_OUT, IN6))]
-        alive = self.start_connects(NS_IN, IN4, self.listen_port, "from-inside")
-        alive_metrics = self.start_connects(NS_IN, IN4, self.metrics_port, HEALTHZ)
+                    self.start_connects(IN, OUT4, self.public_port))
+        pings = [(f"outside pings inside {IN4}", self.start_ping(OUT, IN4)),
+                 (f"outside pings inside {IN6}", self.start_ping(OUT, IN6))]
+        alive = self.start_connects(IN, IN4, self.listen_port, "from-inside")
+        alive_metrics = self.start_connects(IN, IN4, self.metrics_port, HEALTHZ)
         for name, proc in inbound + [outbound]:
             got = self.finish(proc)
             self.check(name, got == "timeout", got)
@@ -418,13 +365,13 @@ class Diode:
 
     def rules_removed(self):
         self.section("without the rules the same connect succeeds again: the firewall is what blocks it")
-        run(nsexec(NS_IN, "nft", "delete", "table", "inet", TABLE))
+        run(nsexec(self.lab.ns(IN), "nft", "delete", "table", "inet", TABLE))
         for host in (IN4, IN6):
-            got = self.finish(self.start_connects(NS_OUT, host, self.listen_port, "hello-again"))
+            got = self.finish(self.start_connects(OUT, host, self.listen_port, "hello-again"))
             shown = f"[{host}]" if ":" in host else host
             self.check(f"outside -> inside {shown}:{self.listen_port} (probe listener), rules deleted",
                        got == "connected reply=hello-again", got)
-        got = self.finish(self.start_connects(NS_OUT, IN4, self.metrics_port, HEALTHZ))
+        got = self.finish(self.start_connects(OUT, IN4, self.metrics_port, HEALTHZ))
         self.check(f"outside -> inside {IN4}:{self.metrics_port} (the collector's /healthz), rules deleted",
                    http_ok(got), got)
 
@@ -440,67 +387,6 @@ class Diode:
         self.blocked(accepted)
         self.rules_removed()
 
-    # ---- cleanup ----
-    def cleanup(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for ns in self.namespaces:
-            # Anything else still running in our namespaces was started by this script.
-            for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            run(["ip", "netns", "del", ns], check=False)  # removes its end of the veth too
-        shutil.rmtree(self.work, ignore_errors=True)
-        left = [ns for ns in run(["ip", "netns", "list"], check=False).stdout.split() if ns in (NS_IN, NS_OUT)]
-        return not left and not self.work.exists(), left
-
-
-def on_signal(signum, _frame):
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Interrupted(signal.Signals(signum).name)
-
-
-def find_grpcurl():
-    found = shutil.which("grpcurl")
-    if found:
-        return found
-    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip() \
-        if shutil.which("go") else str(Path.home() / "go")
-    candidate = Path(gopath or Path.home() / "go", "bin", "grpcurl")
-    return str(candidate) if candidate.exists() else None
-
-
-def preconditions(bin_dir):
-    """Raises Skip where this machine cannot run the test; returns the grpcurl path."""
-    if not sys.platform.startswith("linux"):
-        raise Skip("network namespaces need Linux")
-    if os.geteuid() != 0:
-        raise Skip("not root (network namespaces and nftables need root)")
-    # ip and nft live in sbin, which a non-login root environment may leave off PATH.
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    os.environ["PATH"] = os.pathsep.join(path + [d for d in ("/usr/sbin", "/sbin") if d not in path])
-    for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("ping", "iputils-ping")):
-        if not shutil.which(tool):
-            raise Skip(f"{tool} not found (Debian package {package})")
-    for name in ("entropy-gateway", "entropy-collector", "entropy-simulator"):
-        if not os.access(Path(bin_dir, name), os.X_OK):
-            raise RuntimeError(f"no {name} in {bin_dir}: cargo build --release -p entropy-gateway -p entropy-collector")
-    grpcurl = find_grpcurl()
-    if not grpcurl:
-        raise RuntimeError("grpcurl not found (go install github.com/fullstorydev/grpcurl/cmd/grpcurl)")
-    return grpcurl
-
 
 def main():
     if len(sys.argv) != 2:
@@ -508,31 +394,38 @@ def main():
         return 2
     bin_dir = sys.argv[1]
     try:
-        grpcurl = preconditions(bin_dir)
+        netns.require_root_and_tools(("nft", "nftables"), ("ping", "iputils-ping"))
     except Skip as e:
         print(f"SKIP: {e}")
         return 0
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    diode = Diode(bin_dir, grpcurl)
+    netns.require_binaries(bin_dir, "entropy-gateway", "entropy-collector", "entropy-simulator")
+    grpcurl = harness.tool("grpcurl")
+    if not os.access(grpcurl, os.X_OK):
+        raise SystemExit("grpcurl not found (go install github.com/fullstorydev/grpcurl/cmd/grpcurl)")
+    netns.interrupt_on_signals()
+    try:
+        diode = Diode(bin_dir, grpcurl)
+    except Skip as e:
+        print(f"SKIP: {e}")
+        return 0
     status = None
     try:
         diode.run()
     except Skip as e:
         status = f"SKIP: {e}"
-    except (KeyboardInterrupt, Interrupted) as e:
-        status = f"interrupted ({type(e).__name__} {e})"
+    except KeyboardInterrupt as e:
+        status = f"interrupted ({e or 'SIGINT'})"
     except Exception as e:  # any other error is a failure of the test; say what and where
         diode.check("the test ran to its end", False, f"{type(e).__name__}: {e}")
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)  # let the cleanup finish
-        clean, left = diode.cleanup()
+        left = diode.lab.cleanup()
     if status and status.startswith("SKIP:"):
         print(status)
         return 0
     diode.section("cleanup")
-    diode.check("processes stopped, namespaces, veths and temporary files removed", clean,
+    diode.check("processes stopped, namespaces, veths and temporary files removed", not left,
                 f"left: {left}" if left else "")
     if status:
         print(status)

@@ -1,4 +1,4 @@
-"""The appliance-rate load test of scripts/chaos.py: the original system's headline finding (its
+"""The appliance-rate load test of scripts/chaos/chaos.py: the original system's headline finding (its
 burst test reached 81.5% success because its pool ran dry at the appliance's ~80 KB/s),
 reproduced with ours. One simulator at 80 KB/s feeds the gateway (a 1 MiB pool, full at each
 point's start, as the original's buffer was); ghz asks for 1 KiB as fast as it can at
@@ -15,10 +15,8 @@ import subprocess
 from pathlib import Path
 
 import harness
-from chaos_load import conformance
-from chaos_system import System
-from harness import ROOT
-from scaleout_io import ghz_summary
+from readers import PYTHON
+from system import System
 
 APPLIANCE_RATE = 80_000  # bytes/s, a Quantis appliance
 POOL = 1 << 20
@@ -58,16 +56,10 @@ print(json.dumps(done))
 
 
 def ghz_for(s: System, seconds: float, concurrency: int) -> dict:
-    cmd = [harness.tool("ghz"), "--proto", ROOT / "proto/entropy/v1/entropy.proto", "--import-paths", ROOT / "proto",
-           "--call", "entropy.v1.EntropyService/GetRandom", "-d", json.dumps({"num_bytes": SIZE}),
-           "--metadata", json.dumps({"authorization": f"Bearer {s.key}"}), "--cacert", s.ca,
-           "-z", f"{seconds}s", "-c", concurrency, "--connections", 1, "--format", "json", s.endpoint]
+    cmd = harness.ghz_getrandom(s.key, s.ca, SIZE, "-z", f"{seconds}s", "-c", concurrency, "--connections", 1,
+                                s.endpoint)
     r = subprocess.run([str(x) for x in cmd], capture_output=True, text=True, timeout=seconds + 120)
-    out = ghz_summary(r.stdout, r.stderr)
-    report = json.loads(r.stdout)
-    lat = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
-    out["p50_ms"] = lat.get(50, 0.0)
-    return out
+    return harness.ghz_summary(r.stdout, r.stderr)
 
 
 def run(bin_dir: Path, work: Path, quick: bool, check: harness.Checks) -> dict:
@@ -95,8 +87,7 @@ def run(bin_dir: Path, work: Path, quick: bool, check: harness.Checks) -> dict:
             check(f"appliance rate, c={c}: a refused call consumed nothing ({served:.0f} bytes served "
                   f"for {g['ok']} OK calls of {SIZE})", served == g["ok"] * SIZE, g["codes"])
         # Callers on an empty pool (the script drains it), six arriving 30 ms apart.
-        py = conformance.CLIENTS / "python/.venv/bin/python"
-        r = subprocess.run([str(py), "-c", ORDER, s.endpoint, s.key, str(s.ca), "5"], capture_output=True,
+        r = subprocess.run([str(PYTHON), "-c", ORDER, s.endpoint, s.key, str(s.ca), "5"], capture_output=True,
                            text=True, timeout=120)
         try:
             done = json.loads(r.stdout.strip().splitlines()[-1])

@@ -1,4 +1,4 @@
-"""The report of scripts/quality.py: quality.md (tables a person reads) and quality.json (the
+"""The report of scripts/quality/quality.py: quality.md (tables a person reads) and quality.json (the
 same facts for a program), with the command, commit, machine and tool versions that produced
 them. Standard library only.
 """
@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 
-import quality_stats as qs
+import stats as qs
 
 
 def _out(cmd, cwd=None):

@@ -1,4 +1,4 @@
-"""The system scripts/chaos.py breaks: one simulator -> one collector -> one gateway on loopback,
+"""The system scripts/chaos/chaos.py breaks: one simulator -> one collector -> one gateway on loopback,
 with toxiproxy on the collector -> gateway (ingest) and client -> gateway (public) links.
 
 Every program runs as it would in production: the gateway with TLS on both listeners and mTLS on
@@ -25,7 +25,7 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
-from harness import ROOT, free_port, http_get, wait_for
+from harness import ROOT, free_port, gen_secrets, http_get, wait_for
 
 TOXIPROXY_VERSION = "v2.12.0"
 POOL_BYTES = 16 << 20
@@ -159,9 +159,7 @@ class System:
         self.ports = {k: free_port() for k in ("sim", "public", "ingest", "gw_metrics", "col_metrics",
                                                 "toxiproxy", "public_proxy", "ingest_proxy")}
         self.secrets = work / "secrets"
-        r = subprocess.run([str(ROOT / "deploy/gen-secrets.sh"), str(self.secrets)], capture_output=True,
-                           text=True, env=dict(os.environ, ENTROPY_GATEWAY_BIN=str(bin_dir / "entropy-gateway")),
-                           timeout=60)
+        r = gen_secrets(bin_dir, self.secrets)
         if r.returncode != 0:
             raise RuntimeError(f"deploy/gen-secrets.sh: {r.stderr}")
         self.key = (self.secrets / "client-api-key").read_text().strip()

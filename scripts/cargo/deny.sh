@@ -2,13 +2,13 @@
 # Supply-chain checks with cargo-deny and deny.toml: banned crates, licenses, sources.
 # Offline: no advisory database is fetched (see deny.toml for the advisory check).
 #
-#   scripts/deny.sh
+#   scripts/cargo/deny.sh
 #
 # Installs cargo-deny (pinned) when missing. Then, to show the policy bites, runs the same
 # checks on the real crate graph with one offender injected at a time (a banned TLS stack, a
 # git dependency, a copyleft license) and fails unless each is refused.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 CARGO_DENY_VERSION=0.20.2
 

@@ -3,7 +3,7 @@
 grpcurl through server reflection (no .proto files), run every grpcurl and ghz recipe of
 README.md as written, then stop it with SIGTERM and expect a clean exit.
 
-Usage: smoke_dev.py PATH_TO_ENTROPY_GATEWAY
+Usage: scripts/smoke/dev.py PATH_TO_ENTROPY_GATEWAY
 """
 import base64
 import json
@@ -14,14 +14,12 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import harness
-from harness import free_port
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # harness.py, shared by every suite
+import harness  # noqa: E402
+from harness import ROOT, free_port, http_get, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "smoke-test-key-" + os.urandom(8).hex()
 check = harness.Checks()
 
@@ -249,17 +247,6 @@ def tls_recipes(binary):
             check("TLS dev gateway stops cleanly", code == 0, f"exit {code}")
 
 
-def readyz(metrics_addr):
-    """(HTTP status, body) of /readyz, or (None, error)."""
-    try:
-        with urllib.request.urlopen(f"http://{metrics_addr}/readyz", timeout=2) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return None, str(e)
-
-
 def drain(binary):
     """shutdown_drain_ms: after SIGTERM the gateway says NOT_SERVING (health and /readyz) at
     once, yet still serves calls until the drain ends, then exits cleanly."""
@@ -271,18 +258,16 @@ def drain(binary):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.time() + 20
-        while time.time() < deadline and readyz(metrics)[0] != 200:
-            time.sleep(0.1)
-        check("drain: the gateway is ready before the signal", readyz(metrics)[0] == 200)
-        with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=2) as r:
-            text = r.read().decode()
+        readyz = f"http://{metrics}/readyz"
+        check("drain: the gateway is ready before the signal",
+              wait_for(lambda: http_get(readyz, timeout=2)[0] == 200, 20, 0.1))
+        text = http_get(f"http://{metrics}/metrics", timeout=2)[1]
         early = re.search(r'entropy_gateway_chunks_rejected_total\{reason="before_start"\} (\d+)', text)
         check("the dev feed's first chunk comes after the gateway's restart rule allows (none refused as before_start)",
               early is not None and early.group(1) == "0", early.group(0) if early else text[-300:])
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.5)  # the health service follows readiness within its 100 ms poll
-        status, body = readyz(metrics)
+        status, body = http_get(readyz, timeout=2)
         check("drain: /readyz says 503 draining right after SIGTERM",
               status == 503 and "draining" in body, f"{status} {body}")
         r = grpcurl(addr, "grpc.health.v1.Health/Check", key=None)

@@ -3,7 +3,7 @@
 crates that build compiled: each crate they share with it resolves the same features (and the
 same dependencies), so cargo reuses it.
 
-    scripts/feature_sets.py
+    scripts/cargo/feature_sets.py
 
 Cargo builds a crate once per feature set. The test command's release build
 (`cargo build --release -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ["build", "--release", "-p", "entropy-gateway", "-p", "entropy-collector", "-p", "entropy-bench",
            "-p", "entropy-mcp", "-p", "entropy-diode-cli"]
 LATER = [

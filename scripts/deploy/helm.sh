@@ -29,14 +29,14 @@
 # Needs Go and the release binaries (ENTROPY_GATEWAY_BIN, default
 # target/release/entropy-gateway, with entropy-collector beside it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
 bin_dir="$(dirname "${ENTROPY_GATEWAY_BIN:-target/release/entropy-gateway}")"
 bin_dir="$(cd "$bin_dir" && pwd)"
 for b in entropy-gateway entropy-collector; do
-  [ -x "$bin_dir/$b" ] || { echo "check_helm: no $bin_dir/$b (cargo build --release)" >&2; exit 1; }
+  [ -x "$bin_dir/$b" ] || { echo "deploy/helm.sh: no $bin_dir/$b (cargo build --release)" >&2; exit 1; }
 done
 
 chart=deploy/helm/entropy-diode
@@ -82,13 +82,13 @@ expect_failure() {
   "$tmp/k8s-check" -manifest "deploy/k8s-check/testdata/$fixture" -bin "$bin_dir" >"$out" 2>&1 || rc=$?
   if [ "$rc" != 1 ]; then
     cat "$out"
-    echo "check_helm: k8s-check exited $rc on $fixture, expected 1" >&2
+    echo "deploy/helm.sh: k8s-check exited $rc on $fixture, expected 1" >&2
     exit 1
   fi
   for pattern in "$@"; do
     if ! grep -qF -- "$pattern" "$out"; then
       cat "$out"
-      echo "check_helm: k8s-check did not report '$pattern' for $fixture" >&2
+      echo "deploy/helm.sh: k8s-check did not report '$pattern' for $fixture" >&2
       exit 1
     fi
   done
@@ -104,7 +104,7 @@ expect_failure bad-fields.yaml \
 printf 'gateway:\n  resources:\n    memoryOverheadMiB: 64\n' >"$tmp/small-memory.yaml"
 if out="$("$tmp/k8s-check" -chart "$chart" -values "$tmp/small-memory.yaml" -release "$release" \
     -namespace "$namespace" -kube-version "$kube_version" -bin "$bin_dir" 2>&1)"; then
-  echo "check_helm: k8s-check passed a gateway with 64 MiB of overhead" >&2
+  echo "deploy/helm.sh: k8s-check passed a gateway with 64 MiB of overhead" >&2
   exit 1
 fi
 grep -qF 'below the worst case of its config' <<<"$out" || { echo "$out" >&2; exit 1; }

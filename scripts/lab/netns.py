@@ -1,11 +1,13 @@
-"""A lab of hosts in network namespaces on one bridge, for runs that need real addresses
-(scripts/scaleout.py): each host is a namespace with one veth on a bridge that lives in a hub
-namespace, so nothing touches the machine's own network. Processes started in a host log to a
-file in the lab's work directory; `cleanup` kills them, everything else left in the
-namespaces, and the namespaces themselves.
+"""The one network-namespace lab of the runs in scripts/lab/ (diode.py, compose_rehearsal.py,
+scaleout.py), which need real addresses: each host is a namespace with one veth on a bridge
+that lives in a hub namespace, so nothing touches the machine's own network. Processes started
+in a host log to a file in the lab's work directory; `cleanup` kills them, everything else left
+in the namespaces, and the namespaces themselves.
 
+    require_root_and_tools(("haproxy", "haproxy"))   # else Skip: the run prints SKIP, exits 0
+    interrupt_on_signals()                 # SIGTERM, SIGHUP unwind like Ctrl-C: cleanup runs
     lab = Lab("edso", "10.78.0")          # tag (short: it names interfaces) and a /24
-    lab.host("gw1", 31)                    # namespace edso-gw1 with 10.78.0.31/24
+    lab.host("gw1", 31)                    # namespace edso<pid>-gw1 with 10.78.0.31/24
     lab.spawn("gw1", "gateway-1", [binary, ...])
     ...
     lab.cleanup()
@@ -22,14 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import run
+
 
 class Skip(Exception):
     """This machine cannot run the lab (not root, no namespaces, a tool missing)."""
-
-
-def run(cmd, timeout=30, check=True, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
-                          check=check, **kw)
 
 
 def nsexec(ns: str, *cmd) -> list[str]:
@@ -50,14 +49,31 @@ def require_root_and_tools(*tools: tuple[str, str]) -> None:
             raise Skip(f"{tool} not found (Debian package {package})")
 
 
+def require_binaries(bin_dir: Path, *names: str) -> None:
+    """Exits (status 1, saying how to build them) unless BIN_DIR holds every program named."""
+    for name in names:
+        if not os.access(Path(bin_dir, name), os.X_OK):
+            raise SystemExit(f"no {name} in {bin_dir}: cargo build --release --locked")
+
+
+def interrupt_on_signals() -> None:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, so the lab is cleaned up."""
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+
+
 class Lab:
-    def __init__(self, tag: str, subnet24: str):
+    def __init__(self, tag: str, subnet24: str, subnet64: str | None = None):
+        """Hosts get SUBNET24.n/24, and SUBNET64::n/64 as well where `subnet64` is given."""
         self.tag = f"{tag}{os.getpid() % 100000}"
-        self.subnet = subnet24
+        self.subnet, self.subnet6 = subnet24, subnet64
         self.hub = f"{self.tag}-hub"
         self.work = Path(tempfile.mkdtemp(prefix=f"{tag}-"))
         self.namespaces: list[str] = []
         self.hosts: dict[str, str] = {}  # host name -> address
+        self.hosts6: dict[str, str] = {}  # host name -> IPv6 address (with subnet64)
         self.procs: dict[str, subprocess.Popen] = {}
         self.cgroups: list[Path] = []
         self.namespaces.append(self.hub)  # first: a signal may come while `ip netns add` runs
@@ -82,9 +98,17 @@ class Lab:
         run(nsexec(self.hub, "ip", "link", "set", outer, "up"))
         run(nsexec(ns, "ip", "link", "set", "lo", "up"))
         run(nsexec(ns, "ip", "addr", "add", f"{addr}/24", "dev", inner))
+        if self.subnet6:
+            self.hosts6[name] = f"{self.subnet6}::{last_octet:x}"
+            run(nsexec(ns, "ip", "-6", "addr", "add", f"{self.hosts6[name]}/64", "dev", inner, "nodad"))
         run(nsexec(ns, "ip", "link", "set", inner, "up"))
         self.hosts[name] = addr
         return addr
+
+    def free_port(self, host: str) -> int:
+        """A TCP port nothing listens on now in `host` (bound on every address, then released)."""
+        code = 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
+        return int(run(nsexec(self.ns(host), sys.executable, "-c", code)).stdout)
 
     def spawn(self, host: str, name: str, cmd, env=None, cwd=None, cgroup=False) -> subprocess.Popen:
         """Starts `cmd` in `host`, logging to WORK/name.log; with `cgroup`, in a CPU cgroup of its
@@ -151,18 +175,26 @@ class Lab:
             proc.wait()
             return None
 
-    def cleanup(self) -> list[str]:
-        """Stops everything; returns the namespaces that could not be removed."""
+    def stop_all(self, grace_s: float = 15) -> bool:
+        """SIGTERM to every process still running, SIGKILL to those not gone within `grace_s`;
+        True when SIGTERM was enough for all."""
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + grace_s
+        stopped = True
         for p in self.procs.values():
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                stopped = False
                 p.kill()
                 p.wait()
+        return stopped
+
+    def cleanup(self) -> list[str]:
+        """Stops everything; returns what could not be removed (namespaces, the work directory)."""
+        self.stop_all()
         for ns in self.namespaces:
             for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
                 try:
@@ -179,4 +211,4 @@ class Lab:
                     time.sleep(0.1)
         shutil.rmtree(self.work, ignore_errors=True)
         listed = run(["ip", "netns", "list"], check=False).stdout.split()
-        return [ns for ns in self.namespaces if ns in listed]
+        return [ns for ns in self.namespaces if ns in listed] + ([str(self.work)] if self.work.exists() else [])
