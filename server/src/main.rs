@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use entropy_gateway::process::config::{self, ConfigFlags};
+use entropy_gateway::process::config::{self, ConfigFlags, Mode};
 use entropy_gateway::process::dev;
 use entropy_gateway::process::launch::Launch;
 
@@ -115,7 +115,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    let config = match config::load(cli.config.as_deref(), cli.dev, &cli.flags) {
+    let mode = match cli.dev {
+        true => Mode::Dev { listen_any: cli.dev_listen_any },
+        false => Mode::Service,
+    };
+    let config = match config::load(cli.config.as_deref(), mode, &cli.flags) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("entropy-gateway: {e}");
@@ -130,16 +134,7 @@ fn main() -> ExitCode {
         }
     };
     if cli.dev && !config.listen_addr.ip().is_loopback() {
-        if !cli.dev_listen_any {
-            eprintln!(
-                "entropy-gateway: listen_addr {}: --dev serves plaintext and prints its API key, \
-                 so it listens on loopback only; add --dev-listen-any to serve it on {} anyway \
-                 (throwaway machines only), or run without --dev, with TLS and a keys file",
-                config.listen_addr,
-                config.listen_addr.ip()
-            );
-            return ExitCode::from(EX_USAGE);
-        }
+        // Only with --dev-listen-any: config validation refuses it otherwise.
         eprintln!(
             "WARNING: --dev on {}: plaintext, with the key printed below, reachable from the network",
             config.listen_addr

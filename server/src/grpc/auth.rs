@@ -18,6 +18,7 @@ use tonic::server::NamedService;
 use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 
+use super::errors;
 use crate::domain::auth::ApiKeys;
 use crate::domain::log_safety;
 use crate::metrics::{AuthFailure, GatewayMetrics, Method};
@@ -71,7 +72,7 @@ impl ApiKeyAuth {
                 "request refused: {message}"
             );
         }
-        Status::unauthenticated(message)
+        errors::unauthenticated(message)
     }
 }
 

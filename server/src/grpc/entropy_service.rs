@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
 use super::delivery::{self, Undelivered, wire_bound};
-use super::errors::take_failed;
+use super::errors::{self, take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::quality;
@@ -420,7 +420,7 @@ impl EntropyApi {
         let Ok(Ok(_turn)) =
             tokio::time::timeout_at(until, self.quality_turns.clone().acquire_owned()).await
         else {
-            return Err(quality::busy(limit));
+            return Err(errors::quality_busy(limit));
         };
         // The sample is held (its key's allowance and the process's) while it is tested; it
         // never goes on the wire, so nothing of it is served.
@@ -430,7 +430,7 @@ impl EntropyApi {
         let provenance = provenance::of_segments(sample.segments(), Instant::now());
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
             .await
-            .map_err(|e| Status::internal(format!("quality check failed: {e}")))??;
+            .map_err(|e| errors::internal("CheckQuality", &e))??;
         self.totals.count_tested(n);
         Ok(Response::new(CheckQualityResponse { provenance, ..report }))
     }

@@ -97,3 +97,61 @@ pub fn quota_exceeded(e: QuotaError) -> Status {
     }
     status
 }
+
+/// UNAVAILABLE for a call or stream the shutdown ended.
+pub fn shutting_down() -> Status {
+    Status::unavailable("server is shutting down")
+}
+
+/// DEADLINE_EXCEEDED for a stream whose client deadline passed.
+pub fn stream_deadline() -> Status {
+    Status::deadline_exceeded("stream deadline reached")
+}
+
+/// UNAVAILABLE for a stream whose next message (at least `n` bytes) got no entropy within
+/// `stream_max_wait_ms`; other take failures as for a call.
+pub fn stream_take_failed(e: TakeError, n: usize, max_wait: std::time::Duration) -> Status {
+    match e {
+        TakeError::TimedOut => Status::unavailable(format!(
+            "no entropy reached this stream for {} ms (stream_max_wait_ms; its next message \
+             needs at least {n} bytes); nothing consumed, reopen the stream later",
+            max_wait.as_millis()
+        )),
+        other => take_failed(other, Limit::Server, n),
+    }
+}
+
+/// INVALID_ARGUMENT for a request that breaks a rule between its fields (or of one field that
+/// [`out_of_range`] does not fit): `message` names the fields.
+pub fn invalid_request(message: impl Into<String>) -> Status {
+    Status::invalid_argument(message)
+}
+
+/// UNAUTHENTICATED: no key, or one that matches none (`message` says which, never the key).
+pub fn unauthenticated(message: impl Into<String>) -> Status {
+    Status::unauthenticated(message)
+}
+
+/// PERMISSION_DENIED for a key without the method's scope.
+pub fn missing_scope(key: &str, scope: &str) -> Status {
+    Status::permission_denied(format!("key {key:?} lacks the {scope} scope"))
+}
+
+/// The status for a CheckQuality that could not start before its deadline because another was
+/// running (the gateway runs one at a time); nothing was drawn.
+pub fn quality_busy(limit: Limit) -> Status {
+    let why = "another quality check was running (the gateway runs one at a time) until the";
+    match limit {
+        Limit::Client => Status::deadline_exceeded(format!("{why} deadline; nothing drawn")),
+        Limit::Server => Status::unavailable(format!(
+            "{why} server's maximum wait (max_wait_ms); nothing drawn, retry later"
+        )),
+    }
+}
+
+/// INTERNAL for a failure of the gateway itself while serving `what`. The detail goes to the
+/// gateway's log, never to the caller.
+pub fn internal(what: &'static str, detail: &dyn std::fmt::Display) -> Status {
+    tracing::error!(what, "internal error: {detail}");
+    Status::internal(format!("{what} failed inside the gateway; see its log"))
+}

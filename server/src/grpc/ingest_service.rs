@@ -6,6 +6,7 @@ use entropy_proto::v1::ingest_service_server::IngestService;
 use entropy_proto::v1::{PublishRequest, PublishResponse};
 use tonic::{Request, Response, Status};
 
+use super::errors;
 use crate::domain::ingest::{Ingest, IngestError};
 use crate::domain::log_safety::{self, escape};
 use crate::transport::CallSlot;
@@ -39,7 +40,7 @@ impl IngestService for IngestApi {
         let ingest = self.ingest.clone();
         let result = tokio::task::spawn_blocking(move || ingest.publish(req))
             .await
-            .map_err(|_| Status::internal("ingest task failed"))?;
+            .map_err(|e| errors::internal("Publish", &e))?;
         // A chunk whose MAC verified keeps its connection from idling and proves it (the
         // connection is not the first to give way when the listener is full).
         if result.as_ref().map_or_else(IngestError::authenticated, |_| true)

@@ -13,7 +13,7 @@ use std::time::Instant;
 use tonic::{Code, Status};
 
 use super::delivery::{ServedMeter, Undelivered};
-use super::errors::quota_exceeded;
+use super::errors::{self, quota_exceeded};
 use crate::domain::auth::{KeyGrant, Scope};
 use crate::domain::log_safety::{self, escape};
 use crate::domain::quota::QuotaError;
@@ -59,18 +59,14 @@ impl Call {
         let Some(grant) = extensions.get::<Arc<KeyGrant>>().cloned() else {
             // The interceptor refuses every request without a valid key, so this is reached
             // only if it were not installed.
-            let status = Status::unauthenticated("missing API key");
+            let status = errors::unauthenticated("missing API key");
             return Err(self.auth_failed(AuthFailure::Missing, status));
         };
         let handles = self.metrics.key(&grant.name);
         handles.request(self.method);
         self.key = Some((grant.clone(), handles));
         if !grant.allows(scope) {
-            let status = Status::permission_denied(format!(
-                "key {:?} lacks the {} scope",
-                grant.name,
-                scope.as_str()
-            ));
+            let status = errors::missing_scope(&grant.name, scope.as_str());
             return Err(self.auth_failed(AuthFailure::Scope, status));
         }
         grant.quota.admit_request().map_err(|e| self.quota(e))?;

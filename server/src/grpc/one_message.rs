@@ -18,6 +18,8 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::server::NamedService;
 
+use super::errors;
+
 /// The gRPC message prefix's length.
 const PREFIX: usize = 5;
 
@@ -125,7 +127,7 @@ impl Single {
 }
 
 fn more_than_one() -> Status {
-    Status::invalid_argument(
+    errors::invalid_request(
         "this method takes exactly one request message; the request carried more",
     )
 }
@@ -164,7 +166,7 @@ impl http_body::Body for Single {
                     this.done = true;
                     return Poll::Ready(match this.held.take() {
                         Some(last) => Some(Ok(Frame::data(last))),
-                        None => Some(Err(Status::invalid_argument(if this.have == 0 {
+                        None => Some(Err(errors::invalid_request(if this.have == 0 {
                             "the request carried no message; this method takes exactly one"
                         } else {
                             "the request ended before its message was complete"
@@ -200,7 +202,7 @@ mod tests {
         }
         match single.held.take() {
             Some(last) => out.extend_from_slice(&last),
-            None => return Err(Status::invalid_argument("incomplete")),
+            None => return Err(errors::invalid_request("incomplete")),
         }
         Ok(out)
     }

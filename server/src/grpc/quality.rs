@@ -6,32 +6,20 @@ use entropy_proto::v1::{CheckQualityResponse, Fips1402, MonteCarloPi};
 use entropy_quality::{analyze, reference_pi, thresholds};
 use tonic::Status;
 
-use super::deadline::Limit;
+use super::errors;
 use crate::domain::secret::SecretBytes;
-
-/// The status for a check that could not start before its deadline because another was
-/// running (the gateway runs one at a time); nothing was drawn.
-pub fn busy(limit: Limit) -> Status {
-    let why = "another quality check was running (the gateway runs one at a time) until the";
-    match limit {
-        Limit::Client => Status::deadline_exceeded(format!("{why} deadline; nothing drawn")),
-        Limit::Server => Status::unavailable(format!(
-            "{why} server's maximum wait (max_wait_ms); nothing drawn, retry later"
-        )),
-    }
-}
 
 /// Analyzes `sample` (at least `MIN_SAMPLE_BYTES`, checked at the edge) and reads as many
 /// bytes of the OS CSPRNG for the reference pi. Blocking: a whole call costs ~7 ms of CPU per
 /// MiB (bench/results/quality-cost.md).
 /// The response's `provenance` is left for the caller to fill.
 pub fn check(sample: &[u8]) -> Result<CheckQualityResponse, Status> {
-    let report = analyze(sample).map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let report = analyze(sample).map_err(|e| errors::invalid_request(e.to_string()))?;
     let mut os = vec![0u8; sample.len()];
-    getrandom::fill(&mut os)
-        .map_err(|e| Status::internal(format!("the OS random generator failed: {e}")))?;
+    getrandom::fill(&mut os).map_err(|e| errors::internal("CheckQuality's OS reference", &e))?;
     let os = SecretBytes::new(os);
-    let reference = reference_pi(&os).map_err(|e| Status::internal(e.to_string()))?;
+    let reference =
+        reference_pi(&os).map_err(|e| errors::internal("CheckQuality's reference pi", &e))?;
     let fips = &report.fips140_2;
     Ok(CheckQualityResponse {
         sample_bytes: report.bytes,

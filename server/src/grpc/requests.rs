@@ -9,7 +9,7 @@ use entropy_proto::v1::{
 use entropy_quality::MIN_SAMPLE_BYTES;
 use tonic::Status;
 
-use super::errors::out_of_range;
+use super::errors::{self, out_of_range};
 use crate::domain::ingest::kind_of;
 use crate::domain::pool::Kinds;
 use crate::domain::sampling::IntRange;
@@ -82,7 +82,7 @@ impl TryFrom<GetIntegersRequest> for Integers {
     fn try_from(req: GetIntegersRequest) -> Result<Self, Status> {
         let count = count("count", req.count)?;
         let range = IntRange::new(req.min, req.max).ok_or_else(|| {
-            Status::invalid_argument(format!(
+            errors::invalid_request(format!(
                 "min ({}) must be less than or equal to max ({})",
                 req.min, req.max
             ))

@@ -40,9 +40,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use super::deadline::Limit;
 use super::delivery::{self, Undelivered, wire_bound};
-use super::errors::{out_of_range, take_failed};
+use super::errors::{self, out_of_range, stream_take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::requests::accept_kinds;
@@ -259,11 +258,11 @@ impl Producer {
                 biased;
                 () = self.shutdown.cancelled() => {
                     self.cuts.0.fetch_add(1, Ordering::Relaxed);
-                    Err(Ended::Failed(Status::unavailable("server is shutting down")))
+                    Err(Ended::Failed(errors::shutting_down()))
                 }
                 () = tx.closed() => Err(Ended::ClientLeft),
                 () = sleep_until(self.client_deadline) => {
-                    Err(Ended::Failed(Status::deadline_exceeded("stream deadline reached")))
+                    Err(Ended::Failed(errors::stream_deadline()))
                 }
                 next = in_flight.next() => next.unwrap_or(Err(Ended::ClientLeft)),
             };
@@ -271,7 +270,7 @@ impl Producer {
                 // Drawn after the client's deadline: back to the pool, never sent.
                 Ok(_) if self.client_deadline.is_some_and(|d| Instant::now() >= d) => {
                     drop(in_flight);
-                    let status = Status::deadline_exceeded("stream deadline reached");
+                    let status = errors::stream_deadline();
                     let outcome = (status.code(), status.message().to_owned());
                     self.send_last(&tx, status).await;
                     break outcome;
@@ -399,9 +398,7 @@ impl Stream for Outbox {
             if self.deadline.is_some_and(|d| now >= d) {
                 self.give_back_queued();
                 self.ended = true;
-                return Poll::Ready(Some(Err(Status::deadline_exceeded(
-                    "stream deadline reached",
-                ))));
+                return Poll::Ready(Some(Err(errors::stream_deadline())));
             }
             let Some(queued) = std::task::ready!(self.rx.poll_recv(cx)) else {
                 return Poll::Ready(None);
@@ -466,18 +463,6 @@ async fn unless_stalled(
             // branch is off and the draw is about to be dropped.)
             Ok(()) = progress.changed() => {}
         }
-    }
-}
-
-/// The status that ends a stream whose next message (at least `n` bytes) could not be drawn.
-fn stream_take_failed(e: TakeError, n: usize, max_wait: Duration) -> Status {
-    match e {
-        TakeError::TimedOut => Status::unavailable(format!(
-            "no entropy reached this stream for {} ms (stream_max_wait_ms; its next message \
-             needs at least {n} bytes); nothing consumed, reopen the stream later",
-            max_wait.as_millis()
-        )),
-        other => take_failed(other, Limit::Server, n),
     }
 }
 

@@ -38,8 +38,6 @@ use tonic::service::Routes;
 use tonic_web::{GrpcWebLayer, GrpcWebService};
 use tower::{Layer, Service};
 
-use crate::process::config::ConfigError;
-
 /// Most entries in `grpc_web_allowed_origins`.
 pub const MAX_ORIGINS: usize = 64;
 /// Longest origin accepted in `grpc_web_allowed_origins`, in bytes.
@@ -53,6 +51,34 @@ const EXPOSE_HEADERS: &str = "grpc-status, grpc-message, grpc-status-details-bin
 /// How long a browser may cache a preflight answer, in seconds.
 const PREFLIGHT_MAX_AGE_S: &str = "600";
 
+/// A browser origin as browsers send it, parsed once where the configuration is read (an entry
+/// of `grpc_web_allowed_origins` that is not one fails the load, naming the key).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Origin(HeaderValue);
+
+impl TryFrom<String> for Origin {
+    type Error = String;
+
+    fn try_from(origin: String) -> Result<Self, Self::Error> {
+        check_origin(&origin).map_err(|why| format!("{origin:?}: {why}"))?;
+        // check_origin admits only ASCII letters, digits and `:/.-[]`: a valid header value.
+        HeaderValue::from_str(&origin).map(Self).map_err(|e| format!("{origin:?}: {e}"))
+    }
+}
+
+impl From<Origin> for String {
+    fn from(origin: Origin) -> Self {
+        String::from_utf8_lossy(origin.0.as_bytes()).into_owned()
+    }
+}
+
+impl PartialEq<&str> for Origin {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.as_bytes() == other.as_bytes()
+    }
+}
+
 /// gRPC-Web on, for these browser origins.
 #[derive(Debug, Clone)]
 pub struct GrpcWeb {
@@ -60,12 +86,9 @@ pub struct GrpcWeb {
 }
 
 impl GrpcWeb {
-    /// gRPC-Web for `origins` (already checked by [`validate`]), or `None` when `enabled` is
-    /// false.
-    pub fn new(enabled: bool, origins: &[String]) -> Option<Self> {
-        // validate() admitted only origins of ASCII letters, digits and `:/.-[]`, all of which
-        // are valid header values; filter_map keeps this total for callers that skipped it.
-        let origins = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    /// gRPC-Web for `origins`, or `None` when `enabled` is false.
+    pub fn new(enabled: bool, origins: &[Origin]) -> Option<Self> {
+        let origins = origins.iter().map(|o| o.0.clone()).collect();
         enabled.then_some(Self { origins })
     }
 
@@ -177,23 +200,6 @@ fn ready(status: StatusCode, preflight_origin: Option<HeaderValue>) -> BoxFuture
     Box::pin(std::future::ready(Ok(response)))
 }
 
-/// Checks `grpc_web_enabled` and `grpc_web_allowed_origins` together.
-pub fn validate(enabled: bool, origins: &[String]) -> Result<(), ConfigError> {
-    let bad = |problem: String| Err(ConfigError::new("grpc_web_allowed_origins", problem));
-    if !enabled && !origins.is_empty() {
-        return bad("origins are listed but grpc_web_enabled is false: set it to true".into());
-    }
-    if origins.len() > MAX_ORIGINS {
-        return bad(format!("{} origins, at most {MAX_ORIGINS}", origins.len()));
-    }
-    for origin in origins {
-        if let Err(why) = check_origin(origin) {
-            return bad(format!("{origin:?}: {why}"));
-        }
-    }
-    Ok(())
-}
-
 /// One origin as browsers send it: `http` or `https`, `://`, a lowercase host name or IP
 /// address, an optional port, and nothing else.
 fn check_origin(origin: &str) -> Result<(), String> {
@@ -281,24 +287,18 @@ mod tests {
     }
 
     #[test]
-    fn origins_need_grpc_web_enabled_and_are_bounded() {
-        assert!(validate(false, &[]).is_ok());
-        assert!(validate(true, &[]).is_ok());
-        let err = validate(false, &["https://a.example".into()]).expect_err("disabled");
-        assert_eq!(err.key, "grpc_web_allowed_origins");
-        assert!(err.problem.contains("grpc_web_enabled"), "{err}");
-        let many: Vec<String> =
-            (0..=MAX_ORIGINS).map(|i| format!("https://h{i}.example")).collect();
-        let err = validate(true, &many).expect_err("too many");
-        assert!(err.problem.contains("at most 64"), "{err}");
-        let err = validate(true, &["https://ok.example".into(), "*".into()]).expect_err("wildcard");
-        assert!(err.problem.contains("\"*\""), "{err}");
+    fn an_origin_is_parsed_once_and_keeps_its_text() {
+        let origin = Origin::try_from("https://a.example:8443".to_string()).expect("valid");
+        assert_eq!(String::from(origin.clone()), "https://a.example:8443");
+        assert_eq!(origin, "https://a.example:8443");
+        let err = Origin::try_from("*".to_string()).expect_err("wildcard");
+        assert!(err.starts_with("\"*\": wildcards"), "{err}");
     }
 
     #[test]
     #[allow(clippy::result_large_err)] // figment's Jail API fixes the closure's error type
     fn origins_come_from_a_toml_array_in_the_environment_or_a_comma_list_flag() {
-        use crate::process::config::{ConfigFlags, load};
+        use crate::process::config::{ConfigFlags, Mode, load};
         use clap::Parser;
 
         #[derive(Parser)]
@@ -315,19 +315,33 @@ mod tests {
         ])
         .expect("flags parse");
         figment::Jail::expect_with(|jail| {
-            let c = load(None, true, &cli.flags).expect("valid");
+            let c = load(None, Mode::DEV, &cli.flags).expect("valid");
             assert!(c.grpc_web_enabled);
             assert_eq!(c.grpc_web_allowed_origins, ["https://a.example", "http://127.0.0.1:8080"]);
 
             jail.set_env("ENTROPY_GRPC_WEB_ENABLED", "true");
             jail.set_env("ENTROPY_GRPC_WEB_ALLOWED_ORIGINS", r#"["https://b.example"]"#);
-            let c = load(None, true, &ConfigFlags::default()).expect("valid");
+            let c = load(None, Mode::DEV, &ConfigFlags::default()).expect("valid");
             assert_eq!(c.grpc_web_allowed_origins, ["https://b.example"]);
 
-            jail.set_env("ENTROPY_GRPC_WEB_ALLOWED_ORIGINS", r#"["*"]"#);
-            let err = load(None, true, &ConfigFlags::default()).expect_err("wildcard");
+            // The entry that is not an origin is named, by its place in the list.
+            jail.set_env("ENTROPY_GRPC_WEB_ALLOWED_ORIGINS", r#"["https://b.example", "*"]"#);
+            let err = load(None, Mode::DEV, &ConfigFlags::default()).expect_err("wildcard");
+            assert_eq!(err.key, "grpc_web_allowed_origins.1");
+            assert!(err.problem.contains("\"*\": wildcards are not accepted"), "{err}");
+
+            // Listed while off, or too many: the key's rules.
+            jail.set_env("ENTROPY_GRPC_WEB_ENABLED", "false");
+            jail.set_env("ENTROPY_GRPC_WEB_ALLOWED_ORIGINS", r#"["https://b.example"]"#);
+            let err = load(None, Mode::DEV, &ConfigFlags::default()).expect_err("disabled");
             assert_eq!(err.key, "grpc_web_allowed_origins");
-            assert!(err.problem.contains("wildcard"), "{err}");
+            assert!(err.problem.contains("grpc_web_enabled is false"), "{err}");
+            jail.set_env("ENTROPY_GRPC_WEB_ENABLED", "true");
+            let many: Vec<String> =
+                (0..=MAX_ORIGINS).map(|i| format!("\"https://h{i}.example\"")).collect();
+            jail.set_env("ENTROPY_GRPC_WEB_ALLOWED_ORIGINS", format!("[{}]", many.join(",")));
+            let err = load(None, Mode::DEV, &ConfigFlags::default()).expect_err("too many");
+            assert!(err.problem.contains("at most 64"), "{err}");
             Ok(())
         });
     }

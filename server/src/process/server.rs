@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tonic::service::Routes;
 use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
 use tower::Layer as _;
 
 use crate::domain::allowance::Budget;
@@ -94,6 +95,27 @@ pub struct ListenerTls {
     pub public: Option<Arc<rustls::ServerConfig>>,
     /// The ingest listener (with a client verifier for mTLS when configured).
     pub ingest: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// The tasks [`Gateway::serve`] runs beside its listeners, awaited once they have stopped.
+struct Upkeep {
+    tasks: [tokio::task::JoinHandle<()>; 3],
+    endpoint: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Upkeep {
+    async fn finish(self) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        if let Some(endpoint) = self.endpoint {
+            match endpoint.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!("metrics endpoint failed: {e}"),
+                Err(e) => tracing::error!("metrics endpoint task failed: {e}"),
+            }
+        }
+    }
 }
 
 /// Why serving stopped with an error.
@@ -228,30 +250,54 @@ impl Gateway {
     /// `ingest` until `shutdown` fires, then drains: health goes NOT_SERVING, waiting takes
     /// fail with UNAVAILABLE, open streams end, and in-flight calls finish.
     pub async fn serve(
-        self,
+        mut self,
         public: TcpListener,
         ingest: TcpListener,
         shutdown: CancellationToken,
     ) -> Result<(), ServeError> {
         let streams = TaskTracker::new();
-        let (public_health, public_health_service) =
-            crate::grpc::health::public_health(&self.readiness).await;
-        let (ingest_health, ingest_health_service) = tonic_health::server::health_reporter();
-        ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
-        ingest_health.set_service_status("", ServingStatus::Serving).await;
+        let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
+        let (public_routes, public_health) =
+            self.public_routes(web.as_ref(), &streams, &shutdown).await?;
+        let (ingest_routes, ingest_health) = self.ingest_routes().await;
+        let public_server = transport::serve(
+            public,
+            self.public_listener(web.is_some()),
+            TrackCallsLayer.layer(public_routes),
+            shutdown.clone(),
+        );
+        let ingest_server = transport::serve(
+            ingest,
+            self.ingest_listener(),
+            TrackCallsLayer.layer(ingest_routes),
+            shutdown.clone(),
+        );
+        let endpoint = self.metrics_listener.take();
+        let tasks = self.spawn_upkeep((public_health, ingest_health), endpoint, &shutdown);
 
-        // Every service on every listener refuses requests past the public cap: health and
-        // reflection requests are a few bytes, and tonic's 4 MiB default let one connection
-        // hold 256 × 4 MiB of partial messages.
+        tokio::join!(public_server, ingest_server);
+        streams.close();
+        streams.wait().await;
+        tasks.finish().await;
+        Ok(())
+    }
+
+    /// The public listener's services: EntropyService (behind the key check, and gRPC-Web's
+    /// gate when `web` is on), health and reflection. Every service refuses requests past the
+    /// public cap: health and reflection requests are a few bytes, and tonic's 4 MiB default
+    /// let one connection hold 256 × 4 MiB of partial messages.
+    async fn public_routes(
+        &self,
+        web: Option<&GrpcWeb>,
+        streams: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> Result<(Routes, HealthReporter), ServeError> {
+        let (health, health_service) = crate::grpc::health::public_health(&self.readiness).await;
+        let health_service = health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
         let reflection_v1 =
             reflection()?.build_v1()?.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
         let reflection_v1alpha =
             reflection()?.build_v1alpha()?.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
-        let public_health_service =
-            public_health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
-        let ingest_health_service =
-            ingest_health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
-
         let api = EntropyApi::new(
             self.pool.clone(),
             self.ingest.clone(),
@@ -269,62 +315,38 @@ impl Gateway {
         let entropy =
             OneMessageLayer.layer(TagMethod(tonic::service::interceptor::InterceptedService::new(
                 EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
-                ApiKeyAuth::new(self.api_keys).with_metrics(self.metrics.clone()),
+                ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
             )));
-        let ingest_api = OneMessageLayer.layer(
-            IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
-                .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
-        );
-
-        // On shutdown: stop reporting SERVING and fail waiting takes at once, then drain.
-        // Streams watch the same token and end themselves.
-        let watcher = tokio::spawn(crate::grpc::health::watch(
-            self.readiness.clone(),
-            vec![public_health],
-            shutdown.clone(),
-        ));
-        let closer = tokio::spawn({
-            let (shutdown, pool, readiness) =
-                (shutdown.clone(), self.pool.clone(), self.readiness.clone());
-            let ingest_health = ingest_health.clone();
-            async move {
-                shutdown.cancelled().await;
-                readiness.stop();
-                pool.close();
-                ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::NotServing).await;
-                ingest_health.set_service_status("", ServingStatus::NotServing).await;
-            }
-        });
-
-        // With an age limit, idle bytes expire on a timer too (stores and takes expire first).
-        if self.pool.limits().max_byte_age.is_some() {
-            let (pool, shutdown) = (self.pool.clone(), shutdown.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(EXPIRY_TICK);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tokio::select! {
-                        () = shutdown.cancelled() => break,
-                        _ = tick.tick() => pool.expire(),
-                    }
-                }
-            });
-        }
-
-        let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
-        let public_routes = crate::grpc::web::route_public(entropy, web.as_ref())
-            .add_service(OneMessageLayer.layer(public_health_service))
+        let routes = crate::grpc::web::route_public(entropy, web)
+            .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
             .prepare();
-        let ingest_routes = Routes::new(ingest_api).add_service(ingest_health_service).prepare();
+        Ok((routes, health))
+    }
 
-        let max_conns = self.config.max_connections;
+    /// The ingest listener's services: IngestService, whose requests may carry a chunk, and
+    /// health (SERVING until shutdown).
+    async fn ingest_routes(&self) -> (Routes, HealthReporter) {
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health.set_service_status(INGEST_SERVICE, ServingStatus::Serving).await;
+        health.set_service_status("", ServingStatus::Serving).await;
+        let health_service = health_service.max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES);
+        let api = OneMessageLayer.layer(
+            IngestServiceServer::new(IngestApi::new(self.ingest.clone()))
+                .max_decoding_message_size(self.config.max_chunk_bytes + PUBLISH_OVERHEAD_BYTES),
+        );
+        (Routes::new(api).add_service(health_service).prepare(), health)
+    }
+
+    /// The public listener: `max_connections` (as resolved), HTTP/2's smallest windows, and
+    /// HTTP/1.1 too when gRPC-Web is on over plaintext (browsers speak HTTP/2 only over TLS).
+    fn public_listener(&self, web: bool) -> Listener {
         let config = &self.config;
-        let public_listener = Listener {
+        Listener {
             admission: Admission::new(
                 "public",
-                max_conns,
+                config.max_connections,
                 ConnectionLimits {
                     idle_timeout: config.idle_timeout(),
                     send_timeout: config.send_timeout(),
@@ -334,9 +356,8 @@ impl Gateway {
                 self.metrics.connections("public"),
                 true,
             ),
-            // Browsers speak HTTP/2 over TLS; over plaintext gRPC-Web needs HTTP/1.1 too.
-            http1: web.is_some() && self.tls.public.is_none(),
-            tls: self.tls.public,
+            http1: web && self.tls.public.is_none(),
+            tls: self.tls.public.clone(),
             http2: Http2Settings {
                 stream_window: PUBLIC_WINDOW,
                 connection_window: PUBLIC_WINDOW,
@@ -345,8 +366,17 @@ impl Gateway {
             },
             requests: self.budget.requests.clone(),
             events: self.metrics.transport_events("public"),
-        };
-        let ingest_listener = Listener {
+        }
+    }
+
+    /// The ingest listener: a few publishes in flight per connection, within the ingest part
+    /// of the budget. A chunk comes in a few DATA frames rather than 64 of 16 KiB: fewer frames
+    /// to parse and buffers to join per chunk (bench/README.md, "Performance"). The windows
+    /// bound what a connection can make the gateway hold beyond its share of the ingest
+    /// budget: 2 MiB a connection, one 1 MiB chunk a stream.
+    fn ingest_listener(&self) -> Listener {
+        let config = &self.config;
+        Listener {
             admission: Admission::new(
                 "ingest",
                 config.ingest_max_connections,
@@ -363,11 +393,7 @@ impl Gateway {
                 self.metrics.connections("ingest"),
                 false,
             ),
-            tls: self.tls.ingest,
-            // A chunk in a few DATA frames rather than 64 of 16 KiB: fewer frames to parse
-            // and buffers to join per chunk (bench/README.md, "Performance"). The windows bound
-            // what a connection can make the gateway hold beyond its share of the ingest
-            // budget: 2 MiB a connection, one 1 MiB chunk a stream.
+            tls: self.tls.ingest.clone(),
             http2: Http2Settings {
                 stream_window: INGEST_STREAM_WINDOW,
                 connection_window: INGEST_CONNECTION_WINDOW,
@@ -377,22 +403,50 @@ impl Gateway {
             http1: false,
             requests: self.budget.ingest.clone(),
             events: self.metrics.transport_events("ingest"),
-        };
-        let public_server = transport::serve(
-            public,
-            public_listener,
-            TrackCallsLayer.layer(public_routes),
-            shutdown.clone(),
-        );
-        let ingest_server = transport::serve(
-            ingest,
-            ingest_listener,
-            TrackCallsLayer.layer(ingest_routes),
-            shutdown.clone(),
-        );
+        }
+    }
 
+    /// The tasks beside the listeners: readiness published on health, the shutdown's first
+    /// steps (stop reporting SERVING, fail waiting takes at once; streams watch the same token
+    /// and end themselves), the pool's age limit on a timer, metrics upkeep and endpoint.
+    fn spawn_upkeep(
+        &self,
+        (public_health, ingest_health): (HealthReporter, HealthReporter),
+        endpoint: Option<TcpListener>,
+        shutdown: &CancellationToken,
+    ) -> Upkeep {
+        let watcher = tokio::spawn(crate::grpc::health::watch(
+            self.readiness.clone(),
+            vec![public_health],
+            shutdown.clone(),
+        ));
+        let closer = tokio::spawn({
+            let (shutdown, pool, readiness) =
+                (shutdown.clone(), self.pool.clone(), self.readiness.clone());
+            async move {
+                shutdown.cancelled().await;
+                readiness.stop();
+                pool.close();
+                ingest_health.set_service_status(INGEST_SERVICE, ServingStatus::NotServing).await;
+                ingest_health.set_service_status("", ServingStatus::NotServing).await;
+            }
+        });
+        // With an age limit, idle bytes expire on a timer too (stores and takes expire first).
+        if self.pool.limits().max_byte_age.is_some() {
+            let (pool, shutdown) = (self.pool.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(EXPIRY_TICK);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        _ = tick.tick() => pool.expire(),
+                    }
+                }
+            });
+        }
         let upkeep = self.metrics.registry().spawn_upkeep(shutdown.clone());
-        let http = self.metrics_listener.map(|listener| {
+        let endpoint = endpoint.map(|listener| {
             let probe = GatewayProbe {
                 metrics: self.metrics.clone(),
                 pool: self.pool.clone(),
@@ -403,19 +457,7 @@ impl Gateway {
             };
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });
-
-        tokio::join!(public_server, ingest_server);
-        streams.close();
-        streams.wait().await;
-        let _ = tokio::join!(watcher, closer, upkeep);
-        if let Some(http) = http {
-            match http.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::error!("metrics endpoint failed: {e}"),
-                Err(e) => tracing::error!("metrics endpoint task failed: {e}"),
-            }
-        }
-        Ok(())
+        Upkeep { tasks: [watcher, closer, upkeep], endpoint }
     }
 }
 

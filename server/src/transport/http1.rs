@@ -122,11 +122,7 @@ where
     let header = request.headers().iter().map(|(n, v)| n.as_str().len() + v.len() + 32).sum();
     let Some(call) = super::stream::call_charge(&admission, &activity, &accounts, header).await
     else {
-        let status = tonic::Status::resource_exhausted(
-            "the gateway is shedding load: its request allowance is full; nothing was read or \
-             drawn, retry later",
-        );
-        let response = status.into_http::<()>();
+        let response = super::stream::shed_status(&accounts).into_http::<()>();
         let (parts, ()) = response.into_parts();
         return Ok(http::Response::from_parts(parts, pieces(None, None, MessageEnds::default())));
     };

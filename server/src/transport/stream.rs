@@ -440,16 +440,23 @@ fn hold_now(accounts: &[Account], n: usize) -> Option<Holds> {
 }
 
 /// Refuses a call whose headers found no room: a trailers-only RESOURCE_EXHAUSTED.
-fn shed(respond: &mut SendResponse<Bytes>, accounts: &[Account]) {
-    let full = accounts.iter().find(|a| a.held() * 2 > a.cap()).unwrap_or(&accounts[0]);
-    let status = tonic::Status::resource_exhausted(format!(
+fn shed(respond: &mut SendResponse<Bytes>, accounts: &[Account; 2]) {
+    // A trailers-only response: the status in the headers, which end the stream.
+    let _ = respond.send_response(shed_status(accounts).into_http::<()>(), true);
+}
+
+/// The one status the transport decides itself: RESOURCE_EXHAUSTED for a call shed because a
+/// request allowance (the connection's or the process's, named) had no room for it.
+pub(super) fn shed_status(accounts: &[Account; 2]) -> tonic::Status {
+    let over_half = |a: &Account| a.held() * 2 > a.cap();
+    let [first, second] = accounts;
+    let full = if !over_half(first) && over_half(second) { second } else { first };
+    tonic::Status::resource_exhausted(format!(
         "the gateway is shedding load: {} ({} bytes) is full of requests in progress; nothing \
          was read or drawn, retry later",
         full.name(),
         full.cap()
-    ));
-    // A trailers-only response: the status in the headers, which end the stream.
-    let _ = respond.send_response(status.into_http::<()>(), true);
+    ))
 }
 
 /// Discards what a response was owed for messages it never sent.

@@ -151,7 +151,7 @@ async fn web_gateway() -> TestGateway {
     std::fs::write(file.path(), text).unwrap();
     let config = test_config(|c| {
         c.grpc_web_enabled = true;
-        c.grpc_web_allowed_origins = vec![PAGE.into()];
+        c.grpc_web_allowed_origins = vec![PAGE.to_string().try_into().expect("a valid origin")];
     });
     let mut gw = start_with_keys(config, ApiKeys::load_file(file.path()).unwrap()).await;
     gw.feed(4 << 20, 256 << 10, |i| (i * 7 + i / 251) as u8).await;

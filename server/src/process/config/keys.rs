@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::grpc::web::Origin;
 use crate::metrics::KeyLabel;
 
 use super::LogFormat;
@@ -227,7 +228,7 @@ entropy_ops::config_keys! {
             help("Serve gRPC-Web for browsers on the public listener");
         /// Browser origins allowed to call over gRPC-Web (CORS), exactly as browsers send them
         /// (`https://app.example.com`); no wildcard. Needs `grpc_web_enabled`.
-        grpc_web_allowed_origins: Vec<String> = Vec::new(),
+        grpc_web_allowed_origins: Vec<Origin> = Vec::new(),
             flag(entropy_ops::config_keys::CommaList, "ORIGINS"), unit("list of origins"),
             help("Origins allowed to call over gRPC-Web, comma-separated, exact (https://app.example.com)");
     }

@@ -98,23 +98,47 @@ impl GatewayConfig {
     }
 }
 
+/// How the binary runs: as a service (keys files, state on disk), or in dev mode (plaintext,
+/// keys made at start, loopback unless `listen_any`: `--dev`, `--dev-listen-any`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A service: keys files, a state directory.
+    Service,
+    /// `--dev`.
+    Dev {
+        /// `--dev-listen-any`: serve dev mode on an address that is not loopback.
+        listen_any: bool,
+    },
+}
+
+impl Mode {
+    /// Dev mode on loopback, as `--dev` alone.
+    pub const DEV: Mode = Mode::Dev { listen_any: false };
+
+    /// True in dev mode.
+    pub fn is_dev(self) -> bool {
+        matches!(self, Mode::Dev { .. })
+    }
+}
+
 /// Builds the effective config from the layers and validates it.
 pub fn load(
     file: Option<&std::path::Path>,
-    dev: bool,
+    mode: Mode,
     flags: &ConfigFlags,
 ) -> Result<GatewayConfig, ConfigError> {
-    load_with_env(file, dev, flags, Env::prefixed("ENTROPY_").only(KEYS))
+    load_with_env(file, mode, flags, Env::prefixed("ENTROPY_").only(KEYS))
 }
 
 /// [`load`] with the environment given (tests use `Env` over a fixed map).
 pub fn load_with_env(
     file: Option<&std::path::Path>,
-    dev: bool,
+    mode: Mode,
     flags: &ConfigFlags,
     env: Env,
 ) -> Result<GatewayConfig, ConfigError> {
-    let defaults = if dev { GatewayConfig::dev_defaults() } else { GatewayConfig::default() };
+    let defaults =
+        if mode.is_dev() { GatewayConfig::dev_defaults() } else { GatewayConfig::default() };
     let mut figment = Figment::from(Serialized::defaults(defaults));
     if let Some(path) = file {
         if !path.is_file() {
@@ -130,6 +154,6 @@ pub fn load_with_env(
         .merge(Serialized::defaults(flags))
         .extract()
         .map_err(|e| ConfigError::from_layered(&e))?;
-    config.validate(dev)?;
+    config.validate(mode)?;
     Ok(config)
 }

@@ -92,11 +92,11 @@ fn environment_overrides_file_and_ignores_unrelated_entropy_vars() {
         jail.set_env("ENTROPY_API_KEY", "not-a-gateway-key");
         jail.set_env("ENTROPY_DEV_API_KEY", "x");
         let flags = ConfigFlags::default();
-        let c = load(Some(std::path::Path::new("g.toml")), true, &flags).expect("valid");
+        let c = load(Some(std::path::Path::new("g.toml")), Mode::DEV, &flags).expect("valid");
         assert_eq!((c.max_wait_ms, c.max_chunk_bytes), (900, 4096));
 
         jail.set_env("ENTROPY_POOL_CAPACITY_BYTES", "many");
-        let err = load(None, true, &flags).expect_err("bad env value");
+        let err = load(None, Mode::DEV, &flags).expect_err("bad env value");
         assert_eq!(err.key, "pool_capacity_bytes");
         assert!(err.problem.contains("ENTROPY_POOL_CAPACITY_BYTES"), "{err}");
         Ok(())
@@ -109,18 +109,18 @@ fn layers_apply_in_order_and_errors_name_the_key() {
     let file = dir.path().join("gateway.toml");
     std::fs::write(&file, "pool_capacity_bytes = 2097152\nmax_wait_ms = 500\n").expect("w");
     let flags = ConfigFlags { max_wait_ms: Some(700), ..ConfigFlags::default() };
-    let c = load_with_env(Some(&file), true, &flags, no_env()).expect("valid");
+    let c = load_with_env(Some(&file), Mode::DEV, &flags, no_env()).expect("valid");
     assert_eq!(c.pool_capacity_bytes, 2 << 20, "file overrides default");
     assert_eq!(c.max_wait_ms, 700, "flag overrides file");
     assert_eq!(c.listen_addr, SocketAddr::from(([127, 0, 0, 1], 50051)), "dev default");
 
     std::fs::write(&file, "pool_capacity_bytes = \"lots\"\n").expect("w");
-    let err =
-        load_with_env(Some(&file), true, &ConfigFlags::default(), no_env()).expect_err("bad type");
+    let err = load_with_env(Some(&file), Mode::DEV, &ConfigFlags::default(), no_env())
+        .expect_err("bad type");
     assert_eq!(err.key, "pool_capacity_bytes", "{err}");
 
     std::fs::write(&file, "pool_capacity = 5\n").expect("w");
-    let err = load_with_env(Some(&file), true, &ConfigFlags::default(), no_env())
+    let err = load_with_env(Some(&file), Mode::DEV, &ConfigFlags::default(), no_env())
         .expect_err("unknown key");
     assert!(err.to_string().contains("pool_capacity"), "{err}");
 }
@@ -135,7 +135,8 @@ fn the_example_config_lists_every_key_and_loads() {
     let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
     listed.sort();
     assert_eq!(keys, listed, "the example shows every key");
-    let c = load_with_env(Some(path), false, &ConfigFlags::default(), no_env()).expect("valid");
+    let c =
+        load_with_env(Some(path), Mode::Service, &ConfigFlags::default(), no_env()).expect("valid");
     assert!(c.tls_cert_file.is_some() && c.ingest_client_ca_file.is_some(), "TLS is shown set");
     assert_eq!(
         GatewayConfig {
@@ -157,18 +158,20 @@ fn the_example_config_lists_every_key_and_loads() {
 #[test]
 fn validation_names_the_key_and_bound() {
     let flags = ConfigFlags { pool_capacity_bytes: Some(1000), ..ConfigFlags::default() };
-    let err = load_with_env(None, true, &flags, no_env()).expect_err("too small");
+    let err = load_with_env(None, Mode::DEV, &flags, no_env()).expect_err("too small");
     assert_eq!(err.key, "pool_capacity_bytes");
     assert!(err.problem.contains("1048576"), "{err}");
 
-    let err = load_with_env(None, false, &ConfigFlags::default(), no_env())
+    let err = load_with_env(None, Mode::Service, &ConfigFlags::default(), no_env())
         .expect_err("a gateway id is required outside dev");
     assert_eq!(err.key, "gateway_id");
     let named = ConfigFlags { gateway_id: Some("gw-1".into()), ..ConfigFlags::default() };
-    let err = load_with_env(None, false, &named, no_env()).expect_err("keys required outside dev");
+    let err = load_with_env(None, Mode::Service, &named, no_env())
+        .expect_err("keys required outside dev");
     assert_eq!(err.key, "api_keys_file");
     let bad = ConfigFlags { gateway_id: Some("gw 1".into()), ..ConfigFlags::default() };
-    let err = load_with_env(None, false, &bad, no_env()).expect_err("a space is not allowed");
+    let err =
+        load_with_env(None, Mode::Service, &bad, no_env()).expect_err("a space is not allowed");
     assert_eq!(err.key, "gateway_id");
 
     let keyed = ConfigFlags {
@@ -176,13 +179,13 @@ fn validation_names_the_key_and_bound() {
         ingest_keys_dir: Some("mac".into()),
         ..named
     };
-    let c = load_with_env(None, false, &keyed, no_env()).expect("the default state_dir");
+    let c = load_with_env(None, Mode::Service, &keyed, no_env()).expect("the default state_dir");
     assert_eq!(c.state_dir, Some("/var/lib/entropy-gateway".into()));
     let blank = ConfigFlags { state_dir: Some("".into()), ..keyed };
-    let err = load_with_env(None, false, &blank, no_env()).expect_err("an empty state_dir");
+    let err = load_with_env(None, Mode::Service, &blank, no_env()).expect_err("an empty state_dir");
     assert_eq!(err.key, "state_dir");
     assert_eq!(
-        load_with_env(None, true, &ConfigFlags::default(), no_env()).expect("dev").state_dir,
+        load_with_env(None, Mode::DEV, &ConfigFlags::default(), no_env()).expect("dev").state_dir,
         None,
         "dev mode keeps its lease in memory"
     );
