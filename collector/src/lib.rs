@@ -5,6 +5,8 @@
 //! - [`collector`]: the one entry point: [`Collector::build`] from a config and a MAC key,
 //!   [`Collector::run`] until shutdown.
 //! - [`source`]: where raw entropy comes from (Quantis appliance, device, OS), one trait.
+//! - [`provenance`]: source kind, health and mixing in the collector's own words; the wire's
+//!   enums only where a chunk is prepared.
 //! - [`counters`]: each source's counters, kept once, read by status and metrics.
 //! - [`health`]: NIST SP 800-90B continuous tests (+ two supplementary ones), quarantine.
 //! - [`mixing`]: XOR and HKDF-SHA256 combination of healthy sources.
@@ -28,6 +30,7 @@ pub mod health;
 pub mod metrics;
 pub mod mixing;
 pub mod pipeline;
+pub mod provenance;
 pub mod publisher;
 pub mod runner;
 pub mod signer;
