@@ -19,6 +19,8 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
+#[path = "it/exit.rs"]
+mod exit;
 #[path = "it/metrics.rs"]
 mod metrics;
 #[path = "it/publisher.rs"]
