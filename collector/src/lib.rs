@@ -17,11 +17,12 @@
 //! - [`runner`]: rounds into a bounded queue drained by one publisher per gateway; shutdown.
 //! - [`config`]: the TOML configuration, validated.
 //! - [`tls`]: rustls client trust (CA file or pinned certificate).
-//! - [`simulator`]: a stand-in for a Quantis appliance, with fault modes.
+//! - `simulator` (feature `simulator`, on by default): a stand-in for a Quantis appliance,
+//!   with fault modes.
 //! - [`metrics`]: the collector's series (registry and endpoint from `entropy-ops`).
 //!
 //! Binaries: `entropy-collector` (src/bin/collector.rs), `entropy-simulator`
-//! (src/bin/simulator.rs).
+//! (src/bin/simulator.rs, feature `simulator`).
 
 pub mod collector;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod provenance;
 pub mod publisher;
 pub mod runner;
 pub mod signer;
+#[cfg(feature = "simulator")]
 pub mod simulator;
 pub mod source;
 pub mod tls;

@@ -20,12 +20,14 @@
 //! - [`launch`]: the process around a [`Gateway`]: keys and TLS loaded before binding, dev
 //!   feed, SIGHUP key reload, graceful shutdown (`main.rs` only parses and maps exit codes).
 //! - [`grpc_web`]: gRPC-Web for browsers (off by default) and its CORS gate.
-//! - [`dev`]: `--dev` mode's keys, banner and in-process collector.
+//! - `dev` (feature `dev`, on by default): `--dev` mode's keys, banner and in-process
+//!   collector.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS (`dev-certs`).
 
 pub mod auth;
 pub mod bounds;
 pub mod config;
+#[cfg(feature = "dev")]
 pub mod dev;
 pub mod devcerts;
 pub mod fd_limit;
