@@ -40,7 +40,7 @@ use std::collections::{HashSet, VecDeque};
 /// predict the seed to aim collisions at the set.
 type WordSet = HashSet<u128, foldhash::fast::RandomState>;
 
-use entropy_proto::v1::SourceHealth;
+use crate::provenance::SourceHealth;
 
 /// Bytes a source must pass before its output is used (after start and after quarantine).
 pub const STARTUP_BYTES: usize = 4096;

@@ -5,6 +5,8 @@
 //! - [`collector`]: the one entry point: [`Collector::build`] from a config and a MAC key,
 //!   [`Collector::run`] until shutdown.
 //! - [`source`]: where raw entropy comes from (Quantis appliance, device, OS), one trait.
+//! - [`provenance`]: source kind, health and mixing in the collector's own words; the wire's
+//!   enums only where a chunk is prepared.
 //! - [`counters`]: each source's counters, kept once, read by status and metrics.
 //! - [`health`]: NIST SP 800-90B continuous tests (+ two supplementary ones), quarantine.
 //! - [`mixing`]: XOR and HKDF-SHA256 combination of healthy sources.
@@ -15,11 +17,12 @@
 //! - [`runner`]: rounds into a bounded queue drained by one publisher per gateway; shutdown.
 //! - [`config`]: the TOML configuration, validated.
 //! - [`tls`]: rustls client trust (CA file or pinned certificate).
-//! - [`simulator`]: a stand-in for a Quantis appliance, with fault modes.
+//! - `simulator` (feature `simulator`, on by default): a stand-in for a Quantis appliance,
+//!   with fault modes.
 //! - [`metrics`]: the collector's series (registry and endpoint from `entropy-ops`).
 //!
 //! Binaries: `entropy-collector` (src/bin/collector.rs), `entropy-simulator`
-//! (src/bin/simulator.rs).
+//! (src/bin/simulator.rs, feature `simulator`).
 
 pub mod collector;
 pub mod config;
@@ -28,9 +31,11 @@ pub mod health;
 pub mod metrics;
 pub mod mixing;
 pub mod pipeline;
+pub mod provenance;
 pub mod publisher;
 pub mod runner;
 pub mod signer;
+#[cfg(feature = "simulator")]
 pub mod simulator;
 pub mod source;
 pub mod tls;

@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use entropy_proto::v1::{Mixing, SourceHealth};
 use metrics::{Counter, Gauge, Histogram};
 
 use entropy_ops::clock::unix_ms_now;
@@ -20,6 +19,7 @@ use entropy_ops::registry::{CODE_NAMES, Family, Kind, Registry};
 
 use crate::counters::SourceCounters;
 use crate::health::HealthTest;
+use crate::provenance::{Mixing, SourceHealth};
 
 /// A gateway answer (stored, already stored, or pool full) older than this makes the
 /// collector not ready.
@@ -209,7 +209,7 @@ pub struct CollectorMetrics {
     registry: Registry,
     min_sources: usize,
     sources: HashMap<String, Arc<SourceMetrics>>,
-    mixed: [Counter; 3],
+    mixed: [Counter; Mixing::ALL.len()],
     queue: Gauge,
     last_publish: Gauge,
     last_publish_unix_ms: AtomicI64,
@@ -248,8 +248,9 @@ impl CollectorMetrics {
         Arc::new(Self {
             min_sources,
             sources,
-            mixed: ["none", "xor", "hkdf"]
-                .map(|m| r.counter("entropy_collector_mixed_bytes_total", &[("mixing", m)])),
+            mixed: Mixing::ALL.map(|m| {
+                r.counter("entropy_collector_mixed_bytes_total", &[("mixing", m.label())])
+            }),
             queue: r.gauge("entropy_collector_queue_chunks", &[]),
             last_publish: r.gauge("entropy_collector_last_publish_timestamp_seconds", &[]),
             last_publish_unix_ms: AtomicI64::new(0),
@@ -291,12 +292,7 @@ impl CollectorMetrics {
 
     /// Counts `bytes` out of the mixer under `mixing`.
     pub fn mixed(&self, mixing: Mixing, bytes: usize) {
-        let i = match mixing {
-            Mixing::Xor => 1,
-            Mixing::HkdfSha256 => 2,
-            _ => 0,
-        };
-        self.mixed[i].increment(bytes as u64);
+        self.mixed[mixing.index()].increment(bytes as u64);
     }
 
     /// Sets the number of chunks waiting.
@@ -316,27 +312,46 @@ impl CollectorMetrics {
 
     /// `Ok` when at least `min_sources` sources are healthy and a gateway took (or deferred)
     /// a chunk within [`PUBLISH_FRESH`]; otherwise why not.
-    pub fn ready(&self) -> Result<(), String> {
+    pub fn ready(&self) -> Result<(), NotReady> {
         let healthy = self.sources.values().filter(|s| s.up_flag.load(Ordering::Relaxed)).count();
         if healthy < self.min_sources {
-            return Err(format!(
-                "not ready: {healthy} healthy sources, min_sources is {}",
-                self.min_sources
-            ));
+            return Err(NotReady::TooFewSources { healthy, min_sources: self.min_sources });
         }
         let last = self.last_taken_unix_ms.load(Ordering::Relaxed);
         if last == 0 {
-            return Err("not ready: no chunk published yet".into());
+            return Err(NotReady::NothingPublished);
         }
         let age_ms = unix_ms_now().saturating_sub(last);
         if u128::try_from(age_ms).unwrap_or(0) > PUBLISH_FRESH.as_millis() {
-            return Err(format!(
-                "not ready: no gateway took or deferred a chunk for {age_ms} ms (limit {} ms)",
-                PUBLISH_FRESH.as_millis()
-            ));
+            return Err(NotReady::PublishStale { age_ms });
         }
         Ok(())
     }
+}
+
+/// Why the collector is not ready; `/readyz` answers 503 with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// Fewer sources are healthy than the config's `min_sources`.
+    #[error("not ready: {healthy} healthy sources, min_sources is {min_sources}")]
+    TooFewSources {
+        /// Sources healthy after their last read.
+        healthy: usize,
+        /// The config's `min_sources`.
+        min_sources: usize,
+    },
+    /// No gateway has taken or deferred a chunk since start.
+    #[error("not ready: no chunk published yet")]
+    NothingPublished,
+    /// The last chunk a gateway took or deferred is older than [`PUBLISH_FRESH`].
+    #[error(
+        "not ready: no gateway took or deferred a chunk for {age_ms} ms (limit {} ms)",
+        PUBLISH_FRESH.as_millis()
+    )]
+    PublishStale {
+        /// Milliseconds since that chunk.
+        age_ms: i64,
+    },
 }
 
 impl Probe for CollectorMetrics {
@@ -348,7 +363,7 @@ impl Probe for CollectorMetrics {
     }
 
     fn ready(&self) -> Result<(), String> {
-        CollectorMetrics::ready(self)
+        CollectorMetrics::ready(self).map_err(|reason| reason.to_string())
     }
 }
 
@@ -360,10 +375,10 @@ mod tests {
     #[test]
     fn readiness_needs_healthy_sources_and_a_recent_publish() {
         let m = CollectorMetrics::new(&["a", "b"], 2, 4);
-        assert!(m.ready().expect_err("nothing yet").contains("0 healthy"));
+        assert_eq!(m.ready(), Err(NotReady::TooFewSources { healthy: 0, min_sources: 2 }));
         m.source("a").expect("a").state(SourceHealth::Healthy);
         m.source("b").expect("b").state(SourceHealth::Healthy);
-        assert!(m.ready().expect_err("no publish").contains("no chunk published"));
+        assert_eq!(m.ready(), Err(NotReady::NothingPublished));
         let g = m.gateway("http://gw:50052");
         g.attempt(Duration::from_millis(3), None, 10);
         assert!(m.ready().is_err(), "a transport failure is not a publish");
@@ -376,7 +391,7 @@ mod tests {
         g.attempt(Duration::from_millis(3), Some(tonic::Code::Ok), 10);
         assert_eq!(m.ready(), Ok(()));
         m.source("b").expect("b").state(SourceHealth::Quarantined);
-        assert!(m.ready().expect_err("one down").contains("1 healthy"));
+        assert_eq!(m.ready(), Err(NotReady::TooFewSources { healthy: 1, min_sources: 2 }));
 
         let e = Exposition::parse(&m.registry().render()).expect("parses");
         let gw = ("gateway", "http://gw:50052");

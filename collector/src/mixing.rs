@@ -7,12 +7,13 @@
 //!   those slices can support: `min(block, Σ len·H/8)` bytes, never more than 255 × 32 per
 //!   extract. Blocks of [`HKDF_BLOCK_BYTES`] keep every expand far inside that limit.
 //!
-//! A single healthy source passes through unmixed (`MIXING_NONE`) under `xor`: XOR with
+//! A single healthy source passes through unmixed ([`Mixing::None`]) under `xor`: XOR with
 //! nothing is the identity, and the chunk says so rather than claiming a mix.
 
-use entropy_proto::v1::Mixing;
 use hkdf::Hkdf;
 use sha2::Sha256;
+
+use crate::provenance::Mixing;
 
 /// Salt of the HKDF extract step: names the scheme and version.
 pub const HKDF_SALT: &[u8] = b"entropy-diode/v1/mixing/hkdf-sha256";

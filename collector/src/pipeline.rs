@@ -12,13 +12,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use entropy_proto::v1::{PublishRequest, SourceHealth, SourceReport};
+use entropy_proto::v1::PublishRequest;
 use tokio::time::Instant;
 
 use crate::counters::SourceCounters;
 use crate::health::{HealthMonitor, HealthTest, Verdict};
 use crate::metrics::{CollectorMetrics, SourceMetrics};
 use crate::mixing::{self, Input, Scheme};
+use crate::provenance::{SourceHealth, SourceReport};
 use crate::signer::ChunkSigner;
 use crate::source::{SanityCheck, Source, SourceError};
 
@@ -107,8 +108,8 @@ impl SourceSlot {
     fn report(&self, contributed: bool) -> SourceReport {
         SourceReport {
             name: self.source.name().to_owned(),
-            kind: self.source.kind() as i32,
-            health: self.health() as i32,
+            kind: self.source.kind(),
+            health: self.health(),
             contributed,
         }
     }

@@ -9,13 +9,19 @@
 //! in the queue is not already stale when it leaves. A publisher may seal the same chunk again
 //! (same sequence, fresh timestamp) only while every answer it got for it said "not stored"
 //! (see `publisher`), so a chunk that may have been stored is never re-dated.
+//!
+//! Preparing is where the provenance leaves the collector's own words ([`crate::provenance`])
+//! for the wire's. [`ChunkSigner::sign`] takes the wire's words as they are, so that tests and
+//! tools can send a gateway what a collector never would.
 
-use entropy_ops::clock::unix_ms_now;
 use std::sync::Arc;
 
+use entropy_ops::clock::unix_ms_now;
 use entropy_proto::signing::chunk_mac;
-use entropy_proto::v1::{Mixing, PublishRequest, SourceReport};
+use entropy_proto::v1::{self as pb, PublishRequest};
 use zeroize::Zeroizing;
+
+use crate::provenance::{Mixing, SourceReport};
 
 /// Prepares chunks for one collector process.
 pub struct ChunkSigner {
@@ -55,7 +61,7 @@ impl std::fmt::Debug for Sealer {
 /// The epoch could not be drawn (the OS RNG failed).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw a random epoch: {0}")]
-pub struct EpochError(String);
+pub struct EpochError(getrandom::Error);
 
 impl Sealer {
     /// Addresses `chunk` to `gateway_id`, dates it now and computes its MAC.
@@ -78,7 +84,7 @@ impl ChunkSigner {
     /// random epoch.
     pub fn new(collector_id: &str, key_id: &str, key: Vec<u8>) -> Result<Self, EpochError> {
         let mut epoch = [0u8; 8];
-        getrandom::fill(&mut epoch).map_err(|e| EpochError(e.to_string()))?;
+        getrandom::fill(&mut epoch).map_err(EpochError)?;
         Ok(Self {
             collector_id: collector_id.to_owned(),
             epoch: u64::from_be_bytes(epoch),
@@ -112,6 +118,16 @@ impl ChunkSigner {
         mixing: Mixing,
         sources: Vec<SourceReport>,
     ) -> PublishRequest {
+        let sources = sources.into_iter().map(pb::SourceReport::from).collect();
+        self.next_chunk(data, mixing.into(), sources)
+    }
+
+    fn next_chunk(
+        &mut self,
+        data: Vec<u8>,
+        mixing: pb::Mixing,
+        sources: Vec<pb::SourceReport>,
+    ) -> PublishRequest {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         PublishRequest {
@@ -129,12 +145,13 @@ impl ChunkSigner {
         }
     }
 
-    /// Prepares and seals the next chunk for this signer's gateway, dated now.
+    /// Prepares and seals the next chunk for this signer's gateway, dated now, with the
+    /// provenance as given on the wire (tests, tools).
     pub fn sign(
         &mut self,
         data: Vec<u8>,
-        mixing: Mixing,
-        sources: Vec<SourceReport>,
+        mixing: pb::Mixing,
+        sources: Vec<pb::SourceReport>,
     ) -> PublishRequest {
         self.sign_at(data, mixing, sources, unix_ms_now())
     }
@@ -143,11 +160,11 @@ impl ChunkSigner {
     pub fn sign_at(
         &mut self,
         data: Vec<u8>,
-        mixing: Mixing,
-        sources: Vec<SourceReport>,
+        mixing: pb::Mixing,
+        sources: Vec<pb::SourceReport>,
         timestamp_unix_ms: i64,
     ) -> PublishRequest {
-        let mut chunk = self.prepare(data, mixing, sources);
+        let mut chunk = self.next_chunk(data, mixing, sources);
         self.sealer.seal_at(&mut chunk, &self.gateway_id, timestamp_unix_ms);
         chunk
     }
@@ -163,8 +180,8 @@ mod tests {
     fn sequences_rise_and_macs_verify() {
         let key = vec![3u8; 32];
         let mut signer = ChunkSigner::new("c", "k", key.clone()).expect("signer").for_gateway("g");
-        let a = signer.sign(vec![1, 2, 3], Mixing::None, Vec::new());
-        let b = signer.sign(vec![1, 2, 3], Mixing::None, Vec::new());
+        let a = signer.sign(vec![1, 2, 3], pb::Mixing::None, Vec::new());
+        let b = signer.sign(vec![1, 2, 3], pb::Mixing::None, Vec::new());
         assert_eq!((a.sequence, b.sequence), (0, 1));
         assert_eq!(a.epoch, b.epoch);
         assert_eq!(a.gateway_id, "g");
@@ -178,6 +195,7 @@ mod tests {
         let key = vec![3u8; 32];
         let mut signer = ChunkSigner::new("c", "k", key.clone()).expect("signer");
         let mut chunk = signer.prepare(vec![9; 8], Mixing::None, Vec::new());
+        assert_eq!(chunk.mixing, pb::Mixing::None as i32);
         let sealer = signer.sealer();
         sealer.seal_at(&mut chunk, "gw-a", 1_000);
         let first = chunk.clone();

@@ -16,6 +16,8 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use entropy_ops::tls::{Identity, ServerSettings, TlsError, Versions};
+use rustls::pki_types::PrivatePkcs8KeyDer;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -234,21 +236,31 @@ async fn stream_bytes(State(sim): State<Arc<Simulator>>, Query(q): Query<SizeQue
     ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
 }
 
-/// A self-signed certificate for `names` and its rustls server config. Returns the config and
-/// the certificate in PEM (to write out for the collector to trust or pin).
-pub fn self_signed_tls(names: &[&str]) -> Result<(Arc<rustls::ServerConfig>, String), String> {
+/// Why the simulator's self-signed TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SelfSignedError {
+    /// The certificate could not be generated.
+    #[error("cannot generate a self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused it.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// A self-signed certificate for `names` and its rustls server config (TLS 1.3 and 1.2, no
+/// ALPN; [`entropy_ops::tls`]'s set-up). Returns the config and the certificate in PEM (to
+/// write out for the collector to trust or pin).
+pub fn self_signed_tls(
+    names: &[&str],
+) -> Result<(Arc<rustls::ServerConfig>, String), SelfSignedError> {
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let rcgen::CertifiedKey { cert, signing_key } =
-        rcgen::generate_simple_self_signed(names).map_err(|e| e.to_string())?;
-    let key = rustls::pki_types::PrivateKeyDer::try_from(signing_key.serialize_der())
-        .map_err(|e| e.to_string())?;
-    let config = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], key)
-        .map_err(|e| e.to_string())?;
-    Ok((Arc::new(config), cert.pem()))
+    let rcgen::CertifiedKey { cert, signing_key } = rcgen::generate_simple_self_signed(names)?;
+    // rcgen serializes the key pair as PKCS#8.
+    let key = PrivatePkcs8KeyDer::from(signing_key.serialize_der());
+    let identity =
+        Identity::new(vec![cert.der().clone()], key.into(), "the self-signed certificate");
+    let settings = ServerSettings { versions: Versions::Tls13And12, client_ca: None, alpn: &[] };
+    Ok((entropy_ops::tls::server_config(identity, &settings)?, cert.pem()))
 }
 
 /// Binds `addr` (port 0 for any).

@@ -1,4 +1,5 @@
-//! TLS client settings for appliances (rustls with the ring provider).
+//! TLS client settings for appliances (rustls with the ring provider of
+//! [`entropy_ops::tls::provider`]).
 //!
 //! An appliance is trusted through a CA file (its issuing CA, or its self-signed certificate
 //! used as a CA), through one pinned certificate (SHA-256 of its DER encoding), or through the
@@ -7,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use entropy_ops::tls::provider;
 use rustls::DigitallySignedStruct;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -30,11 +32,6 @@ pub enum TrustAnchor {
 #[derive(Debug, thiserror::Error)]
 #[error("tls: {0}")]
 pub struct TlsError(String);
-
-/// The ring crypto provider (STACK.md: ring only, so rustls never has two to choose from).
-pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
 
 /// A rustls client config trusting `anchor`.
 pub fn client_config(anchor: &TrustAnchor) -> Result<rustls::ClientConfig, TlsError> {

@@ -9,15 +9,18 @@ use std::time::Duration;
 
 use entropy_collector::mixing::Scheme;
 use entropy_collector::pipeline::{Pipeline, Round, RoundPolicy, SourceSlot};
+use entropy_collector::provenance::SourceHealth;
 use entropy_collector::signer::ChunkSigner;
 use entropy_collector::simulator::{self, Fault, Simulator, SimulatorOptions};
 use entropy_collector::source::quantis::{QuantisOptions, QuantisSource};
 use entropy_collector::tls::{TrustAnchor, cert_sha256};
-use entropy_proto::v1::{Mixing, SourceHealth, SourceKind};
+use entropy_proto::v1 as pb;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
+#[path = "it/exit.rs"]
+mod exit;
 #[path = "it/metrics.rs"]
 mod metrics;
 #[path = "it/publisher.rs"]
@@ -95,9 +98,9 @@ async fn a_healthy_appliance_over_pinned_https_yields_signed_quantum_chunks() {
     assert!(matches!(p.round().await, Round::TooFewSources { healthy: 0, needed: 1, starting: 1 }));
     let Round::Chunk(chunk) = p.round().await else { panic!("a chunk once healthy") };
     assert_eq!(chunk.data.len(), 8192);
-    assert_eq!(chunk.mixing, Mixing::None as i32);
-    assert_eq!(chunk.sources[0].kind, SourceKind::Quantum as i32);
-    assert_eq!(chunk.sources[0].health, SourceHealth::Healthy as i32);
+    assert_eq!(chunk.mixing, pb::Mixing::None as i32);
+    assert_eq!(chunk.sources[0].kind, pb::SourceKind::Quantum as i32);
+    assert_eq!(chunk.sources[0].health, pb::SourceHealth::Healthy as i32);
     assert!(chunk.sources[0].contributed);
 }
 
@@ -201,7 +204,7 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     let mut p = pipeline(slots, Scheme::Xor, 2);
     p.round().await;
     let Round::Chunk(chunk) = p.round().await else { panic!("two healthy sources") };
-    assert_eq!(chunk.mixing, Mixing::Xor as i32);
+    assert_eq!(chunk.mixing, pb::Mixing::Xor as i32);
     assert!(chunk.sources.iter().all(|s| s.contributed));
 
     // Replace the OS source by a stuck appliance: one healthy of two needed → nothing.
@@ -226,9 +229,9 @@ async fn min_sources_is_enforced_and_provenance_names_every_source() {
     let mut p = pipeline(slots, Scheme::Hkdf, 1);
     p.round().await;
     let Round::Chunk(chunk) = p.round().await else { panic!("one healthy source allowed") };
-    assert_eq!(chunk.mixing, Mixing::HkdfSha256 as i32);
+    assert_eq!(chunk.mixing, pb::Mixing::HkdfSha256 as i32);
     assert_eq!(chunk.data.len(), 8192 * 7 / 8, "HKDF of one 7-bit/byte source gives 7/8");
     let stuck = chunk.sources.iter().find(|s| s.name == "stuck").unwrap();
     assert!(!stuck.contributed);
-    assert_eq!(stuck.health, SourceHealth::Quarantined as i32);
+    assert_eq!(stuck.health, pb::SourceHealth::Quarantined as i32);
 }

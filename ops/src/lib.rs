@@ -1,5 +1,5 @@
-//! Operational plumbing shared by `entropy-gateway` and `entropy-collector`, so that neither
-//! binary reaches into the other's crate for it. Nothing here knows about entropy.
+//! Operational plumbing shared by `entropy-gateway`, `entropy-collector` and `entropy-mcp`, so
+//! that no binary reaches into another's crate for it. Nothing here knows about entropy.
 //!
 //! Layout:
 //! - [`registry`]: a Prometheus registry per instance (no global recorder), the series
@@ -12,6 +12,8 @@
 //! - [`config_keys`]: `config_keys!`, each config key declared once (struct, flag, docs).
 //! - [`config_error`]: the one error type of a config key that is missing or wrong.
 //! - [`clock`]: wall-clock milliseconds, as chunks and metrics carry them.
+//! - [`tls`]: the one rustls server set-up (ring provider, PEM files, versions, client CA,
+//!   ALPN) of every TLS listener.
 
 pub mod clock;
 pub mod config_error;
@@ -22,6 +24,7 @@ pub mod peer_text;
 pub mod registry;
 pub mod signals;
 pub mod throttle;
+pub mod tls;
 
 pub use config_error::ConfigError;
 pub use logging::LogFormat;

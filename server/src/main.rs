@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use entropy_gateway::process::config::{self, ConfigFlags, Mode};
+#[cfg(feature = "dev")]
 use entropy_gateway::process::dev;
 use entropy_gateway::process::launch::Launch;
 
@@ -23,7 +24,8 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Dev mode: plaintext on 127.0.0.1:50051, fed from the OS RNG by an in-process collector,
-    /// API key from ENTROPY_DEV_API_KEY or generated and printed.
+    /// API key from ENTROPY_DEV_API_KEY or generated and printed (builds with the cargo feature
+    /// "dev", the default; the production images refuse it).
     #[arg(long)]
     dev: bool,
     /// With --dev: serve on a listen_addr that is not loopback anyway. Dev mode is plaintext
@@ -115,6 +117,12 @@ fn main() -> ExitCode {
             }
         };
     }
+    #[cfg(not(feature = "dev"))]
+    if cli.dev {
+        let refused = entropy_gateway::process::launch::PrepareError::NoDevMode;
+        eprintln!("entropy-gateway: {refused}");
+        return ExitCode::from(refused.exit_code());
+    }
     let mode = match cli.dev {
         true => Mode::Dev { listen_any: cli.dev_listen_any },
         false => Mode::Service,
@@ -160,7 +168,10 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    #[cfg(feature = "dev")]
     let dev_api_key = std::env::var(dev::DEV_API_KEY_ENV).ok();
+    #[cfg(not(feature = "dev"))]
+    let dev_api_key = None;
     let launch = match Launch::prepare(config.clone(), cli.dev, dev_api_key) {
         Ok(launch) => launch,
         Err(e) => {

@@ -12,9 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use entropy_ops::tls::{Identity, ServerSettings, TlsError, Versions};
 use rmcp::ServiceExt as _;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -30,28 +29,15 @@ pub async fn stdio(server: EntropyServer, shutdown: CancellationToken) -> anyhow
     Ok(())
 }
 
-/// A rustls server config (ring provider, TLS 1.3 and 1.2, ALPN h2 and http/1.1) from PEM
-/// files; the error names the file.
-pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
-    let named = |path: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| named(cert, &e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| named(cert, &e))?;
-    if certs.is_empty() {
-        return Err(named(cert, &"no certificate in the file"));
-    }
-    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, &e))?;
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| named(cert, &e))?
-    .with_no_client_auth()
-    .with_single_cert(certs, private)
-    .map_err(|e| named(cert, &e))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+/// A rustls server config (TLS 1.3 and 1.2, ALPN h2 and http/1.1) from PEM files, set up by
+/// [`entropy_ops::tls`]; the error names the file.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let settings = ServerSettings {
+        versions: Versions::Tls13And12,
+        client_ca: None,
+        alpn: &[b"h2", b"http/1.1"],
+    };
+    entropy_ops::tls::server_config(Identity::from_pem_files(cert, key)?, &settings)
 }
 
 /// Serves MCP over HTTP (TLS when `tls` is given) on `listener` within `limits` until

@@ -2,7 +2,8 @@
 //! data: its only port is the metrics and health endpoint (`metrics_listen_addr`, "" for none),
 //! which serves text and accepts nothing.
 //!
-//! Exit codes: 0 clean shutdown, 64 bad config or usage, 1 runtime failure.
+//! Exit codes: 0 clean shutdown, 64 bad config or usage (a key, source or gateway that cannot
+//! be set up included; before anything is bound), 1 runtime failure (a port in use).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,7 +69,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config, key)) {
+    let built = {
+        // The publishers' lazily connecting channels spawn their workers on the runtime.
+        let _runtime = runtime.enter();
+        Collector::build(&config, key)
+    };
+    let collector = match built {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    match runtime.block_on(run(config, collector)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("entropy-collector: {e:#}");
@@ -77,8 +87,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(config: CollectorConfig, key: Vec<u8>) -> anyhow::Result<()> {
-    let mut collector = Collector::build(&config, key)?;
+async fn run(config: CollectorConfig, mut collector: Collector) -> anyhow::Result<()> {
     if let Some(addr) = config.metrics_addr() {
         collector = collector.with_metrics_listener(entropy_ops::endpoint::bind(addr).await?);
     }

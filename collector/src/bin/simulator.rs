@@ -87,8 +87,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     });
     if cli.tls {
-        let (tls, pem) =
-            simulator::self_signed_tls(&["localhost", "127.0.0.1"]).map_err(anyhow::Error::msg)?;
+        let (tls, pem) = simulator::self_signed_tls(&["localhost", "127.0.0.1"])?;
         let der = rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         println!(

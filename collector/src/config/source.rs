@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
-use entropy_proto::v1::SourceKind;
 use serde::{Deserialize, Serialize};
 
+use crate::provenance::SourceKind;
 use crate::tls::TrustAnchor;
 
 /// One source: its name, claimed min-entropy, and what kind of source it is.

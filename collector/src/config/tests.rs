@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use entropy_proto::v1::SourceKind;
 use serde::Serialize;
 
 use super::*;
+use crate::provenance::SourceKind;
 use crate::tls::TrustAnchor;
 
 const GOOD: &str = r#"

@@ -9,9 +9,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use entropy_proto::v1::SourceKind;
-
 use super::{Source, SourceError, sanity};
+use crate::provenance::SourceKind;
 
 /// Reads a device file.
 #[derive(Debug)]

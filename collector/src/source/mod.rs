@@ -10,9 +10,8 @@ pub mod quantis;
 
 use std::time::Duration;
 
-use entropy_proto::v1::SourceKind;
-
 use crate::config::{SourceConfig, SourceSpec};
+use crate::provenance::SourceKind;
 
 /// Why a source could not be set up from its config.
 #[derive(Debug, thiserror::Error)]

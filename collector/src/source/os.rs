@@ -1,9 +1,8 @@
 //! The kernel CSPRNG (getrandom). Fast and always there, but not quantum and not a physical
 //! source by itself: it is labelled `SOURCE_KIND_OS` everywhere.
 
-use entropy_proto::v1::SourceKind;
-
 use super::{Source, SourceError};
+use crate::provenance::SourceKind;
 
 /// Reads the operating system's CSPRNG.
 #[derive(Debug, Clone)]

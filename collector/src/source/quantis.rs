@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
-use entropy_proto::v1::SourceKind;
 use reqwest::header::CONTENT_TYPE;
 
 use super::{SanityCheck, Source, SourceError, sanity};
+use crate::provenance::SourceKind;
 use crate::tls::TrustAnchor;
 
 /// Connection and retry settings of one appliance.

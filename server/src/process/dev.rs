@@ -8,11 +8,9 @@
 //! It is labelled `os`, not quantum, everywhere.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_collector::config::CollectorConfig;
-use entropy_collector::runner::RunStats;
 use entropy_collector::{BuildError, Collector};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -128,20 +126,22 @@ pub const FEED_START_MARGIN: Duration = Duration::from_millis(20);
 
 /// Starts the in-process collector ([`feed_config`]), signing with `mac_secret`, once
 /// `start_after` has passed (or at once if `shutdown` fires first, which it then honours).
+/// The task ends when the collector has stopped, saying what it delivered.
 pub fn spawn_feed(
     ingest_addr: SocketAddr,
     gateway_id: &str,
     mac_secret: Vec<u8>,
     start_after: Duration,
     shutdown: CancellationToken,
-) -> Result<JoinHandle<Arc<RunStats>>, DevError> {
+) -> Result<JoinHandle<()>, DevError> {
     let collector = Collector::build(&feed_config(ingest_addr, gateway_id)?, mac_secret)?;
     Ok(tokio::spawn(async move {
         tokio::select! {
             () = tokio::time::sleep(start_after) => {}
             () = shutdown.cancelled() => {}
         }
-        collector.run(shutdown).await
+        let stats = collector.run(shutdown).await;
+        tracing::info!(delivered = stats.delivered(), "dev feed stopped");
     }))
 }
 

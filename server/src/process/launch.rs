@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use entropy_ops::signals::Hangups;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
@@ -18,6 +19,7 @@ use crate::domain::ingest::keys::{KeyError, MacKeys};
 use crate::domain::ingest::lease::{Lease, OpenError};
 use crate::grpc::auth::KeyStore;
 use crate::process::config::GatewayConfig;
+#[cfg(feature = "dev")]
 use crate::process::dev::{self, DevError, DevKeys};
 use crate::process::server::{ListenerTls, ServeError};
 use crate::transport::tls::{self, TlsError, TlsFiles};
@@ -47,8 +49,16 @@ pub enum PrepareError {
     #[error("invalid config key state_dir: {0}")]
     State(#[from] OpenError),
     /// Dev mode's keys could not be set up.
+    #[cfg(feature = "dev")]
     #[error(transparent)]
     Dev(#[from] DevError),
+    /// Dev mode was asked of a gateway built without it.
+    #[cfg(not(feature = "dev"))]
+    #[error(
+        "--dev: this gateway is built without dev mode (cargo feature \"dev\", on by default; \
+         the production images leave it out)"
+    )]
+    NoDevMode,
 }
 
 impl PrepareError {
@@ -79,6 +89,7 @@ pub enum RunError {
     #[error(transparent)]
     MetricsBind(#[from] entropy_ops::endpoint::BindError),
     /// The dev feed could not start.
+    #[cfg(feature = "dev")]
     #[error(transparent)]
     Dev(#[from] DevError),
     /// Serving failed.
@@ -87,9 +98,24 @@ pub enum RunError {
 }
 
 enum Keys {
+    #[cfg(feature = "dev")]
     Dev(Box<DevKeys>),
     /// Keys from files, and the ingest lease from `state_dir`.
     Files(ApiKeys, MacKeys, Lease),
+}
+
+impl Keys {
+    /// Dev mode's generated keys, the API key `api_key` when given.
+    #[cfg(feature = "dev")]
+    fn dev(api_key: Option<String>) -> Result<Self, PrepareError> {
+        Ok(Self::Dev(Box::new(dev::keys(api_key)?)))
+    }
+
+    /// Dev mode is not built in.
+    #[cfg(not(feature = "dev"))]
+    fn dev(_api_key: Option<String>) -> Result<Self, PrepareError> {
+        Err(PrepareError::NoDevMode)
+    }
 }
 
 /// A gateway whose keys and TLS are loaded, ready to bind and serve.
@@ -109,7 +135,7 @@ impl Launch {
         dev_api_key: Option<String>,
     ) -> Result<Self, PrepareError> {
         let keys = if dev_mode {
-            Keys::Dev(Box::new(dev::keys(dev_api_key)?))
+            Keys::dev(dev_api_key)?
         } else {
             let api =
                 config.api_keys_file.as_deref().ok_or(PrepareError::Missing("api_keys_file"))?;
@@ -151,11 +177,12 @@ impl Launch {
 
         let grace = config.shutdown_grace();
         let keys_file = config.api_keys_file.clone();
-        let (mut gateway, feed) = match keys {
+        let (mut gateway, feed): (Gateway, Option<JoinHandle<()>>) = match keys {
             Keys::Files(api, mac, lease) => {
                 log_lease(&lease);
                 (Gateway::new_with_lease(config, api, mac, lease), None)
             }
+            #[cfg(feature = "dev")]
             Keys::Dev(dev_keys) => {
                 let (gateway_id, skew) = (config.gateway_id.clone(), config.max_future_skew());
                 let mac_secret = dev_keys.mac_secret.clone();
@@ -212,11 +239,10 @@ impl Launch {
                 }
             }
         }
-        if let Some(feed) = feed {
-            match feed.await {
-                Ok(stats) => tracing::info!(delivered = stats.delivered(), "dev feed stopped"),
-                Err(e) => tracing::error!("dev feed: {e}"),
-            }
+        if let Some(feed) = feed
+            && let Err(e) = feed.await
+        {
+            tracing::error!("dev feed: {e}");
         }
         // Streams the shutdown ended with bytes still to send: their clients resume elsewhere.
         tracing::info!(streams_cut = cuts.count(), "entropy gateway stopped");

@@ -9,11 +9,12 @@
 //! - [`server`]: the two listeners, their routers and tasks.
 //! - [`launch`]: a [`server::Gateway`] as a process.
 //! - [`ops_endpoint`]: `/metrics`, `/healthz`, `/readyz` on the metrics port.
-//! - [`dev`]: `--dev` mode's keys, banner and in-process feed; [`devcerts`]: a throwaway CA
-//!   and certificates for trying TLS.
+//! - `dev` (feature `dev`, on by default): `--dev` mode's keys, banner and in-process feed.
+//! - [`devcerts`]: a throwaway CA and certificates for trying TLS.
 
 pub mod bounds;
 pub mod config;
+#[cfg(feature = "dev")]
 pub mod dev;
 pub mod devcerts;
 pub mod fd_limit;

@@ -1,4 +1,5 @@
-//! TLS for the gateway's listeners: rustls with the ring provider only (STACK.md).
+//! TLS for the gateway's listeners: rustls with the ring provider only (STACK.md), set up by
+//! [`entropy_ops::tls`] as every TLS listener of the project is.
 //!
 //! TLS 1.3 only by default; TLS 1.2 when the operator opts in. With a client CA, a client
 //! certificate chaining to it is required (mTLS), as on the ingest listener where collectors
@@ -12,9 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::WebPkiClientVerifier;
+pub use entropy_ops::tls::TlsError;
+use entropy_ops::tls::{Identity, ServerSettings, Versions};
 
 /// Longest a TLS handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,60 +32,13 @@ pub struct TlsFiles<'a> {
     pub allow_tls12: bool,
 }
 
-/// TLS could not be configured.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: {problem}")]
-pub struct TlsError {
-    /// The file (or setting) at fault.
-    pub file: String,
-    /// What is wrong.
-    pub problem: String,
-}
-
-fn tls_error(file: &Path, problem: impl std::fmt::Display) -> TlsError {
-    TlsError { file: file.display().to_string(), problem: problem.to_string() }
-}
-
-/// The ring crypto provider; the only one compiled in.
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A rustls server config for `files`, speaking HTTP/2 (ALPN `h2`).
+/// A rustls server config for `files`, speaking HTTP/2 (ALPN `h2`); the set-up is
+/// [`entropy_ops::tls`]'s.
 pub fn server_config(files: &TlsFiles<'_>) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(files.cert)
-        .map_err(|e| tls_error(files.cert, e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| tls_error(files.cert, e))?;
-    if certs.is_empty() {
-        return Err(tls_error(files.cert, "no certificate in the file"));
-    }
-    let key = PrivateKeyDer::from_pem_file(files.key).map_err(|e| tls_error(files.key, e))?;
-    let versions: &[&rustls::SupportedProtocolVersion] = if files.allow_tls12 {
-        &[&rustls::version::TLS13, &rustls::version::TLS12]
-    } else {
-        &[&rustls::version::TLS13]
-    };
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(versions)
-        .map_err(|e| tls_error(files.cert, e))?;
-    let builder = match files.client_ca {
-        None => builder.with_no_client_auth(),
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_file_iter(ca).map_err(|e| tls_error(ca, e))? {
-                roots.add(cert.map_err(|e| tls_error(ca, e))?).map_err(|e| tls_error(ca, e))?;
-            }
-            if roots.is_empty() {
-                return Err(tls_error(ca, "no CA certificate in the file"));
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-                .build()
-                .map_err(|e| tls_error(ca, e))?;
-            builder.with_client_cert_verifier(verifier)
-        }
-    };
-    let mut config = builder.with_single_cert(certs, key).map_err(|e| tls_error(files.key, e))?;
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    Ok(Arc::new(config))
+    let identity = Identity::from_pem_files(files.cert, files.key)?;
+    let versions = if files.allow_tls12 { Versions::Tls13And12 } else { Versions::Tls13 };
+    entropy_ops::tls::server_config(
+        identity,
+        &ServerSettings { versions, client_ca: files.client_ca, alpn: &[b"h2"] },
+    )
 }
