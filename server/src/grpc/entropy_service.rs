@@ -453,11 +453,11 @@ impl EntropyApi {
             .map(|s| SourceStatus {
                 collector_id: s.collector_id,
                 name: s.name,
-                kind: s.kind as i32,
-                health: s.health as i32,
+                kind: provenance::wire_kind(s.kind) as i32,
+                health: provenance::wire_health(s.health) as i32,
                 contributed_bytes_total: s.contributed_bytes,
                 last_report_age_ms: ms(now.saturating_duration_since(s.last_report)),
-                last_mixing: s.last_mixing as i32,
+                last_mixing: provenance::wire_mixing(s.last_mixing) as i32,
             })
             .collect();
         Ok(Response::new(GetStatusResponse {

@@ -1,6 +1,9 @@
 //! The pool's provenance of a draw, as the wire's `DrawProvenance`.
 
+use entropy_proto::v1 as pb;
 use entropy_proto::v1::{ChunkRef, ClassLevel, DrawProvenance, SourceKind};
+
+use crate::domain::ingest::source;
 use tokio::time::Instant;
 
 use crate::domain::pool::{ChunkOrigin, ClassLevels, Kinds, Provenance, Segment};
@@ -51,6 +54,33 @@ fn chunk_ref(origin: &ChunkOrigin) -> ChunkRef {
         epoch: origin.epoch,
         sequence: origin.sequence,
         signed_at_unix_ms: origin.signed_at_unix_ms,
+    }
+}
+
+/// A source kind as the wire spells it.
+pub fn wire_kind(kind: source::SourceKind) -> pb::SourceKind {
+    match kind {
+        source::SourceKind::Quantum => pb::SourceKind::Quantum,
+        source::SourceKind::Hardware => pb::SourceKind::Hardware,
+        source::SourceKind::Os => pb::SourceKind::Os,
+    }
+}
+
+/// A source's health as the wire spells it.
+pub fn wire_health(health: source::SourceHealth) -> pb::SourceHealth {
+    match health {
+        source::SourceHealth::Healthy => pb::SourceHealth::Healthy,
+        source::SourceHealth::Starting => pb::SourceHealth::Starting,
+        source::SourceHealth::Quarantined => pb::SourceHealth::Quarantined,
+    }
+}
+
+/// A mixing as the wire spells it.
+pub fn wire_mixing(mixing: source::Mixing) -> pb::Mixing {
+    match mixing {
+        source::Mixing::None => pb::Mixing::None,
+        source::Mixing::Xor => pb::Mixing::Xor,
+        source::Mixing::HkdfSha256 => pb::Mixing::HkdfSha256,
     }
 }
 

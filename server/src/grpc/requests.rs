@@ -4,13 +4,13 @@
 
 use entropy_proto::v1::{
     CheckQualityRequest, Encoding, GetFloatsRequest, GetIntegersRequest, GetRandomRequest,
-    GetUuidsRequest, SourceKind,
+    GetUuidsRequest,
 };
 use entropy_quality::MIN_SAMPLE_BYTES;
 use tonic::Status;
 
 use super::errors::{self, out_of_range};
-use crate::domain::ingest::kind_of;
+use crate::domain::ingest::{kind_of, source};
 use crate::domain::pool::Kinds;
 use crate::domain::sampling::IntRange;
 use crate::process::config::MAX_GET_RANDOM_BYTES;
@@ -26,9 +26,9 @@ pub const MAX_SAMPLE_BYTES: usize = 4 << 20;
 pub fn accept_kinds(values: &[i32]) -> Result<Kinds, Status> {
     let mut accept = Kinds::default();
     for (i, &value) in values.iter().enumerate() {
-        match SourceKind::try_from(value) {
-            Ok(kind) if kind != SourceKind::Unspecified => accept = accept.with(kind_of(kind)),
-            _ => {
+        match source::SourceKind::try_from(value) {
+            Ok(kind) => accept = accept.with(kind_of(kind)),
+            Err(_) => {
                 return Err(out_of_range(
                     &format!("accept_kinds[{i}]"),
                     value,

@@ -12,13 +12,14 @@ pub mod keys;
 pub mod lease;
 pub mod provenance;
 pub mod replay;
+pub mod source;
 pub mod verify;
 
 use entropy_ops::clock::unix_ms_now;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use entropy_proto::v1::{PublishRequest, SourceKind};
+use entropy_proto::v1::PublishRequest;
 use tokio::time::Instant;
 
 use self::counters::IngestCounters;
@@ -26,6 +27,7 @@ use self::keys::MacKeys;
 use self::lease::{Lease, WriteFailed};
 use self::provenance::{Provenance, SourceRecord};
 use self::replay::{ReplayError, ReplayGuard};
+use self::source::SourceKind;
 use self::verify::{VerifyError, VerifyPolicy};
 use crate::domain::log_safety::escape;
 use crate::domain::pool::{ChunkOrigin, Kinds, Pool, PoolFull};
@@ -280,8 +282,7 @@ pub fn kind_of(kind: SourceKind) -> Kinds {
     match kind {
         SourceKind::Quantum => Kinds::QUANTUM,
         SourceKind::Hardware => Kinds::HARDWARE,
-        // Verification refuses UNSPECIFIED; anything else not quantum or hardware is OS.
-        SourceKind::Os | SourceKind::Unspecified => Kinds::OS,
+        SourceKind::Os => Kinds::OS,
     }
 }
 

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use entropy_proto::v1::{Mixing, SourceHealth, SourceKind};
 use tokio::time::Instant;
 
+use super::source::{Mixing, SourceHealth, SourceKind};
 use super::verify::SourceReport;
 
 /// Most sources tracked at once.

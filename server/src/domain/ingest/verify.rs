@@ -17,10 +17,11 @@
 use std::time::Duration;
 
 use entropy_proto::signing::{MAC_LEN, verify_chunk_mac};
-use entropy_proto::v1::{Mixing, PublishRequest, SourceHealth, SourceKind};
+use entropy_proto::v1::PublishRequest;
 
 use super::keys::{MAX_KEY_ID_BYTES, MacKeys};
 use super::replay::StreamId;
+use super::source::{Mixing, SourceHealth, SourceKind, Unknown};
 use crate::domain::secret::SecretBytes;
 
 /// Longest collector id and source name, in bytes.
@@ -216,15 +217,15 @@ fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), Verify
     Ok(())
 }
 
-/// Parses a proto enum number, refusing unknown values and the UNSPECIFIED zero.
-fn parse_enum<E>(field: &'static str, value: i32) -> Result<E, VerifyError>
-where
-    E: TryFrom<i32> + Default + PartialEq,
-{
-    match E::try_from(value) {
-        Ok(v) if v != E::default() => Ok(v),
-        _ => Err(malformed(field, format!("{value} is not a valid, specified value"))),
-    }
+/// Parses a wire enum number into the gateway's word for it, refusing unknown values and the
+/// UNSPECIFIED zero.
+fn parse_enum<E: TryFrom<i32, Error = Unknown>>(
+    field: &'static str,
+    value: i32,
+) -> Result<E, VerifyError> {
+    E::try_from(value).map_err(|Unknown(value)| {
+        malformed(field, format!("{value} is not a valid, specified value"))
+    })
 }
 
 fn parse_sources(req: &PublishRequest) -> Result<Vec<SourceReport>, VerifyError> {
@@ -263,7 +264,6 @@ fn check_mixing(mixing: Mixing, sources: &[SourceReport]) -> Result<(), VerifyEr
         Mixing::None => contributing == 1,
         Mixing::Xor => contributing >= 2,
         Mixing::HkdfSha256 => contributing >= 1,
-        Mixing::Unspecified => false,
     };
     if ok {
         Ok(())
@@ -273,7 +273,7 @@ fn check_mixing(mixing: Mixing, sources: &[SourceReport]) -> Result<(), VerifyEr
             format!(
                 "{} with {contributing} contributing sources (NONE needs 1, XOR 2 or more, \
                  HKDF_SHA256 1 or more)",
-                mixing.as_str_name()
+                mixing.wire_name()
             ),
         ))
     }
@@ -445,7 +445,7 @@ pub(crate) mod tests {
             ("data", Box::new(|r| r.data = vec![1; 1025])),
             ("mixing", Box::new(|r| r.mixing = 0)),
             ("mixing", Box::new(|r| r.mixing = 99)),
-            ("mixing", Box::new(|r| r.mixing = Mixing::Xor as i32)),
+            ("mixing", Box::new(|r| r.mixing = entropy_proto::v1::Mixing::Xor as i32)),
             ("sources", Box::new(|r| r.sources.clear())),
             ("sources.kind", Box::new(|r| r.sources[0].kind = 0)),
             ("sources.health", Box::new(|r| r.sources[0].health = -3)),
@@ -454,7 +454,7 @@ pub(crate) mod tests {
             (
                 "sources.contributed",
                 Box::new(|r| {
-                    r.sources[0].health = SourceHealth::Quarantined as i32;
+                    r.sources[0].health = entropy_proto::v1::SourceHealth::Quarantined as i32;
                 }),
             ),
         ];
