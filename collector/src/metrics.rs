@@ -362,8 +362,8 @@ impl Probe for CollectorMetrics {
         self.registry.render()
     }
 
-    fn ready(&self) -> Result<(), String> {
-        CollectorMetrics::ready(self).map_err(|reason| reason.to_string())
+    fn not_ready(&self) -> Option<String> {
+        CollectorMetrics::ready(self).err().map(|reason| reason.to_string())
     }
 }
 

@@ -19,8 +19,9 @@ use crate::Throttle;
 pub trait Probe: Send + Sync + 'static {
     /// The `/metrics` body (refresh state-mirroring gauges first).
     fn render(&self) -> String;
-    /// `Ok` when ready to serve; otherwise a one-line reason for `/readyz`.
-    fn ready(&self) -> Result<(), String>;
+    /// Why the program is not ready to serve, as the one line `/readyz` shows; `None` when
+    /// it is ready.
+    fn not_ready(&self) -> Option<String>;
 }
 
 /// Binds the metrics address, naming the config key in the error so a second process on the
@@ -127,8 +128,8 @@ async fn metrics_page(State(probe): State<Arc<dyn Probe>>) -> impl IntoResponse 
 }
 
 async fn readyz(State(probe): State<Arc<dyn Probe>>) -> impl IntoResponse {
-    match probe.ready() {
-        Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
-        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")),
+    match probe.not_ready() {
+        None => (StatusCode::OK, "ready\n".to_owned()),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")),
     }
 }

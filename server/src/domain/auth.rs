@@ -269,18 +269,29 @@ impl ApiKeys {
 
 /// A new key: a random secret (shown once, never stored by the gateway) and the keys-file
 /// entry holding its SHA-256.
-pub fn generate_key(name: &str) -> Result<(String, String), String> {
+pub fn generate_key(name: &str) -> Result<(String, String), KeygenError> {
     if !valid_name(name) {
-        return Err("name must be 1..=64 characters of [A-Za-z0-9._-]".into());
+        return Err(KeygenError::Name);
     }
     let mut raw = [0u8; 32];
-    getrandom::fill(&mut raw).map_err(|e| e.to_string())?;
+    getrandom::fill(&mut raw).map_err(KeygenError::Rng)?;
     let secret = format!("edk_{}", hex::encode(raw));
     let entry = format!(
         "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\nscopes = [\"entropy:read\", \"status:read\"]\n",
         hex::encode(digest(secret.as_bytes()))
     );
     Ok((secret, entry))
+}
+
+/// Why no key was made.
+#[derive(Debug, thiserror::Error)]
+pub enum KeygenError {
+    /// The name is not one a keys file accepts.
+    #[error("name must be 1..=64 characters of [A-Za-z0-9._-]")]
+    Name,
+    /// The OS random generator failed.
+    #[error("the OS random generator failed: {0}")]
+    Rng(getrandom::Error),
 }
 
 /// SHA-256 of a secret, as stored in keys files.

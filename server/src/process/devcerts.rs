@@ -28,30 +28,60 @@ pub struct DevCerts {
     pub client_key: PathBuf,
 }
 
+/// Why the certificates were not written.
+#[derive(Debug, thiserror::Error)]
+pub enum DevCertsError {
+    /// rcgen could not make a key or a certificate.
+    #[error("cannot make a certificate: {0}")]
+    Certificate(#[from] rcgen::Error),
+    /// A file or the directory could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Others can write to the directory.
+    #[error(
+        "{}: others can write to this directory (mode {mode:o}), so they could replace the \
+         keys written there; use a private directory (chmod go-w)",
+        dir.display()
+    )]
+    SharedDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The OS random generator failed (for a temporary file's name).
+    #[error("the OS random generator failed: {0}")]
+    Rng(getrandom::Error),
+}
+
 /// Generates a CA, a server certificate for `hosts` (DNS names or IP addresses) and a client
 /// certificate, and writes them into `dir` (created if missing, mode 0700 whatever the umask;
 /// an existing directory others can write to is refused: they could swap the files).
-pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
+pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, DevCertsError> {
     private_dir(dir)?;
 
-    let ca_key = KeyPair::generate().map_err(|e| err(&e))?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| err(&e))?;
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.distinguished_name.push(DnType::CommonName, "Entropy Diode dev CA");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(|e| err(&e))?;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
     let leaf = |names: Vec<String>,
                 cn: &str,
                 usage: ExtendedKeyUsagePurpose|
-     -> Result<(String, String), String> {
-        let key = KeyPair::generate().map_err(|e| err(&e))?;
-        let mut params = CertificateParams::new(names).map_err(|e| err(&e))?;
+     -> Result<(String, String), DevCertsError> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(names)?;
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![usage];
-        let cert = params.signed_by(&key, &issuer).map_err(|e| err(&e))?;
+        let cert = params.signed_by(&key, &issuer)?;
         Ok((cert.pem(), key.serialize_pem()))
     };
     let (server_pem, server_key) =
@@ -79,9 +109,9 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<DevCerts, String> {
 
 /// Creates `dir` (and missing parents) with mode 0700, or checks that the existing one is not
 /// writable by group or others.
-fn private_dir(dir: &Path) -> Result<(), String> {
+fn private_dir(dir: &Path) -> Result<(), DevCertsError> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let shown = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let shown = |source| DevCertsError::Io { path: dir.to_owned(), source };
     if !dir.exists() {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(shown)?;
         // The umask may have taken bits away, never added them; set it exactly.
@@ -90,11 +120,7 @@ fn private_dir(dir: &Path) -> Result<(), String> {
     }
     let mode = std::fs::metadata(dir).map_err(shown)?.permissions().mode() & 0o777;
     if mode & 0o022 != 0 {
-        return Err(format!(
-            "{}: others can write to this directory (mode {mode:o}), so they could replace the \
-             keys written there; use a private directory (chmod go-w)",
-            dir.display()
-        ));
+        return Err(DevCertsError::SharedDir { dir: dir.to_owned(), mode });
     }
     Ok(())
 }
@@ -102,13 +128,13 @@ fn private_dir(dir: &Path) -> Result<(), String> {
 /// Writes `text` to `path` through a new file in the same directory, renamed over `path`: an
 /// existing file (a symlink included) is replaced, never written through, and the new file has
 /// its mode (0600 for secrets) whatever the old one had.
-fn write(path: &Path, text: &str, secret: bool) -> Result<(), String> {
+fn write(path: &Path, text: &str, secret: bool) -> Result<(), DevCertsError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let shown = |e: std::io::Error| format!("{}: {e}", path.display());
+    let shown = |source| DevCertsError::Io { path: path.to_owned(), source };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut suffix = [0u8; 8];
-    getrandom::fill(&mut suffix).map_err(|e| format!("{}: OS RNG: {e}", path.display()))?;
+    getrandom::fill(&mut suffix).map_err(DevCertsError::Rng)?;
     let temp = path.with_file_name(format!(".{name}.{}.tmp", hex::encode(suffix)));
     let mut options = std::fs::OpenOptions::new();
     // create_new: fails rather than follow anything already at the temporary name.
@@ -162,7 +188,7 @@ mod tests {
         let open = tmp.path().join("open");
         std::fs::create_dir(&open).expect("mkdir");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-        let err = generate(&open, &["localhost".into()]).expect_err("refused");
+        let err = generate(&open, &["localhost".into()]).expect_err("refused").to_string();
         assert!(err.contains("others can write") && err.contains("777"), "{err}");
         assert!(!open.join("gateway.key").exists(), "nothing written");
     }

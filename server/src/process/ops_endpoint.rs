@@ -42,8 +42,7 @@ impl Probe for GatewayProbe {
         self.metrics.registry().render()
     }
 
-    fn ready(&self) -> Result<(), String> {
-        // The probe's contract is the text `/readyz` shows.
-        self.readiness.explain().map_err(|unready| unready.to_string())
+    fn not_ready(&self) -> Option<String> {
+        self.readiness.explain().err().map(|unready| unready.to_string())
     }
 }

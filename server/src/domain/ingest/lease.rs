@@ -108,7 +108,7 @@ pub enum OpenError {
         /// The lease file.
         path: PathBuf,
         /// What is wrong with it.
-        problem: String,
+        problem: Malformed,
     },
     /// The lease cannot be written (the directory is not writable, or the disk is full).
     #[error("{}: cannot write: {source}", path.display())]
@@ -320,30 +320,57 @@ fn encode(until: i64) -> String {
     format!("{body}{CRC_KEY}{crc:08x}\n")
 }
 
+/// What is wrong with a lease file's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// Not UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// Not three lines.
+    #[error("{0} lines, expected 3")]
+    Lines(usize),
+    /// The first line is not the header.
+    #[error("line 1 is not {HEADER:?}")]
+    Header,
+    /// A line is not its `key=value`.
+    #[error("line {line} is not `{key}<value>`")]
+    Field {
+        /// Which line (from 1).
+        line: usize,
+        /// The key it should start with.
+        key: &'static str,
+    },
+    /// The checksum does not match the lines before it.
+    #[error("its crc32c does not match (torn, truncated or edited)")]
+    Checksum,
+    /// The lease is not a number.
+    #[error("{0:?} is not a time in Unix ms")]
+    Time(String),
+}
+
 /// Parses [`encode`]'s text, and nothing else.
-fn decode(bytes: &[u8]) -> Result<i64, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
+fn decode(bytes: &[u8]) -> Result<i64, Malformed> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Malformed::NotUtf8)?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let [header, bound, crc] = lines[..] else {
-        return Err(format!("{} lines, expected 3", lines.len()));
+        return Err(Malformed::Lines(lines.len()));
     };
     if header != format!("{HEADER}\n") {
-        return Err(format!("line 1 is not {HEADER:?}"));
+        return Err(Malformed::Header);
     }
-    fn field<'a>(line: &str, key: &str, value: &'a str) -> Result<&'a str, String> {
-        value
-            .strip_prefix(key)
+    fn value<'a>(line: usize, key: &'static str, text: &'a str) -> Result<&'a str, Malformed> {
+        text.strip_prefix(key)
             .and_then(|v| v.strip_suffix('\n'))
-            .ok_or_else(|| format!("{line} is not `{key}<value>`"))
+            .ok_or(Malformed::Field { line, key })
     }
-    let until = field("line 2", BOUND_KEY, bound)?;
-    let crc = field("line 3", CRC_KEY, crc)?;
+    let until = value(2, BOUND_KEY, bound)?;
+    let crc = value(3, CRC_KEY, crc)?;
     let body_len = header.len() + bound.len();
     let expected = crc32c::crc32c(&bytes[..body_len]);
     if crc.len() != 8 || u32::from_str_radix(crc, 16) != Ok(expected) {
-        return Err("its crc32c does not match (torn, truncated or edited)".into());
+        return Err(Malformed::Checksum);
     }
-    until.parse().map_err(|_| format!("{until:?} is not a time in Unix ms"))
+    until.parse().map_err(|_| Malformed::Time(until.to_owned()))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
