@@ -16,13 +16,13 @@
 pub mod allowance;
 pub mod auth;
 pub mod ingest;
-pub mod log_safety;
+pub(crate) mod log_safety;
 pub mod pool;
 pub mod quota;
 pub mod readiness;
 pub mod sampling;
-pub mod secret;
-pub mod served;
+pub(crate) mod secret;
+pub(crate) mod served;
 
 #[cfg(test)]
 mod tests {

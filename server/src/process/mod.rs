@@ -19,5 +19,5 @@ pub mod dev;
 pub mod devcerts;
 pub mod fd_limit;
 pub mod launch;
-pub mod ops_endpoint;
+pub(crate) mod ops_endpoint;
 pub mod server;

@@ -239,7 +239,8 @@ impl Ledger {
             .map(|b| Standing { unwritten: b.sent - b.written, progress: b.progress })
     }
 
-    /// Body bytes handed to the transport and not yet written, over every response.
+    /// Body bytes handed to the transport and not yet written, over every response (tests).
+    #[cfg(test)]
     pub fn unwritten(&self) -> u64 {
         self.lock().books.values().map(|b| b.sent - b.written).sum()
     }

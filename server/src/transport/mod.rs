@@ -21,20 +21,20 @@
 //! `max_undelivered_bytes`), per connection and for the whole process. docs/security.md
 //! ("Resource bounds") gives each listener's worst case as a formula of the config.
 
-pub mod admission;
-pub mod calls;
-pub mod connection;
-pub mod dues;
+pub(crate) mod admission;
+pub(crate) mod calls;
+pub(crate) mod connection;
+pub(crate) mod dues;
 mod framing;
-pub mod http1;
-pub mod http2;
-pub mod ledger;
-pub mod request_body;
+pub(crate) mod http1;
+pub(crate) mod http2;
+pub(crate) mod ledger;
+pub(crate) mod request_body;
 mod small_queue;
 mod stream;
 pub mod tls;
-pub mod write_coalesce;
-pub mod written;
+pub(crate) mod write_coalesce;
+pub(crate) mod written;
 
 use std::convert::Infallible;
 use std::io;

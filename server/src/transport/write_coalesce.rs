@@ -58,8 +58,9 @@ pub struct Coalesce<T, O = ()> {
     defer: bool,
 }
 
+#[cfg(test)]
 impl<T> Coalesce<T> {
-    /// Wraps an accepted connection.
+    /// Wraps an accepted connection, showing nobody what it writes (tests).
     pub fn new(inner: T) -> Self {
         Coalesce::with_outbound(inner, ())
     }
@@ -79,7 +80,8 @@ impl<T, O: Outbound> Coalesce<T, O> {
         self
     }
 
-    /// The wrapped connection.
+    /// The wrapped connection (tests).
+    #[cfg(test)]
     pub fn get_ref(&self) -> &T {
         &self.inner
     }

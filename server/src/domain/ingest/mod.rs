@@ -7,12 +7,12 @@
 //! second copy; across restarts the lease ([`lease`]) does, by its start rule, and so it is
 //! made to cover each chunk on disk before the chunk reaches the pool.
 
-pub mod counters;
+pub(crate) mod counters;
 pub mod keys;
 pub mod lease;
-pub mod provenance;
+pub(crate) mod provenance;
 pub mod replay;
-pub mod source;
+pub(crate) mod source;
 pub mod verify;
 
 use entropy_ops::clock::unix_ms_now;
