@@ -16,6 +16,10 @@
 //!   process's lifecycle, the metrics endpoint, dev mode. `main.rs` only parses
 //!   arguments and maps exit codes.
 
+// `pub` says another crate (the binary, the integration tests, fuzzing, the benchmarks) uses
+// it; everything else is `pub(crate)`, and this lint keeps it so.
+#![warn(unreachable_pub)]
+
 pub mod domain;
 pub mod grpc;
 pub mod metrics;

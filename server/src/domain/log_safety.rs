@@ -15,17 +15,17 @@ use std::sync::OnceLock;
 use entropy_ops::Throttle;
 
 /// Most characters of peer text kept in a log line.
-pub const MAX_CHARS: usize = 128;
+pub(crate) const MAX_CHARS: usize = 128;
 
 /// The process-wide throttle for refusal lines (bad keys, quota, rejected chunks).
-pub fn refusals() -> &'static Throttle {
+pub(crate) fn refusals() -> &'static Throttle {
     static REFUSALS: OnceLock<Throttle> = OnceLock::new();
     REFUSALS.get_or_init(Throttle::default)
 }
 
 /// `text` fit for a log line: control and format characters escaped, at most [`MAX_CHARS`]
 /// characters kept (then `…`).
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(4 * MAX_CHARS));
     for (i, c) in text.chars().enumerate() {
         if i == MAX_CHARS {

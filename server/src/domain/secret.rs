@@ -49,7 +49,7 @@ impl std::fmt::Debug for SecretBytes {
 }
 
 /// Overwrites every byte of `bytes`, its spare capacity included, with zeros, and empties it.
-pub fn wipe(bytes: &mut Vec<u8>) {
+pub(crate) fn wipe(bytes: &mut Vec<u8>) {
     // The spare capacity can hold more than the data (a decoded field may keep its decode
     // buffer's allocation) and old bytes: make it part of the slice, so it is wiped by words too.
     bytes.resize(bytes.capacity(), 0);

@@ -57,7 +57,7 @@ impl From<Full> for Status {
 }
 
 /// The status for a take that returned nothing, given which limit ended the wait.
-pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
+pub(crate) fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
     match (e, limit) {
         (TakeError::TimedOut, Limit::Client) => Status::deadline_exceeded(format!(
             "deadline reached before {wanted} bytes of entropy were available; nothing consumed"
@@ -77,13 +77,13 @@ pub fn take_failed(e: TakeError, limit: Limit, wanted: usize) -> Status {
 }
 
 /// INVALID_ARGUMENT naming a field and its bound.
-pub fn out_of_range(field: &str, value: impl std::fmt::Display, bound: &str) -> Status {
+pub(crate) fn out_of_range(field: &str, value: impl std::fmt::Display, bound: &str) -> Status {
     Status::invalid_argument(format!("{field} is {value}, must be {bound}"))
 }
 
 /// RESOURCE_EXHAUSTED for a quota, with the wait in a `retry-after-ms` trailer when waiting
 /// helps.
-pub fn quota_exceeded(e: QuotaError) -> Status {
+pub(crate) fn quota_exceeded(e: QuotaError) -> Status {
     if let QuotaError::Burst { .. } = e {
         // Never admissible for this key: not a quota to wait out.
         return Status::failed_precondition(e.to_string());
@@ -99,18 +99,18 @@ pub fn quota_exceeded(e: QuotaError) -> Status {
 }
 
 /// UNAVAILABLE for a call or stream the shutdown ended.
-pub fn shutting_down() -> Status {
+pub(crate) fn shutting_down() -> Status {
     Status::unavailable("server is shutting down")
 }
 
 /// DEADLINE_EXCEEDED for a stream whose client deadline passed.
-pub fn stream_deadline() -> Status {
+pub(crate) fn stream_deadline() -> Status {
     Status::deadline_exceeded("stream deadline reached")
 }
 
 /// UNAVAILABLE for a stream whose next message (at least `n` bytes) got no entropy within
 /// `stream_max_wait_ms`; other take failures as for a call.
-pub fn stream_take_failed(e: TakeError, n: usize, max_wait: std::time::Duration) -> Status {
+pub(crate) fn stream_take_failed(e: TakeError, n: usize, max_wait: std::time::Duration) -> Status {
     match e {
         TakeError::TimedOut => Status::unavailable(format!(
             "no entropy reached this stream for {} ms (stream_max_wait_ms; its next message \
@@ -123,23 +123,23 @@ pub fn stream_take_failed(e: TakeError, n: usize, max_wait: std::time::Duration)
 
 /// INVALID_ARGUMENT for a request that breaks a rule between its fields (or of one field that
 /// [`out_of_range`] does not fit): `message` names the fields.
-pub fn invalid_request(message: impl Into<String>) -> Status {
+pub(crate) fn invalid_request(message: impl Into<String>) -> Status {
     Status::invalid_argument(message)
 }
 
 /// UNAUTHENTICATED: no key, or one that matches none (`message` says which, never the key).
-pub fn unauthenticated(message: impl Into<String>) -> Status {
+pub(crate) fn unauthenticated(message: impl Into<String>) -> Status {
     Status::unauthenticated(message)
 }
 
 /// PERMISSION_DENIED for a key without the method's scope.
-pub fn missing_scope(key: &str, scope: &str) -> Status {
+pub(crate) fn missing_scope(key: &str, scope: &str) -> Status {
     Status::permission_denied(format!("key {key:?} lacks the {scope} scope"))
 }
 
 /// The status for a CheckQuality that could not start before its deadline because another was
 /// running (the gateway runs one at a time); nothing was drawn.
-pub fn quality_busy(limit: Limit) -> Status {
+pub(crate) fn quality_busy(limit: Limit) -> Status {
     let why = "another quality check was running (the gateway runs one at a time) until the";
     match limit {
         Limit::Client => Status::deadline_exceeded(format!("{why} deadline; nothing drawn")),
@@ -151,7 +151,7 @@ pub fn quality_busy(limit: Limit) -> Status {
 
 /// INTERNAL for a failure of the gateway itself while serving `what`. The detail goes to the
 /// gateway's log, never to the caller.
-pub fn internal(what: &'static str, detail: &dyn std::fmt::Display) -> Status {
+pub(crate) fn internal(what: &'static str, detail: &dyn std::fmt::Display) -> Status {
     tracing::error!(what, "internal error: {detail}");
     Status::internal(format!("{what} failed inside the gateway; see its log"))
 }

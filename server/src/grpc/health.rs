@@ -12,9 +12,9 @@ use tonic_health::server::{HealthReporter, HealthService};
 use crate::domain::readiness::{POLL_INTERVAL, Readiness};
 
 /// Health service names the gateway reports (besides "", the server as a whole).
-pub const PUBLIC_SERVICE: &str = "entropy.v1.EntropyService";
+pub(crate) const PUBLIC_SERVICE: &str = "entropy.v1.EntropyService";
 /// The ingest listener's service name.
-pub const INGEST_SERVICE: &str = "entropy.v1.IngestService";
+pub(crate) const INGEST_SERVICE: &str = "entropy.v1.IngestService";
 
 fn status(ready: bool) -> ServingStatus {
     if ready { ServingStatus::Serving } else { ServingStatus::NotServing }
@@ -24,7 +24,7 @@ fn status(ready: bool) -> ServingStatus {
 /// start as readiness is now. tonic-health starts "" as SERVING, so a gateway with an empty
 /// pool said SERVING to whoever asked before the watcher's first turn (a load balancer would
 /// have sent it calls it could only fail).
-pub async fn public_health(
+pub(crate) async fn public_health(
     readiness: &Readiness,
 ) -> (HealthReporter, HealthServer<impl Health + use<>>) {
     let reporter = HealthReporter::new();
@@ -37,7 +37,7 @@ pub async fn public_health(
 
 /// Keeps the health reporters in step with readiness until `shutdown`, then reports
 /// NOT_SERVING for good.
-pub async fn watch(
+pub(crate) async fn watch(
     readiness: Arc<Readiness>,
     reporters: Vec<HealthReporter>,
     shutdown: CancellationToken,

@@ -13,14 +13,14 @@ use crate::transport::CallSlot;
 
 /// The IngestService implementation.
 #[derive(Debug, Clone)]
-pub struct IngestApi {
+pub(crate) struct IngestApi {
     ingest: Arc<Ingest>,
 }
 
 impl IngestApi {
     /// A service storing verified chunks through `ingest` (which counts them: see
     /// `ingest::counters`).
-    pub fn new(ingest: Arc<Ingest>) -> Self {
+    pub(crate) fn new(ingest: Arc<Ingest>) -> Self {
         Self { ingest }
     }
 }

@@ -25,7 +25,7 @@ const PREFIX: usize = 5;
 
 /// Wraps a service so its request bodies carry exactly one message.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OneMessageLayer;
+pub(crate) struct OneMessageLayer;
 
 impl<S> tower::Layer<S> for OneMessageLayer {
     type Service = OneMessage<S>;
@@ -37,7 +37,7 @@ impl<S> tower::Layer<S> for OneMessageLayer {
 
 /// The service [`OneMessageLayer`] makes.
 #[derive(Debug, Clone)]
-pub struct OneMessage<S>(S);
+pub(crate) struct OneMessage<S>(S);
 
 impl<S: NamedService> NamedService for OneMessage<S> {
     const NAME: &'static str = S::NAME;

@@ -10,12 +10,12 @@ use crate::domain::pool::{ChunkOrigin, ClassLevels, Kinds, Provenance, Segment};
 
 /// The wire form of a draw made of `segments` (in byte order), as of `now`; `None` for no
 /// bytes (a draw of zero bytes has no origin).
-pub fn of_segments(segments: &[Segment], now: Instant) -> Option<DrawProvenance> {
+pub(crate) fn of_segments(segments: &[Segment], now: Instant) -> Option<DrawProvenance> {
     Provenance::of(segments, now).map(|p| to_pb(&p))
 }
 
 /// The wire form of `p`.
-pub fn to_pb(p: &Provenance) -> DrawProvenance {
+pub(crate) fn to_pb(p: &Provenance) -> DrawProvenance {
     DrawProvenance {
         kinds: kinds_to_pb(p.kinds),
         mixed: p.mixed,
@@ -28,7 +28,7 @@ pub fn to_pb(p: &Provenance) -> DrawProvenance {
 }
 
 /// The pool's levels by class, largest first, for GetStatus.
-pub fn class_levels(levels: &ClassLevels) -> Vec<ClassLevel> {
+pub(crate) fn class_levels(levels: &ClassLevels) -> Vec<ClassLevel> {
     levels
         .held()
         .into_iter()
@@ -37,7 +37,7 @@ pub fn class_levels(levels: &ClassLevels) -> Vec<ClassLevel> {
 }
 
 /// A set of kinds as enum values, in enum order.
-pub fn kinds_to_pb(kinds: Kinds) -> Vec<i32> {
+pub(crate) fn kinds_to_pb(kinds: Kinds) -> Vec<i32> {
     kinds
         .iter()
         .map(|k| match k {
@@ -58,7 +58,7 @@ fn chunk_ref(origin: &ChunkOrigin) -> ChunkRef {
 }
 
 /// A source kind as the wire spells it.
-pub fn wire_kind(kind: source::SourceKind) -> pb::SourceKind {
+pub(crate) fn wire_kind(kind: source::SourceKind) -> pb::SourceKind {
     match kind {
         source::SourceKind::Quantum => pb::SourceKind::Quantum,
         source::SourceKind::Hardware => pb::SourceKind::Hardware,
@@ -67,7 +67,7 @@ pub fn wire_kind(kind: source::SourceKind) -> pb::SourceKind {
 }
 
 /// A source's health as the wire spells it.
-pub fn wire_health(health: source::SourceHealth) -> pb::SourceHealth {
+pub(crate) fn wire_health(health: source::SourceHealth) -> pb::SourceHealth {
     match health {
         source::SourceHealth::Healthy => pb::SourceHealth::Healthy,
         source::SourceHealth::Starting => pb::SourceHealth::Starting,
@@ -76,7 +76,7 @@ pub fn wire_health(health: source::SourceHealth) -> pb::SourceHealth {
 }
 
 /// A mixing as the wire spells it.
-pub fn wire_mixing(mixing: source::Mixing) -> pb::Mixing {
+pub(crate) fn wire_mixing(mixing: source::Mixing) -> pb::Mixing {
     match mixing {
         source::Mixing::None => pb::Mixing::None,
         source::Mixing::Xor => pb::Mixing::Xor,

@@ -13,7 +13,7 @@ use crate::domain::secret::SecretBytes;
 /// bytes of the OS CSPRNG for the reference pi. Blocking: a whole call costs ~7 ms of CPU per
 /// MiB (bench/results/quality-cost.md).
 /// The response's `provenance` is left for the caller to fill.
-pub fn check(sample: &[u8]) -> Result<CheckQualityResponse, Status> {
+pub(crate) fn check(sample: &[u8]) -> Result<CheckQualityResponse, Status> {
     let report = analyze(sample).map_err(|e| errors::invalid_request(e.to_string()))?;
     let mut os = vec![0u8; sample.len()];
     getrandom::fill(&mut os).map_err(|e| errors::internal("CheckQuality's OS reference", &e))?;

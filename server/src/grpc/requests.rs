@@ -19,11 +19,11 @@ use crate::process::config::MAX_GET_RANDOM_BYTES;
 pub const MAX_COUNT: u32 = 10_000;
 
 /// Largest `sample_bytes` of CheckQuality: 4 MiB, analyzed in about 16 ms (3.9 ms per MiB).
-pub const MAX_SAMPLE_BYTES: usize = 4 << 20;
+pub(crate) const MAX_SAMPLE_BYTES: usize = 4 << 20;
 
 /// The source kinds a call accepts (`accept_kinds`): any when the list is empty. Each entry
 /// must be a known kind other than UNSPECIFIED; repeats are allowed.
-pub fn accept_kinds(values: &[i32]) -> Result<Kinds, Status> {
+pub(crate) fn accept_kinds(values: &[i32]) -> Result<Kinds, Status> {
     let mut accept = Kinds::default();
     for (i, &value) in values.iter().enumerate() {
         match source::SourceKind::try_from(value) {
@@ -42,7 +42,7 @@ pub fn accept_kinds(values: &[i32]) -> Result<Kinds, Status> {
 
 /// `GetRandom`: how many bytes, how to encode them, of which source kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RandomBytes {
+pub(crate) struct RandomBytes {
     /// 1..=[`MAX_GET_RANDOM_BYTES`].
     pub n: usize,
     /// Raw `data`, or `text` in hex or base64.
@@ -67,7 +67,7 @@ impl TryFrom<GetRandomRequest> for RandomBytes {
 
 /// `GetIntegers`: how many, from which inclusive range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Integers {
+pub(crate) struct Integers {
     /// 1..=[`MAX_COUNT`].
     pub count: usize,
     /// `min..=max`, non-empty.
@@ -93,7 +93,7 @@ impl TryFrom<GetIntegersRequest> for Integers {
 
 /// `GetFloats` and `GetUuids`: how many values, of which source kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Count {
+pub(crate) struct Count {
     /// 1..=[`MAX_COUNT`].
     pub count: usize,
     /// The kinds accepted.
@@ -118,7 +118,7 @@ impl TryFrom<GetUuidsRequest> for Count {
 
 /// `CheckQuality`: how many bytes to test, of which source kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QualitySample {
+pub(crate) struct QualitySample {
     /// [`MIN_SAMPLE_BYTES`]..=[`MAX_SAMPLE_BYTES`].
     pub n: usize,
     /// The kinds accepted.

@@ -39,9 +39,9 @@ use tonic_web::{GrpcWebLayer, GrpcWebService};
 use tower::{Layer, Service};
 
 /// Most entries in `grpc_web_allowed_origins`.
-pub const MAX_ORIGINS: usize = 64;
+pub(crate) const MAX_ORIGINS: usize = 64;
 /// Longest origin accepted in `grpc_web_allowed_origins`, in bytes.
-pub const MAX_ORIGIN_BYTES: usize = 256;
+pub(crate) const MAX_ORIGIN_BYTES: usize = 256;
 
 /// Request headers a gRPC-Web page may send (the key, the framing, the deadline).
 const ALLOW_HEADERS: &str =
@@ -81,26 +81,26 @@ impl PartialEq<&str> for Origin {
 
 /// gRPC-Web on, for these browser origins.
 #[derive(Debug, Clone)]
-pub struct GrpcWeb {
+pub(crate) struct GrpcWeb {
     origins: Arc<[HeaderValue]>,
 }
 
 impl GrpcWeb {
     /// gRPC-Web for `origins`, or `None` when `enabled` is false.
-    pub fn new(enabled: bool, origins: &[Origin]) -> Option<Self> {
+    pub(crate) fn new(enabled: bool, origins: &[Origin]) -> Option<Self> {
         let origins = origins.iter().map(|o| o.0.clone()).collect();
         enabled.then_some(Self { origins })
     }
 
     /// `service` speaking gRPC-Web as well as gRPC, behind the CORS gate.
-    pub fn wrap<S>(&self, service: S) -> BrowserGate<GrpcWebService<S>> {
+    pub(crate) fn wrap<S>(&self, service: S) -> BrowserGate<GrpcWebService<S>> {
         BrowserGate { inner: GrpcWebLayer::new().layer(service), origins: self.origins.clone() }
     }
 }
 
 /// The public routes with `api` (EntropyService), wrapped for gRPC-Web when `web` is set (the
 /// public listener then accepts HTTP/1.1 over plaintext too).
-pub fn route_public<S, B>(api: S, web: Option<&GrpcWeb>) -> Routes
+pub(crate) fn route_public<S, B>(api: S, web: Option<&GrpcWeb>) -> Routes
 where
     S: Service<Request<Body>, Response = Response<B>, Error = Infallible>
         + NamedService
@@ -126,7 +126,7 @@ where
 
 /// The CORS gate in front of a gRPC-Web service (see the module notes for its rules).
 #[derive(Debug, Clone)]
-pub struct BrowserGate<S> {
+pub(crate) struct BrowserGate<S> {
     inner: S,
     origins: Arc<[HeaderValue]>,
 }

@@ -17,7 +17,7 @@ use crate::metrics::GatewayMetrics;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
-pub struct GatewayProbe {
+pub(crate) struct GatewayProbe {
     /// The gateway's series.
     pub metrics: Arc<GatewayMetrics>,
     /// The pool, for its level, capacity and waiters.

@@ -36,9 +36,9 @@ use super::connection::{Activity, Conn, ConnectionLimits, Slot};
 use crate::metrics::ConnectionMetrics;
 
 /// How long to wait after an accept error before accepting again.
-pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// At most one connection is closed this often to relieve a full request allowance.
-pub const RELIEF_INTERVAL: Duration = Duration::from_millis(10);
+pub(crate) const RELIEF_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Admits connections to one listener.
 #[derive(Debug, Clone)]

@@ -38,7 +38,7 @@ use crate::metrics::OpenConnection;
 /// A connection's place under its listener's cap, and in its open-connection gauge. It moves
 /// to a new connection when this one is evicted.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     pub(super) _permit: OwnedSemaphorePermit,
     pub(super) _open: OpenConnection,
 }

@@ -53,7 +53,7 @@ impl Dues {
 
 /// Finds where messages end in a response body (see the module docs).
 #[derive(Debug, Default)]
-pub struct MessageEnds {
+pub(crate) struct MessageEnds {
     base64: bool,
     framing: Framing,
     /// Body bytes seen so far (as sent, encoded or not).
@@ -62,7 +62,7 @@ pub struct MessageEnds {
 
 impl MessageEnds {
     /// For a response with `content_type`.
-    pub fn new(content_type: Option<&http::HeaderValue>) -> Self {
+    pub(crate) fn new(content_type: Option<&http::HeaderValue>) -> Self {
         let base64 = content_type
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/grpc-web-text"));
@@ -70,13 +70,13 @@ impl MessageEnds {
     }
 
     /// Body bytes seen so far.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
     /// Feeds the next body frame; calls `ended` with the offset (in the body as sent) at which
     /// each data message it completes ends, in order.
-    pub fn frame(&mut self, bytes: &[u8], mut ended: impl FnMut(u64)) {
+    pub(crate) fn frame(&mut self, bytes: &[u8], mut ended: impl FnMut(u64)) {
         let start = self.offset;
         self.offset += bytes.len() as u64;
         if self.base64 {
@@ -97,7 +97,7 @@ impl MessageEnds {
     }
 
     /// Counts `n` more body bytes of a response whose messages need no settling.
-    pub fn skip(&mut self, n: usize) {
+    pub(crate) fn skip(&mut self, n: usize) {
         self.offset += n as u64;
     }
 }

@@ -11,7 +11,7 @@ const TRAILERS_FLAG: u8 = 0x80;
 
 /// Where a byte stream's framing stands.
 #[derive(Debug, Default)]
-pub struct Framing {
+pub(super) struct Framing {
     prefix: [u8; PREFIX],
     have: usize,
     /// Bytes of the current message still to come after its prefix.
@@ -21,7 +21,7 @@ pub struct Framing {
 impl Framing {
     /// Feeds the next `bytes`; calls `ended(offset, trailers)` with the offset within `bytes`
     /// just after each message that ends in them, and whether it was a gRPC-Web trailers frame.
-    pub fn feed(&mut self, bytes: &[u8], mut ended: impl FnMut(usize, bool)) {
+    pub(super) fn feed(&mut self, bytes: &[u8], mut ended: impl FnMut(usize, bool)) {
         let mut at = 0;
         while at < bytes.len() {
             if self.have < PREFIX {

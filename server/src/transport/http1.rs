@@ -31,11 +31,11 @@ use super::request_body::RequestBody;
 use crate::domain::allowance::{Account, Holds, Waiter};
 
 /// Largest body frame handed to hyper at once.
-pub const PIECE: usize = 64 << 10;
+pub(crate) const PIECE: usize = 64 << 10;
 /// How long a request head may take to arrive.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// hyper's read buffer: the largest request head.
-pub const MAX_HEAD_BYTES: usize = 64 << 10;
+pub(crate) const MAX_HEAD_BYTES: usize = 64 << 10;
 
 /// Serves one HTTP/1.1 connection until it closes, or `shutdown`.
 pub(super) async fn serve<IO, S, B>(

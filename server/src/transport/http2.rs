@@ -130,7 +130,7 @@ pub(super) async fn serve<IO, S, B>(
 const SMALL_FRAME: usize = 256;
 
 /// The small-frames budget for `max_streams` streams (see [`serve`]).
-pub fn small_frames_budget(max_streams: u32) -> usize {
+pub(crate) fn small_frames_budget(max_streams: u32) -> usize {
     2 * SMALL_FRAME * max_streams as usize
 }
 

@@ -40,7 +40,7 @@ pub trait Settle: Send {
 /// Settles to run once the ledger's lock is released.
 #[derive(Default)]
 #[must_use = "settles must be run"]
-pub struct Settled {
+pub(crate) struct Settled {
     delivered: SmallQueue<Box<dyn Settle>>,
     discarded: SmallQueue<Box<dyn Settle>>,
     /// Bytes of an entropy-bearing response were written in this step.
@@ -49,7 +49,7 @@ pub struct Settled {
 
 impl Settled {
     /// Runs every settle.
-    pub fn run(self) {
+    pub(crate) fn run(self) {
         for settle in self.delivered {
             settle.delivered();
         }
@@ -70,11 +70,11 @@ impl std::fmt::Debug for Settled {
 }
 
 /// A settle due once `offset` bytes of the response have been written.
-pub type Due = (u64, Box<dyn Settle>);
+pub(crate) type Due = (u64, Box<dyn Settle>);
 
 /// A connection's ledger (see the module docs).
 #[derive(Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     state: Mutex<State>,
 }
 
@@ -110,7 +110,7 @@ struct Book {
 
 /// Where a response's bytes stand (for its send timeout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Standing {
+pub(crate) struct Standing {
     /// Bytes handed to the transport and not yet written.
     pub unwritten: u64,
     /// When the response last made progress.
@@ -127,7 +127,7 @@ impl Ledger {
     /// Notes that `len` more body bytes of response `id` (`entropy`: it carries drawn bytes)
     /// were handed to the transport, with settles due at offsets within them (in order).
     /// Discards the settles at once when the connection has already ended.
-    pub fn sent(
+    pub(crate) fn sent(
         &self,
         id: u32,
         entropy: bool,
@@ -162,7 +162,7 @@ impl Ledger {
 
     /// Attaches `settle` at the end of what response `id` has sent so far; settled at once if
     /// that is all written (or the response has no book), discarded if the connection ended.
-    pub fn attach(&self, id: u32, settle: Box<dyn Settle>) -> Settled {
+    pub(crate) fn attach(&self, id: u32, settle: Box<dyn Settle>) -> Settled {
         let mut state = self.lock();
         let mut settled = Settled::default();
         if state.closed {
@@ -180,7 +180,7 @@ impl Ledger {
     }
 
     /// Notes `n` body bytes of response `id` written out; returns the settles now due.
-    pub fn written(&self, id: u32, n: usize) -> Settled {
+    pub(crate) fn written(&self, id: u32, n: usize) -> Settled {
         let mut state = self.lock();
         let mut settled = Settled::default();
         let Some(book) = state.books.get_mut(&id) else { return settled };
@@ -198,7 +198,7 @@ impl Ledger {
     }
 
     /// Response `id` will send nothing more; its book goes once everything is written.
-    pub fn finish(&self, id: u32) -> Settled {
+    pub(crate) fn finish(&self, id: u32) -> Settled {
         let mut state = self.lock();
         let mut settled = Settled::default();
         if let Some(book) = state.books.get_mut(&id) {
@@ -212,7 +212,7 @@ impl Ledger {
     }
 
     /// Response `id` was reset: what it had not written never will be.
-    pub fn reset(&self, id: u32) -> Settled {
+    pub(crate) fn reset(&self, id: u32) -> Settled {
         let mut settled = Settled::default();
         if let Some(book) = self.lock().books.remove(&id) {
             settled.discarded.extend(book.due.into_iter().map(|(_, s)| s));
@@ -221,7 +221,7 @@ impl Ledger {
     }
 
     /// The connection ended: every settle still due is discarded, and any recorded later.
-    pub fn close(&self) -> Settled {
+    pub(crate) fn close(&self) -> Settled {
         let mut state = self.lock();
         state.closed = true;
         let mut settled = Settled::default();
@@ -232,7 +232,7 @@ impl Ledger {
     }
 
     /// Where response `id`'s bytes stand; `None` when it has no book (nothing waits).
-    pub fn standing(&self, id: u32) -> Option<Standing> {
+    pub(crate) fn standing(&self, id: u32) -> Option<Standing> {
         self.lock()
             .books
             .get(&id)
@@ -241,7 +241,7 @@ impl Ledger {
 
     /// Body bytes handed to the transport and not yet written, over every response (tests).
     #[cfg(test)]
-    pub fn unwritten(&self) -> u64 {
+    pub(crate) fn unwritten(&self) -> u64 {
         self.lock().books.values().map(|b| b.sent - b.written).sum()
     }
 }

@@ -25,14 +25,14 @@ use super::framing::Framing;
 use crate::domain::allowance::{Account, Holds, Waiter};
 
 /// Where a request body comes from: a body, and how to let its sender send more.
-pub trait Inbound: http_body::Body<Data = Bytes> + Unpin {
+pub(crate) trait Inbound: http_body::Body<Data = Bytes> + Unpin {
     /// `n` bytes were handed on: give back that much flow-control window, if there is any.
     fn release(&mut self, _n: usize) {}
 }
 
 /// An HTTP/2 request body, whose window is given back only as its bytes are handed on.
 #[derive(Debug)]
-pub struct H2Request(pub h2::RecvStream);
+pub(crate) struct H2Request(pub h2::RecvStream);
 
 impl http_body::Body for H2Request {
     type Data = Bytes;
@@ -69,7 +69,7 @@ impl Inbound for H2Request {
 }
 
 /// A request body read within allowances (see the module docs).
-pub struct RequestBody<I> {
+pub(crate) struct RequestBody<I> {
     inbound: I,
     waiter: Waiter,
     /// Bytes the call's own hold already covers (a typical request's whole body), so most
@@ -97,7 +97,7 @@ impl<I> std::fmt::Debug for RequestBody<I> {
 impl<I: Inbound> RequestBody<I> {
     /// `inbound`, read within `accounts` (its connection's and the process's) beyond the first
     /// `prepaid` bytes buffered.
-    pub fn new(inbound: I, accounts: [Account; 2], prepaid: usize) -> Self {
+    pub(crate) fn new(inbound: I, accounts: [Account; 2], prepaid: usize) -> Self {
         Self {
             inbound,
             waiter: Waiter::new(accounts),

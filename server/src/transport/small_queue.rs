@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 /// A FIFO queue whose first element needs no allocation.
 #[derive(Debug)]
-pub struct SmallQueue<T> {
+pub(super) struct SmallQueue<T> {
     head: Option<T>,
     tail: VecDeque<T>,
 }
@@ -19,7 +19,7 @@ impl<T> Default for SmallQueue<T> {
 
 impl<T> SmallQueue<T> {
     /// Adds `item` at the back.
-    pub fn push_back(&mut self, item: T) {
+    pub(super) fn push_back(&mut self, item: T) {
         if self.head.is_none() && self.tail.is_empty() {
             self.head = Some(item);
         } else {
@@ -28,23 +28,23 @@ impl<T> SmallQueue<T> {
     }
 
     /// The front item.
-    pub fn front(&self) -> Option<&T> {
+    pub(super) fn front(&self) -> Option<&T> {
         self.head.as_ref().or_else(|| self.tail.front())
     }
 
     /// Removes the front item.
-    pub fn pop_front(&mut self) -> Option<T> {
+    pub(super) fn pop_front(&mut self) -> Option<T> {
         self.head.take().or_else(|| self.tail.pop_front())
     }
 
     /// Items held.
     #[allow(clippy::len_without_is_empty)] // the queues are only ever pushed and drained
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         usize::from(self.head.is_some()) + self.tail.len()
     }
 
     /// Removes every item, front first.
-    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+    pub(super) fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.head.take().into_iter().chain(self.tail.drain(..))
     }
 }

@@ -46,7 +46,7 @@ pub const CALL_BYTES: usize = 20 << 10;
 pub const PREPAID_BODY_BYTES: usize = 8 << 10;
 /// How long a call that finds the request allowance full waits for room, once the connection
 /// holding the most of it without ever authenticating has been told to close.
-pub const RELIEF_WAIT: Duration = Duration::from_millis(100);
+pub(super) const RELIEF_WAIT: Duration = Duration::from_millis(100);
 
 /// What every stream of a connection shares.
 #[derive(Debug)]

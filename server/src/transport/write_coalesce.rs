@@ -30,10 +30,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use zeroize::Zeroize;
 
 /// Bytes held before a write goes out at once: four maximum-size HTTP/2 frames.
-pub const CAPACITY: usize = 64 * 1024;
+pub(crate) const CAPACITY: usize = 64 * 1024;
 
 /// Shown every byte a connection writes out, in order.
-pub trait Outbound {
+pub(crate) trait Outbound {
     /// `bytes` were written to the inner stream.
     fn wrote(&mut self, bytes: &[u8]);
 }
@@ -45,7 +45,7 @@ impl Outbound for () {
 
 /// An IO object whose writes are coalesced (see the module docs).
 #[derive(Debug)]
-pub struct Coalesce<T, O = ()> {
+pub(crate) struct Coalesce<T, O = ()> {
     inner: T,
     outbound: O,
     /// Bytes accepted and not yet written; `buf[sent..]` is what is left.
@@ -61,28 +61,28 @@ pub struct Coalesce<T, O = ()> {
 #[cfg(test)]
 impl<T> Coalesce<T> {
     /// Wraps an accepted connection, showing nobody what it writes (tests).
-    pub fn new(inner: T) -> Self {
+    pub(crate) fn new(inner: T) -> Self {
         Coalesce::with_outbound(inner, ())
     }
 }
 
 impl<T, O: Outbound> Coalesce<T, O> {
     /// Wraps an accepted connection, showing `outbound` what it writes.
-    pub fn with_outbound(inner: T, outbound: O) -> Self {
+    pub(crate) fn with_outbound(inner: T, outbound: O) -> Self {
         Coalesce { inner, outbound, buf: Vec::new(), sent: 0, owed: false, defer: true }
     }
 
     /// Flushes write the buffer out at once instead of at the next read: for HTTP/1.1, where
     /// hyper does not read while a request is in flight and more are pipelined behind it (a
     /// deferred flush would wait for the whole pipeline, and the responses with it).
-    pub fn flushing_at_once(mut self) -> Self {
+    pub(crate) fn flushing_at_once(mut self) -> Self {
         self.defer = false;
         self
     }
 
     /// The wrapped connection (tests).
     #[cfg(test)]
-    pub fn get_ref(&self) -> &T {
+    pub(crate) fn get_ref(&self) -> &T {
         &self.inner
     }
 

@@ -17,7 +17,7 @@
 
 /// Counts the body bytes in a connection's output.
 #[derive(Debug, Default)]
-pub struct Written {
+pub(crate) struct Written {
     state: Protocol,
 }
 
@@ -34,7 +34,7 @@ enum Protocol {
 impl Written {
     /// Feeds the next `bytes` written out, calling `body(response, n)` for each run of `n`
     /// body bytes of `response` (an HTTP/2 stream id, or an HTTP/1.1 response number).
-    pub fn scan(&mut self, bytes: &[u8], mut body: impl FnMut(u32, usize)) {
+    pub(crate) fn scan(&mut self, bytes: &[u8], mut body: impl FnMut(u32, usize)) {
         if bytes.is_empty() {
             return;
         }

@@ -22,11 +22,11 @@ use tokio_util::sync::CancellationToken;
 use tonic::Request;
 use tonic::transport::Channel;
 
-pub const API_KEY: &str = "test-key-0123456789";
-pub const MAC_KEY_ID: &str = "k1";
-pub const MAC_KEY: [u8; 32] = [0x42; 32];
+pub(super) const API_KEY: &str = "test-key-0123456789";
+pub(super) const MAC_KEY_ID: &str = "k1";
+pub(super) const MAC_KEY: [u8; 32] = [0x42; 32];
 
-pub struct TestGateway {
+pub(super) struct TestGateway {
     pub public: SocketAddr,
     pub ingest: SocketAddr,
     pub shutdown: CancellationToken,
@@ -41,7 +41,7 @@ pub struct TestGateway {
 }
 
 /// Small, fast defaults for tests; `edit` adjusts them.
-pub fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
+pub(super) fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
     let mut config = GatewayConfig {
         pool_capacity_bytes: 4 << 20,
         pool_low_watermark_bytes: 1024,
@@ -55,19 +55,23 @@ pub fn test_config(edit: impl FnOnce(&mut GatewayConfig)) -> GatewayConfig {
     config
 }
 
-pub async fn start(config: GatewayConfig) -> TestGateway {
+pub(super) async fn start(config: GatewayConfig) -> TestGateway {
     let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
     let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
     start_on(config, public, ingest)
 }
 
 /// Starts a gateway on listeners the caller bound.
-pub fn start_on(config: GatewayConfig, public: TcpListener, ingest: TcpListener) -> TestGateway {
+pub(super) fn start_on(
+    config: GatewayConfig,
+    public: TcpListener,
+    ingest: TcpListener,
+) -> TestGateway {
     start_with_tls(config, public, ingest, ListenerTls::default())
 }
 
 /// Starts a gateway on listeners the caller bound, with TLS where `tls` says.
-pub fn start_with_tls(
+pub(super) fn start_with_tls(
     config: GatewayConfig,
     public: TcpListener,
     ingest: TcpListener,
@@ -77,7 +81,7 @@ pub fn start_with_tls(
 }
 
 /// Starts a gateway accepting the client keys `keys` (instead of the one test key).
-pub async fn start_with_keys(config: GatewayConfig, keys: ApiKeys) -> TestGateway {
+pub(super) async fn start_with_keys(config: GatewayConfig, keys: ApiKeys) -> TestGateway {
     let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
     let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
     start_full(config, public, ingest, ListenerTls::default(), keys)
@@ -100,7 +104,7 @@ fn start_full(
 
 /// Starts a gateway without waiting for its start rule, for tests of the rule itself. With
 /// `state_dir` set it keeps its ingest lease there, as the binary does; else in memory.
-pub async fn start_now(config: GatewayConfig) -> TestGateway {
+pub(super) async fn start_now(config: GatewayConfig) -> TestGateway {
     let public = TcpListener::bind("127.0.0.1:0").await.expect("bind public");
     let ingest = TcpListener::bind("127.0.0.1:0").await.expect("bind ingest");
     start_unwaited(config, public, ingest, ListenerTls::default(), ApiKeys::single("test", API_KEY))
@@ -149,7 +153,7 @@ fn start_unwaited(
 }
 
 impl TestGateway {
-    pub async fn client(&self) -> EntropyServiceClient<Channel> {
+    pub(super) async fn client(&self) -> EntropyServiceClient<Channel> {
         let channel = Channel::from_shared(format!("http://{}", self.public))
             .unwrap()
             .initial_stream_window_size(Some(8 << 20))
@@ -160,7 +164,7 @@ impl TestGateway {
         EntropyServiceClient::new(channel).max_decoding_message_size(8 << 20)
     }
 
-    pub async fn ingest_client(&self) -> IngestServiceClient<Channel> {
+    pub(super) async fn ingest_client(&self) -> IngestServiceClient<Channel> {
         let channel = Channel::from_shared(format!("http://{}", self.ingest))
             .unwrap()
             .connect()
@@ -170,13 +174,13 @@ impl TestGateway {
     }
 
     /// Signs `data` as the next chunk from a healthy OS source.
-    pub fn sign(&mut self, data: Vec<u8>) -> PublishRequest {
+    pub(super) fn sign(&mut self, data: Vec<u8>) -> PublishRequest {
         self.signer.sign(data, Mixing::None, vec![os_source()])
     }
 
     /// Publishes `total` bytes of `fill(i)` in chunks of `chunk` bytes, all of which must be
     /// accepted.
-    pub async fn feed(&mut self, total: usize, chunk: usize, fill: impl Fn(usize) -> u8) {
+    pub(super) async fn feed(&mut self, total: usize, chunk: usize, fill: impl Fn(usize) -> u8) {
         let mut ingest = self.ingest_client().await;
         let mut offset = 0;
         while offset < total {
@@ -188,7 +192,7 @@ impl TestGateway {
         }
     }
 
-    pub async fn status(&self) -> GetStatusResponse {
+    pub(super) async fn status(&self) -> GetStatusResponse {
         self.client()
             .await
             .get_status(authed(GetStatusRequest {}))
@@ -198,7 +202,7 @@ impl TestGateway {
     }
 
     /// Stops the gateway and waits for it, failing if it does not stop within 5 s.
-    pub async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(5), self.handle)
             .await
@@ -208,22 +212,22 @@ impl TestGateway {
     }
 }
 
-pub use entropy_testkit::chunk::healthy_os_source as os_source;
+pub(super) use entropy_testkit::chunk::healthy_os_source as os_source;
 
 /// A request carrying the test API key.
-pub fn authed<T>(message: T) -> Request<T> {
+pub(super) fn authed<T>(message: T) -> Request<T> {
     with_key(API_KEY, message)
 }
 
 /// A request carrying `key`.
-pub fn with_key<T>(key: &str, message: T) -> Request<T> {
+pub(super) fn with_key<T>(key: &str, message: T) -> Request<T> {
     let mut request = Request::new(message);
     request.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
     request
 }
 
 /// Asserts a call failed with `code` and a message containing each of `words`.
-pub fn assert_status<T: std::fmt::Debug>(
+pub(super) fn assert_status<T: std::fmt::Debug>(
     result: Result<T, tonic::Status>,
     code: tonic::Code,
     words: &[&str],

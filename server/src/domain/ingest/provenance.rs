@@ -11,7 +11,7 @@ use super::source::{Mixing, SourceHealth, SourceKind};
 use super::verify::SourceReport;
 
 /// Most sources tracked at once.
-pub const MAX_TRACKED_SOURCES: usize = 256;
+pub(crate) const MAX_TRACKED_SOURCES: usize = 256;
 
 /// One source as last reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,13 +34,13 @@ pub struct SourceRecord {
 
 /// Sources by (collector id, source name).
 #[derive(Debug, Default)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     sources: HashMap<(String, String), SourceRecord>,
 }
 
 impl Provenance {
     /// Records the sources of an accepted chunk of `len` bytes.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         collector_id: &str,
         mixing: Mixing,
@@ -73,7 +73,7 @@ impl Provenance {
     }
 
     /// Every tracked source, most recently reported first.
-    pub fn snapshot(&self) -> Vec<SourceRecord> {
+    pub(crate) fn snapshot(&self) -> Vec<SourceRecord> {
         let mut all: Vec<_> = self.sources.values().cloned().collect();
         all.sort_by(|a, b| b.last_report.cmp(&a.last_report).then_with(|| a.name.cmp(&b.name)));
         all

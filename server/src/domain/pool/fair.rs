@@ -45,7 +45,7 @@ pub const QUANTUM: usize = 4096;
 
 /// How far from the scheduler's clock a tenant that starts waiting may start: one turn, so a
 /// key that just arrived is among the next served, and one that drank alone waits a turn.
-pub const CATCH_UP: u64 = QUANTUM as u64;
+pub(super) const CATCH_UP: u64 = QUANTUM as u64;
 
 /// Tenants remembered while idle, beyond which the idle ones are forgotten.
 const MAX_IDLE_TENANTS: usize = 1024;
