@@ -72,7 +72,7 @@ impl Account {
     }
 
     /// Holds `n` bytes now, or `None` when there is no room.
-    pub fn try_hold(&self, n: usize) -> Option<Hold> {
+    pub(crate) fn try_hold(&self, n: usize) -> Option<Hold> {
         let n = n.min(self.0.cap);
         let mut held = self.0.held.load(Ordering::SeqCst);
         loop {
@@ -105,7 +105,7 @@ impl Account {
     }
 
     /// Holds `n` bytes once there is room (a future that owns what it needs).
-    pub async fn hold_owned(self, n: usize) -> Hold {
+    pub(crate) async fn hold_owned(self, n: usize) -> Hold {
         loop {
             if let Some(hold) = self.try_hold(n) {
                 return hold;
@@ -200,7 +200,7 @@ const MOST_ACCOUNTS: usize = 3;
 /// its key's, its connection's and the process's). Kept inline, up to [`MOST_ACCOUNTS`]:
 /// every call takes some, and an allocation each would cost more than the holds.
 #[derive(Debug, Default)]
-pub struct Holds {
+pub(crate) struct Holds {
     inline: [Option<Hold>; MOST_ACCOUNTS],
     /// Holds on further accounts (none of today's buffers has any).
     more: Vec<Hold>,
@@ -216,7 +216,7 @@ impl Holds {
     }
 
     /// Adds `hold`, merged into a hold on the same account if there is one.
-    pub fn add(&mut self, mut hold: Hold) {
+    pub(crate) fn add(&mut self, mut hold: Hold) {
         if let Some(held) = self.iter_mut().find(|h| Arc::ptr_eq(&h.account.0, &hold.account.0)) {
             held.n += std::mem::take(&mut hold.n);
             return;
@@ -228,7 +228,7 @@ impl Holds {
     }
 
     /// Moves every hold of `other` into these.
-    pub fn merge(&mut self, mut other: Holds) {
+    pub(crate) fn merge(&mut self, mut other: Holds) {
         for slot in &mut other.inline {
             if let Some(hold) = slot.take() {
                 self.add(hold);
@@ -240,26 +240,19 @@ impl Holds {
     }
 
     /// Bytes held on `account`.
-    pub fn on(&self, account: &Account) -> usize {
+    pub(crate) fn on(&self, account: &Account) -> usize {
         self.iter().filter(|h| account.owns(h)).map(Hold::len).sum()
     }
 
     /// Gives back `n` bytes of the hold on `account`.
-    pub fn give_back_on(&mut self, account: &Account, n: usize) {
+    pub(crate) fn give_back_on(&mut self, account: &Account, n: usize) {
         if let Some(hold) = self.iter_mut().find(|h| account.owns(h)) {
             hold.release(n);
         }
     }
 
-    /// Gives back `n` bytes of the hold on every account.
-    pub fn give_back(&mut self, n: usize) {
-        for hold in self.iter_mut() {
-            hold.release(n);
-        }
-    }
-
     /// Keeps at most `n` bytes of the hold on every account.
-    pub fn keep_at_most(&mut self, n: usize) {
+    pub(crate) fn keep_at_most(&mut self, n: usize) {
         for hold in self.iter_mut() {
             let excess = hold.n.saturating_sub(n);
             hold.release(excess);
@@ -269,7 +262,7 @@ impl Holds {
 
 /// Holds taken on a connection's and the process's accounts by a body that polls (see
 /// [`Waiter::poll_hold`]).
-pub struct Waiter {
+pub(crate) struct Waiter {
     accounts: [Account; 2],
     /// A hold being waited for.
     waiting: Option<Pin<Box<dyn Future<Output = Hold> + Send>>>,
@@ -283,14 +276,19 @@ impl std::fmt::Debug for Waiter {
 
 impl Waiter {
     /// Takes holds on both `accounts`.
-    pub fn new(accounts: [Account; 2]) -> Self {
+    pub(crate) fn new(accounts: [Account; 2]) -> Self {
         Self { accounts, waiting: None }
     }
 
     /// Completes once `holds` holds `n` bytes (or the whole account, when `n` is larger) on
     /// every account; registers the waker while one has no room. What it took stays in `holds`
     /// meanwhile, so a body that is dropped while waiting gives it all back.
-    pub fn poll_hold(&mut self, cx: &mut Context<'_>, n: usize, holds: &mut Holds) -> Poll<()> {
+    pub(crate) fn poll_hold(
+        &mut self,
+        cx: &mut Context<'_>,
+        n: usize,
+        holds: &mut Holds,
+    ) -> Poll<()> {
         for account in &self.accounts {
             let want = n.min(account.cap());
             let have = holds.on(account);
@@ -342,7 +340,7 @@ impl Budget {
     }
 
     /// Every account, for metrics.
-    pub fn accounts(&self) -> [(&'static str, &Account); 3] {
+    pub(crate) fn accounts(&self) -> [(&'static str, &Account); 3] {
         [("responses", &self.responses), ("requests", &self.requests), ("ingest", &self.ingest)]
     }
 }

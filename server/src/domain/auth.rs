@@ -32,7 +32,7 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use crate::domain::quota::{KeyQuota, Limits};
 
 /// Longest key accepted in a request, in bytes; longer ones are refused without hashing.
-pub const MAX_PRESENTED_KEY_BYTES: usize = 512;
+pub(crate) const MAX_PRESENTED_KEY_BYTES: usize = 512;
 
 /// The known keys.
 #[derive(Clone, Default)]
@@ -158,7 +158,7 @@ impl ApiKeys {
     /// Loads a keys file to replace `previous` (SIGHUP). A key whose name was in `previous`
     /// keeps its quota state ([`KeyQuota::carry_over`]), also when its secret was rotated, so a
     /// reload neither refills a throttled key's buckets nor forgets the streams it has open.
-    pub fn reload_file(path: &Path, previous: &ApiKeys) -> Result<Self, ApiKeysError> {
+    pub(crate) fn reload_file(path: &Path, previous: &ApiKeys) -> Result<Self, ApiKeysError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|source| ApiKeysError::Io { path: shown.clone(), source })?;
@@ -236,7 +236,7 @@ impl ApiKeys {
     }
 
     /// The grant of the key `presented`, if it is one of ours.
-    pub fn authenticate(&self, presented: &[u8]) -> Option<&Arc<KeyGrant>> {
+    pub(crate) fn authenticate(&self, presented: &[u8]) -> Option<&Arc<KeyGrant>> {
         if presented.is_empty() || presented.len() > MAX_PRESENTED_KEY_BYTES {
             return None;
         }

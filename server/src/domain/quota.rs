@@ -32,13 +32,13 @@ pub struct Limits {
 }
 
 /// The default cap on a key's drawn-but-undelivered bytes.
-pub const DEFAULT_MAX_UNDELIVERED_BYTES: usize = 32 << 20;
+pub(crate) const DEFAULT_MAX_UNDELIVERED_BYTES: usize = 32 << 20;
 /// The smallest cap: the largest single draw (a 1 MiB request or stream message) must fit.
-pub const MIN_MAX_UNDELIVERED_BYTES: usize = 1 << 20;
+pub(crate) const MIN_MAX_UNDELIVERED_BYTES: usize = 1 << 20;
 
 impl Limits {
     /// The cap on drawn-but-undelivered bytes in force.
-    pub fn undelivered_cap(&self) -> usize {
+    pub(crate) fn undelivered_cap(&self) -> usize {
         self.max_undelivered_bytes.unwrap_or(DEFAULT_MAX_UNDELIVERED_BYTES)
     }
 }
@@ -85,7 +85,7 @@ pub enum QuotaError {
 
 impl QuotaError {
     /// How long to wait before retrying, when waiting helps.
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Requests { retry_after, .. } | Self::Bytes { retry_after, .. } => {
                 Some(*retry_after)
@@ -126,7 +126,7 @@ impl KeyQuota {
     /// state when its limits are unchanged (a throttled key stays throttled), else fresh buckets
     /// for the new limits that still count the streams the key has open, so a reload never
     /// lifts a stream cap the key is up against.
-    pub fn carry_over(previous: &Arc<KeyQuota>, limits: Limits) -> Arc<KeyQuota> {
+    pub(crate) fn carry_over(previous: &Arc<KeyQuota>, limits: Limits) -> Arc<KeyQuota> {
         if previous.limits == limits {
             return Arc::clone(previous);
         }
@@ -155,7 +155,7 @@ impl KeyQuota {
     }
 
     /// Admits drawing `n` bytes now (all or nothing), or says when to retry.
-    pub fn admit_bytes(&self, n: usize) -> Result<(), QuotaError> {
+    pub(crate) fn admit_bytes(&self, n: usize) -> Result<(), QuotaError> {
         let (Some(bucket), Some(limit)) = (&self.bytes, self.limits.bytes_per_second) else {
             return Ok(());
         };
@@ -179,7 +179,7 @@ impl KeyQuota {
     }
 
     /// Waits until `n` bytes may be drawn (streams: metered, never refused).
-    pub async fn wait_bytes(&self, n: usize) {
+    pub(crate) async fn wait_bytes(&self, n: usize) {
         let Some(bucket) = &self.bytes else { return };
         if let Some(cells) = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)) {
             // Chunks are at most 1 MiB, within the burst, so this cannot be refused.
@@ -188,7 +188,7 @@ impl KeyQuota {
     }
 
     /// Counts a stream as open until the guard drops, or refuses it over the cap.
-    pub fn open_stream(&self) -> Result<StreamSlot, QuotaError> {
+    pub(crate) fn open_stream(&self) -> Result<StreamSlot, QuotaError> {
         let open = self.open_streams.fetch_add(1, Ordering::AcqRel) + 1;
         let slot = StreamSlot(self.open_streams.clone());
         match self.limits.max_streams {
@@ -202,15 +202,16 @@ impl KeyQuota {
         &self.undelivered
     }
 
+    #[cfg(test)]
     /// Streams open now.
-    pub fn open_streams(&self) -> usize {
+    pub(crate) fn open_streams(&self) -> usize {
         self.open_streams.load(Ordering::Acquire)
     }
 }
 
 /// One open stream of a key; closing it (dropping) frees the slot.
 #[derive(Debug)]
-pub struct StreamSlot(Arc<AtomicUsize>);
+pub(crate) struct StreamSlot(Arc<AtomicUsize>);
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {

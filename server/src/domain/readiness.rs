@@ -23,10 +23,10 @@ use crate::domain::ingest::{Ingest, Refusal};
 use crate::domain::pool::Pool;
 
 /// How long the last refused chunk is named in the not-ready reason.
-pub const REFUSAL_SHOWN_FOR: Duration = Duration::from_secs(60);
+pub(crate) const REFUSAL_SHOWN_FOR: Duration = Duration::from_secs(60);
 
 /// How often the pool level is sampled.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Whether the gateway should receive traffic.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ pub enum NotReady {
 
 /// Why the gateway is not ready, with the chunk refused last when that was recent.
 #[derive(Debug, Clone)]
-pub struct Unready {
+pub(crate) struct Unready {
     /// Why it is not ready.
     pub reason: NotReady,
     /// The last chunk refused (how many ms ago, and why), when within [`REFUSAL_SHOWN_FOR`].
@@ -126,7 +126,11 @@ impl Readiness {
     /// Also not ready when `ingest` has seen no chunk (stored, or deferred for a full pool)
     /// for longer than `stale_after`; `Duration::ZERO` turns the check off.
     /// The not-ready reason also names the last chunk `ingest` refused, when recent.
-    pub fn with_ingest_staleness(mut self, ingest: Arc<Ingest>, stale_after: Duration) -> Self {
+    pub(crate) fn with_ingest_staleness(
+        mut self,
+        ingest: Arc<Ingest>,
+        stale_after: Duration,
+    ) -> Self {
         self.ingest = Some(ingest);
         self.stale_after = (!stale_after.is_zero()).then_some(stale_after);
         self
@@ -155,7 +159,7 @@ impl Readiness {
 
     /// [`Readiness::check`] with the last chunk refused within [`REFUSAL_SHOWN_FOR`] when none
     /// was stored since: what `/readyz` and `GetStatus` say.
-    pub fn explain(&self) -> Result<(), Unready> {
+    pub(crate) fn explain(&self) -> Result<(), Unready> {
         self.check().map_err(|reason| {
             let now = unix_ms_now();
             let refusal =
@@ -169,12 +173,12 @@ impl Readiness {
     }
 
     /// The configured low watermark.
-    pub fn low_watermark(&self) -> usize {
+    pub(crate) fn low_watermark(&self) -> usize {
         self.low_watermark
     }
 
     /// True when the last evaluation found the gateway ready.
-    pub fn is_serving(&self) -> bool {
+    pub(crate) fn is_serving(&self) -> bool {
         self.serving.load(Ordering::Relaxed)
     }
 
@@ -192,14 +196,14 @@ impl Readiness {
     }
 
     /// Re-evaluates readiness now, publishes it ([`Readiness::is_serving`]) and returns it.
-    pub fn evaluate(&self) -> Result<(), NotReady> {
+    pub(crate) fn evaluate(&self) -> Result<(), NotReady> {
         let ready = self.check();
         self.serving.store(ready.is_ok(), Ordering::Relaxed);
         ready
     }
 
     /// The pool's level now (for the log line of a change).
-    pub fn pool_level(&self) -> usize {
+    pub(crate) fn pool_level(&self) -> usize {
         self.pool.level()
     }
 }
@@ -209,7 +213,7 @@ impl Readiness {
 /// `/readyz` takes this gateway out of rotation before anything is refused), then cancel
 /// `shutdown`, which starts the grace period. A zero `drain` stops at once. Returns when
 /// `shutdown` is cancelled, by this or by anyone else.
-pub async fn drain_then_stop(
+pub(crate) async fn drain_then_stop(
     readiness: Arc<Readiness>,
     terminate: CancellationToken,
     drain: Duration,

@@ -49,8 +49,9 @@ impl IntRange {
         Some(self.min.wrapping_add_unsigned(offset))
     }
 
+    #[cfg(test)]
     /// Chance that one draw is rejected, for sizing how many bytes to ask for up front.
-    pub fn rejection_probability(&self) -> f64 {
+    pub(crate) fn rejection_probability(&self) -> f64 {
         let draws = 1u128 << (8 * self.bytes_per_draw());
         let span = u128::from(self.span_minus_one) + 1;
         (draws % span) as f64 / draws as f64
@@ -58,21 +59,21 @@ impl IntRange {
 }
 
 /// Bytes per float: 8, of which 53 bits are used.
-pub const FLOAT_BYTES: usize = 8;
+pub(crate) const FLOAT_BYTES: usize = 8;
 
 /// A double in [0, 1): the top 53 bits of 8 bytes, times 2^-53. Every multiple of 2^-53 in
 /// [0, 1) is equally likely.
-pub fn float_from(bytes: &[u8; FLOAT_BYTES]) -> f64 {
+pub(crate) fn float_from(bytes: &[u8; FLOAT_BYTES]) -> f64 {
     let bits = u64::from_be_bytes(*bytes) >> 11;
     bits as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// Bytes per UUID.
-pub const UUID_BYTES: usize = 16;
+pub(crate) const UUID_BYTES: usize = 16;
 
 /// A version 4 (random) UUID, RFC 9562 section 5.4: version and variant bits set, the other
 /// 122 bits from `bytes`.
-pub fn uuid_v4_from(bytes: [u8; UUID_BYTES]) -> Uuid {
+pub(crate) fn uuid_v4_from(bytes: [u8; UUID_BYTES]) -> Uuid {
     uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 

@@ -22,7 +22,7 @@ impl SecretBytes {
     }
 
     /// The bytes, no longer wiped: for a response that takes them out of the process.
-    pub fn into_vec(mut self) -> Vec<u8> {
+    pub(crate) fn into_vec(mut self) -> Vec<u8> {
         std::mem::take(&mut self.0)
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Served, discarded and tested bytes since the gateway started.
 #[derive(Debug, Default)]
-pub struct Totals {
+pub(crate) struct Totals {
     served: AtomicU64,
     discarded: AtomicU64,
     tested: AtomicU64,
@@ -16,32 +16,32 @@ pub struct Totals {
 
 impl Totals {
     /// Bytes written to a caller's socket.
-    pub fn served(&self) -> u64 {
+    pub(crate) fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
     }
 
     /// Bytes drawn for callers that never got them (wiped where we held them).
-    pub fn discarded(&self) -> u64 {
+    pub(crate) fn discarded(&self) -> u64 {
         self.discarded.load(Ordering::Relaxed)
     }
 
     /// Bytes drawn as CheckQuality samples, tested and wiped.
-    pub fn quality_tested(&self) -> u64 {
+    pub(crate) fn quality_tested(&self) -> u64 {
         self.tested.load(Ordering::Relaxed)
     }
 
     /// Counts `n` bytes written to a caller's socket.
-    pub fn count_served(&self, n: usize) {
+    pub(crate) fn count_served(&self, n: usize) {
         self.served.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Counts `n` drawn bytes that no caller got.
-    pub fn count_discarded(&self, n: usize) {
+    pub(crate) fn count_discarded(&self, n: usize) {
         self.discarded.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Counts `n` bytes tested by CheckQuality.
-    pub fn count_tested(&self, n: usize) {
+    pub(crate) fn count_tested(&self, n: usize) {
         self.tested.fetch_add(n as u64, Ordering::Relaxed);
     }
 }

@@ -25,7 +25,7 @@ use crate::metrics::{AuthFailure, GatewayMetrics, Method};
 use crate::transport::CallSlot;
 
 /// The current key set, replaceable while serving.
-pub type KeyStore = Arc<ArcSwap<ApiKeys>>;
+pub(crate) type KeyStore = Arc<ArcSwap<ApiKeys>>;
 
 /// A key store holding `keys`.
 pub fn key_store(keys: ApiKeys) -> KeyStore {
@@ -46,7 +46,7 @@ impl ApiKeyAuth {
     }
 
     /// Counts refusals into `metrics`.
-    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
         self.metrics = metrics;
         self
     }
@@ -117,7 +117,7 @@ impl Interceptor for ApiKeyAuth {
 
 /// Puts the called [`Method`] into each request's extensions, for the interceptor it wraps.
 #[derive(Debug, Clone)]
-pub struct TagMethod<S>(pub S);
+pub(crate) struct TagMethod<S>(pub S);
 
 impl<S: NamedService> NamedService for TagMethod<S> {
     const NAME: &'static str = S::NAME;

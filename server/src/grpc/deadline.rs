@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tonic::metadata::MetadataMap;
 
 /// How much earlier than the client's deadline we give up waiting.
-pub const MARGIN: Duration = Duration::from_millis(10);
+pub(crate) const MARGIN: Duration = Duration::from_millis(10);
 
 /// When the client's deadline passes (minus [`MARGIN`]), if it set one.
 pub fn client_deadline(metadata: &MetadataMap, now: Instant) -> Option<Instant> {
@@ -44,7 +44,7 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 
 /// Which limit ended a wait, so the caller can pick the status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// The client's deadline.
     Client,
     /// The server's maximum wait.
@@ -52,7 +52,11 @@ pub enum Limit {
 }
 
 /// The earlier of the client's deadline and the server's maximum wait, and which one it is.
-pub fn wait_until(client: Option<Instant>, server_max: Duration, now: Instant) -> (Instant, Limit) {
+pub(crate) fn wait_until(
+    client: Option<Instant>,
+    server_max: Duration,
+    now: Instant,
+) -> (Instant, Limit) {
     let server = now + server_max;
     match client {
         Some(c) if c <= server => (c, Limit::Client),

@@ -29,16 +29,16 @@ use crate::transport::{ConnectionInfo, Owing, Settle};
 /// lengths, and its provenance (kinds, two chunk references, the collector ids of a draw from
 /// up to 48 collectors). A response that needs more holds the rest if there is room
 /// ([`Undelivered::fit`]).
-pub const RESPONSE_OVERHEAD: usize = 4 << 10;
+pub(crate) const RESPONSE_OVERHEAD: usize = 4 << 10;
 
 /// The most bytes a response with `payload` bytes of values puts on the wire.
-pub fn wire_bound(payload: usize) -> usize {
+pub(crate) fn wire_bound(payload: usize) -> usize {
     payload + RESPONSE_OVERHEAD
 }
 
 /// Counts bytes served for one call's method and key.
 #[derive(Debug, Clone)]
-pub struct ServedMeter {
+pub(crate) struct ServedMeter {
     metrics: Arc<GatewayMetrics>,
     method: Method,
     key: Option<Arc<KeyHandles>>,
@@ -46,7 +46,7 @@ pub struct ServedMeter {
 
 impl ServedMeter {
     /// A meter for calls of `method` by the key whose handles are `key`.
-    pub fn new(
+    pub(crate) fn new(
         metrics: &Arc<GatewayMetrics>,
         method: Method,
         key: Option<Arc<KeyHandles>>,
@@ -55,7 +55,7 @@ impl ServedMeter {
     }
 
     /// Counts `n` bytes as served.
-    pub fn served(&self, n: usize) {
+    pub(crate) fn served(&self, n: usize) {
         self.metrics.served(self.method, n as u64);
         if let Some(handles) = &self.key {
             handles.served(n as u64);
@@ -66,7 +66,7 @@ impl ServedMeter {
 /// Drawn bytes of one response (or stream message) on their way to the caller. Dropped
 /// without being delivered, its bytes count as discarded.
 #[derive(Debug)]
-pub struct Undelivered {
+pub(crate) struct Undelivered {
     n: usize,
     holds: Holds,
     /// The accounts holding wire bytes (the connection's, the process's).
@@ -79,7 +79,7 @@ pub struct Undelivered {
 impl Undelivered {
     /// `n` drawn bytes holding `holds` (from [`hold`]), counted by `meter` and in `totals` once
     /// settled; owed on `connection` until then.
-    pub fn new(
+    pub(crate) fn new(
         n: usize,
         holds: Held,
         meter: ServedMeter,
@@ -91,30 +91,25 @@ impl Undelivered {
     }
 
     /// Bytes drawn.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.n
     }
 
-    /// True when nothing was drawn.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
     /// Adds another draw of the same response.
-    pub fn absorb(&mut self, other: Undelivered) {
+    pub(crate) fn absorb(&mut self, other: Undelivered) {
         let mut other = other;
         self.n += std::mem::take(&mut other.n);
         self.holds.merge(std::mem::take(&mut other.holds));
     }
 
     /// The bytes went back to the pool (the call failed): nothing to count.
-    pub fn abandon(mut self) {
+    pub(crate) fn abandon(mut self) {
         self.n = 0;
     }
 
     /// Makes the wire holds cover `wire` bytes, the response's size once built: gives back
     /// what the bound over-estimated, or holds more if there is room.
-    pub fn fit(&mut self, wire: usize) {
+    pub(crate) fn fit(&mut self, wire: usize) {
         for account in self.wire.iter() {
             let held = self.holds.on(account);
             if wire < held {

@@ -21,7 +21,6 @@ use super::errors::{self, take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::quality;
-pub use super::requests::MAX_COUNT;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
 use crate::domain::allowance::Account;
@@ -41,7 +40,7 @@ const UUID_WIRE_BYTES: usize = 38;
 
 /// How long a stream waits for entropy for one message before it ends with UNAVAILABLE,
 /// unless configured (`stream_max_wait_ms`).
-pub const DEFAULT_STREAM_MAX_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STREAM_MAX_WAIT: Duration = Duration::from_secs(30);
 /// The EntropyService implementation.
 #[derive(Debug, Clone)]
 pub struct EntropyApi {
@@ -92,32 +91,32 @@ impl EntropyApi {
     }
 
     /// Holds response bytes on `responses`, the process's allowance (by default, none).
-    pub fn with_responses(mut self, responses: Account) -> Self {
+    pub(crate) fn with_responses(mut self, responses: Account) -> Self {
         self.responses = responses;
         self
     }
 
     /// Counts served, discarded and tested bytes in `totals`.
-    pub fn with_totals(mut self, totals: Arc<Totals>) -> Self {
+    pub(crate) fn with_totals(mut self, totals: Arc<Totals>) -> Self {
         self.totals = totals;
         self
     }
 
     /// Counts the streams the shutdown cuts in `cuts` (see [`ShutdownCuts`]).
-    pub fn with_shutdown_cuts(mut self, cuts: ShutdownCuts) -> Self {
+    pub(crate) fn with_shutdown_cuts(mut self, cuts: ShutdownCuts) -> Self {
         self.cuts = cuts;
         self
     }
 
     /// Ends a stream when its next message cannot be drawn within `max_wait` (default
     /// [`DEFAULT_STREAM_MAX_WAIT`]).
-    pub fn with_stream_max_wait(mut self, max_wait: Duration) -> Self {
+    pub(crate) fn with_stream_max_wait(mut self, max_wait: Duration) -> Self {
         self.stream_max_wait = max_wait;
         self
     }
 
     /// Counts calls into `metrics` (by default, a registry of its own that nobody reads).
-    pub fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<GatewayMetrics>) -> Self {
         self.metrics = metrics;
         self
     }

@@ -107,7 +107,7 @@ impl Call {
     }
 
     /// Notes what a unary call drew, delivered with its response ([`Call::finish`]).
-    pub fn drew_held(&mut self, undelivered: Undelivered) {
+    pub(crate) fn drew_held(&mut self, undelivered: Undelivered) {
         self.bytes += undelivered.len() as u64;
         match &mut self.undelivered {
             Some(drawn) => drawn.absorb(undelivered),
@@ -117,7 +117,7 @@ impl Call {
 
     /// A meter that counts bytes as served for this call's method and key, for bytes that
     /// leave from elsewhere (a stream's outbox, as the transport takes each message).
-    pub fn meter(&self) -> ServedMeter {
+    pub(crate) fn meter(&self) -> ServedMeter {
         ServedMeter::new(
             &self.metrics,
             self.method,

@@ -16,7 +16,7 @@ use crate::domain::sampling::IntRange;
 use crate::process::config::MAX_GET_RANDOM_BYTES;
 
 /// Largest `count` of GetIntegers, GetFloats and GetUuids.
-pub const MAX_COUNT: u32 = 10_000;
+pub(crate) const MAX_COUNT: u32 = 10_000;
 
 /// Largest `sample_bytes` of CheckQuality: 4 MiB, analyzed in about 16 ms (3.9 ms per MiB).
 pub(crate) const MAX_SAMPLE_BYTES: usize = 4 << 20;

@@ -54,9 +54,9 @@ use crate::transport::{ConnectionInfo, Dues};
 /// Default `StreamRandomRequest.chunk_bytes`.
 pub const DEFAULT_STREAM_CHUNK_BYTES: usize = 16 << 10;
 /// Largest `StreamRandomRequest.chunk_bytes`.
-pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Most messages a stream draws ahead of its client.
-pub const MAX_STREAM_DEPTH: usize = 32;
+pub(crate) const MAX_STREAM_DEPTH: usize = 32;
 /// Bytes of messages a stream may have drawn or be drawing ahead of its client (at least one
 /// message), in its queue; one more message may wait in its pipe for the client's window.
 /// Every drawn message holds its room on the key's, the connection's and the process's
@@ -65,13 +65,13 @@ pub const MAX_STREAM_DEPTH: usize = 32;
 pub const STREAM_BUFFER_BYTES: usize = 256 << 10;
 
 /// How many messages of `chunk` bytes a stream draws ahead.
-pub fn stream_depth(chunk: usize) -> usize {
+pub(crate) fn stream_depth(chunk: usize) -> usize {
     (STREAM_BUFFER_BYTES / chunk.max(1)).clamp(1, MAX_STREAM_DEPTH)
 }
 
 /// A StreamRandom request, checked.
 #[derive(Debug, Clone, Copy)]
-pub struct StreamPlan {
+pub(crate) struct StreamPlan {
     /// Bytes per message.
     pub chunk: usize,
     /// Bytes in all (0: until the client leaves).
@@ -104,7 +104,7 @@ impl TryFrom<&StreamRandomRequest> for StreamPlan {
 
 /// Everything a stream's task needs.
 #[derive(Debug)]
-pub struct Producer {
+pub(crate) struct Producer {
     /// What to send.
     pub plan: StreamPlan,
     /// Where bytes come from.
@@ -176,7 +176,7 @@ type Message = Result<StreamRandomResponse, Status>;
 
 /// A message in the stream's queue: drawn bytes and their holds, or the stream's final status.
 #[derive(Debug)]
-pub enum Queued {
+pub(crate) enum Queued {
     /// Drawn bytes, still in the process.
     Bytes(Drawn, Undelivered),
     /// The stream ends with this status.
@@ -194,7 +194,7 @@ struct Aged {
 impl Producer {
     /// Starts the stream's task on `spawn` and returns the stream for tonic, and the [`Dues`]
     /// to put in the response's extensions.
-    pub fn start(
+    pub(crate) fn start(
         self,
         spawn: impl FnOnce(futures_util::future::BoxFuture<'static, ()>),
     ) -> (Outbox, Dues) {

@@ -4,7 +4,7 @@
 use entropy_ops::registry::{Family, Kind};
 
 /// Every gateway series (the docs table is checked against what is exposed).
-pub const FAMILIES: &[Family] = &[
+pub(crate) const FAMILIES: &[Family] = &[
     Family::new(
         "entropy_gateway_build_info",
         Kind::Gauge,

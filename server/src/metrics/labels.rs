@@ -86,7 +86,7 @@ impl KeyLabel {
 
 /// Why a call failed authentication or authorization (the `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthFailure {
+pub(crate) enum AuthFailure {
     /// No key in the metadata (or not in the `Bearer` form).
     Missing,
     /// A key that matches none.
@@ -97,7 +97,7 @@ pub enum AuthFailure {
 
 impl AuthFailure {
     /// The label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Missing => "missing",
             Self::Invalid => "invalid",
@@ -108,7 +108,7 @@ impl AuthFailure {
 
 /// Which per-key limit refused a call (the `limit` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotaLimit {
+pub(crate) enum QuotaLimit {
     /// requests_per_second.
     Requests,
     /// bytes_per_second.
@@ -119,7 +119,7 @@ pub enum QuotaLimit {
 
 impl QuotaLimit {
     /// The label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Requests => "requests",
             Self::Bytes => "bytes",

@@ -23,11 +23,12 @@ mod families;
 mod labels;
 
 pub use entropy_ops::registry::CODE_NAMES;
-pub use families::FAMILIES;
-pub use labels::{AuthFailure, KeyLabel, Method, QuotaLimit};
+pub(crate) use families::FAMILIES;
+pub(crate) use labels::{AuthFailure, QuotaLimit};
+pub use labels::{KeyLabel, Method};
 
 /// The `reason` label of a chunk that was not stored: every `IngestError::reason`.
-pub use crate::domain::ingest::counters::REJECT_REASONS as INGEST_REJECT_REASONS;
+pub(crate) use crate::domain::ingest::counters::REJECT_REASONS as INGEST_REJECT_REASONS;
 
 /// Handles of one API key.
 #[derive(Debug)]
@@ -196,7 +197,7 @@ impl GatewayMetrics {
     }
 
     /// Sets the gauges that mirror the pool and readiness; called before each render.
-    pub fn refresh(
+    pub(crate) fn refresh(
         &self,
         (pool, classes): (&PoolStats, &ClassLevels),
         low_watermark: usize,
@@ -215,7 +216,7 @@ impl GatewayMetrics {
     }
 
     /// Records one finished call: its duration by method and code.
-    pub fn rpc_finished(&self, method: Method, code: tonic::Code, elapsed: Duration) {
+    pub(crate) fn rpc_finished(&self, method: Method, code: tonic::Code, elapsed: Duration) {
         let code = (code as usize).min(CODE_NAMES.len() - 1);
         self.rpc[method as usize][code]
             .get_or_init(|| {
@@ -259,18 +260,18 @@ impl GatewayMetrics {
     }
 
     /// Labels per-key series with `label` (default: the key's name).
-    pub fn with_key_label(mut self, label: KeyLabel) -> Self {
+    pub(crate) fn with_key_label(mut self, label: KeyLabel) -> Self {
         self.key_label = label;
         self
     }
 
     /// Counts an authentication or scope failure.
-    pub fn auth_failed(&self, failure: AuthFailure) {
+    pub(crate) fn auth_failed(&self, failure: AuthFailure) {
         self.auth_failures[failure as usize].increment(1);
     }
 
     /// Counts a stream opened; the returned guard keeps it in `streams_active` until dropped.
-    pub fn stream_opened(self: &Arc<Self>) -> StreamGuard {
+    pub(crate) fn stream_opened(self: &Arc<Self>) -> StreamGuard {
         self.streams_opened.increment(1);
         self.streams_active.increment(1.0);
         StreamGuard(self.clone())
@@ -278,7 +279,7 @@ impl GatewayMetrics {
 
     /// Sets the ingest counters from the ingest path's own ([`IngestCounters`]); called
     /// before each render, so chunks are counted in one place.
-    pub fn refresh_ingest(&self, counters: &IngestCounters) {
+    pub(crate) fn refresh_ingest(&self, counters: &IngestCounters) {
         for (refused, (chunks, bytes)) in counters.refused_for().iter().zip(&self.rejected) {
             chunks.absolute(refused.chunks);
             bytes.absolute(refused.bytes);
@@ -308,12 +309,12 @@ impl GatewayMetrics {
     }
 
     /// The transport's refusal and send-timeout counters of `listener` ("public" or "ingest").
-    pub fn transport_events(&self, listener: &str) -> ListenerEvents {
+    pub(crate) fn transport_events(&self, listener: &str) -> ListenerEvents {
         if listener == "ingest" { self.ingest_events.clone() } else { self.public_events.clone() }
     }
 
     /// Sets what the byte allowances hold, and the served-elsewhere totals; before each render.
-    pub fn refresh_buffers(&self, budget: &Budget, totals: &Totals) {
+    pub(crate) fn refresh_buffers(&self, budget: &Budget, totals: &Totals) {
         for ((held, limit), (_, account)) in self.buffered.iter().zip(budget.accounts()) {
             held.set(account.held() as f64);
             limit.set(account.cap() as f64);
@@ -335,14 +336,14 @@ impl KeyHandles {
     }
 
     /// Counts a quota refusal.
-    pub fn quota_rejected(&self, limit: QuotaLimit) {
+    pub(crate) fn quota_rejected(&self, limit: QuotaLimit) {
         self.quota[limit as usize].increment(1);
     }
 }
 
 /// Holds one stream in `entropy_gateway_streams_active`.
 #[derive(Debug)]
-pub struct StreamGuard(Arc<GatewayMetrics>);
+pub(crate) struct StreamGuard(Arc<GatewayMetrics>);
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
@@ -378,7 +379,7 @@ impl ListenerEvents {
     }
 
     /// Counts a response reset for a stalled send.
-    pub fn stream_stalled(&self) {
+    pub(crate) fn stream_stalled(&self) {
         self.stream_stalled.increment(1);
     }
 }

@@ -30,29 +30,29 @@ use crate::transport::write_coalesce;
 
 /// rustls' buffers for one connection, at most: one TLS record arriving (16 KiB of plaintext
 /// plus its expansion), 16 KiB decrypted and not yet read, and 64 KiB waiting to be sent.
-pub const TLS_BYTES: u64 = (16 << 10) + 2048 + (16 << 10) + (64 << 10);
+pub(crate) const TLS_BYTES: u64 = (16 << 10) + 2048 + (16 << 10) + (64 << 10);
 /// h2's write buffer beside the coalescing buffer.
-pub const H2_WRITE_BYTES: u64 = 16 << 10;
+pub(crate) const H2_WRITE_BYTES: u64 = 16 << 10;
 /// HPACK's tables (decoder and encoder at their default 4 KiB) and the connection's own state.
-pub const TABLES_BYTES: u64 = 16 << 10;
+pub(crate) const TABLES_BYTES: u64 = 16 << 10;
 /// h2's state for one open stream, whether or not its call holds a charge (measured: 1 to 1.7
 /// KiB a stream with 32 to 256 streams open on each of 250 connections): a peer may hold
 /// `max_streams_per_connection` of them on every connection.
-pub const STREAM_BYTES: u64 = 2 << 10;
+pub(crate) const STREAM_BYTES: u64 = 2 << 10;
 /// The one call a connection may have waiting for its charge on the request allowances
 /// (`transport::stream::call_charge`): its task and its decoded headers, which no allowance
 /// counts until the charge is held.
-pub const WAITING_CALL_BYTES: u64 =
+pub(crate) const WAITING_CALL_BYTES: u64 =
     crate::transport::CALL_BYTES as u64 + MAX_HEADER_LIST_BYTES as u64;
 /// The metrics endpoint's connections: hyper's read buffer for a request head, and the
 /// response (the exposition of every series).
-pub const METRICS_CONNECTION_BYTES: u64 = (16 << 10) + (256 << 10);
+pub(crate) const METRICS_CONNECTION_BYTES: u64 = (16 << 10) + (256 << 10);
 /// The largest response being encoded (1 MiB as hex, with its provenance), and how many copies
 /// of it exist at once while a handler builds and encodes it (values, message, encoding).
-pub const ENCODING_BYTES: u64 = 3 * ((2 << 20) + (4 << 10));
+pub(crate) const ENCODING_BYTES: u64 = 3 * ((2 << 20) + (4 << 10));
 /// The process without traffic, less its pool: code, the runtime, thread stacks, the TLS and
 /// config state. Measured on an idle gateway (bench/sweep.py reports the figure it measures).
-pub const PROCESS_BYTES: u64 = 32 << 20;
+pub(crate) const PROCESS_BYTES: u64 = 32 << 20;
 
 /// One term of the bound.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -81,7 +81,7 @@ pub struct Bounds {
 /// At most what one connection costs beyond the byte allowances, on a listener whose peers may
 /// send frames of `max_frame` bytes, leave `window` bytes unread and open `max_streams`
 /// streams.
-pub fn connection_bytes(tls: bool, max_frame: u32, window: u32, max_streams: u32) -> u64 {
+pub(crate) fn connection_bytes(tls: bool, max_frame: u32, window: u32, max_streams: u32) -> u64 {
     let header_block = 2 * u64::from(MAX_HEADER_LIST_BYTES); // encoded, and decoded so far
     (if tls { TLS_BYTES } else { 0 })
         + write_coalesce::CAPACITY as u64

@@ -21,11 +21,11 @@ use crate::domain::ingest::keys::{KeyError, MacKeys};
 /// Environment variable holding the dev API key; generated when unset.
 pub const DEV_API_KEY_ENV: &str = "ENTROPY_DEV_API_KEY";
 /// Name of the dev API key in logs.
-pub const DEV_KEY_NAME: &str = "dev";
+pub(crate) const DEV_KEY_NAME: &str = "dev";
 /// MAC key id of the in-process collector.
-pub const DEV_MAC_KEY_ID: &str = "dev";
+pub(crate) const DEV_MAC_KEY_ID: &str = "dev";
 /// Chunk size of the in-process collector.
-pub const DEV_CHUNK_BYTES: usize = 64 << 10;
+pub(crate) const DEV_CHUNK_BYTES: usize = 64 << 10;
 
 /// Keys for a dev-mode run.
 pub struct DevKeys {
@@ -94,7 +94,10 @@ pub fn keys(env_key: Option<String>) -> Result<DevKeys, DevError> {
 
 /// The in-process collector's config, as a `collector.toml` would say it: one OS source,
 /// health-tested like any other, publishing to the ingest listener at `ingest_addr`.
-pub fn feed_config(ingest_addr: SocketAddr, gateway_id: &str) -> Result<CollectorConfig, DevError> {
+pub(crate) fn feed_config(
+    ingest_addr: SocketAddr,
+    gateway_id: &str,
+) -> Result<CollectorConfig, DevError> {
     let text = format!(
         r#"
         collector_id = "dev-collector"

@@ -13,11 +13,11 @@
 use crate::process::config::{ConfigError, GatewayConfig};
 
 /// Descriptors kept for everything else: listeners, files, the runtime, logs.
-pub const RESERVE: u64 = 256;
+pub(crate) const RESERVE: u64 = 256;
 /// The largest `max_connections` chosen automatically.
-pub const AUTO_MAX_CONNECTIONS: u64 = 512;
+pub(crate) const AUTO_MAX_CONNECTIONS: u64 = 512;
 /// Connections the metrics and health endpoint may hold (`entropy_ops::endpoint`).
-pub const METRICS_CONNECTIONS: u64 = entropy_ops::endpoint::MAX_HTTP_CONNECTIONS as u64;
+pub(crate) const METRICS_CONNECTIONS: u64 = entropy_ops::endpoint::MAX_HTTP_CONNECTIONS as u64;
 
 /// Raises the soft descriptor limit as far as `config` needs (up to the hard limit) and
 /// returns `config` with `max_connections` resolved: `0` (pick what fits) becomes the number
@@ -37,7 +37,11 @@ pub fn prepare(mut config: GatewayConfig) -> Result<GatewayConfig, ConfigError> 
 
 /// The public listener's `max_connections` for a configured value, the ingest listener's cap
 /// and a descriptor limit.
-pub fn resolve(configured: usize, ingest: u64, limit: Option<u64>) -> Result<usize, ConfigError> {
+pub(crate) fn resolve(
+    configured: usize,
+    ingest: u64,
+    limit: Option<u64>,
+) -> Result<usize, ConfigError> {
     let Some(limit) = limit else {
         return Ok(if configured == 0 { AUTO_MAX_CONNECTIONS as usize } else { configured });
     };
@@ -55,12 +59,12 @@ pub fn resolve(configured: usize, ingest: u64, limit: Option<u64>) -> Result<usi
 }
 
 /// The soft descriptor limit now, if the platform has one.
-pub fn soft_limit() -> Option<u64> {
+pub(crate) fn soft_limit() -> Option<u64> {
     rlimit::getrlimit(rlimit::Resource::NOFILE).ok().map(|(soft, _)| soft)
 }
 
 /// Descriptors needed for `max_connections` public and `ingest` ingest connections.
-pub fn need_for(max_connections: u64, ingest: u64) -> u64 {
+pub(crate) fn need_for(max_connections: u64, ingest: u64) -> u64 {
     max_connections + ingest + METRICS_CONNECTIONS + RESERVE
 }
 

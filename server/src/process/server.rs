@@ -43,30 +43,30 @@ use crate::transport::{
 /// leaves room for future fields while refusing junk early.
 pub const MAX_PUBLIC_REQUEST_BYTES: usize = 16 << 10;
 /// Protobuf overhead allowed on top of `max_chunk_bytes` for a Publish request.
-pub const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
+pub(crate) const PUBLISH_OVERHEAD_BYTES: usize = 64 << 10;
 /// HTTP/2 stream and connection windows on the public listener: requests are a few bytes,
 /// and at most this much sits unread in h2 per connection (HTTP/2's smallest window).
-pub const PUBLIC_WINDOW: u32 = 65_535;
+pub(crate) const PUBLIC_WINDOW: u32 = 65_535;
 /// HTTP/2 stream window on the ingest listener.
-pub const INGEST_STREAM_WINDOW: u32 = 1 << 20;
+pub(crate) const INGEST_STREAM_WINDOW: u32 = 1 << 20;
 /// HTTP/2 connection window on the ingest listener.
-pub const INGEST_CONNECTION_WINDOW: u32 = 2 << 20;
+pub(crate) const INGEST_CONNECTION_WINDOW: u32 = 2 << 20;
 /// SETTINGS_MAX_FRAME_SIZE of the ingest listener: the largest DATA frame a collector may send.
-pub const INGEST_MAX_FRAME: u32 = 256 << 10;
+pub(crate) const INGEST_MAX_FRAME: u32 = 256 << 10;
 /// SETTINGS_MAX_FRAME_SIZE of the public listener (HTTP/2's default).
-pub const PUBLIC_MAX_FRAME: u32 = 16 << 10;
+pub(crate) const PUBLIC_MAX_FRAME: u32 = 16 << 10;
 /// SETTINGS_MAX_HEADER_LIST_SIZE on both listeners: the largest request header block.
-pub const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
+pub(crate) const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
 /// Most bytes h2 buffers for one stream, within what its window admits.
-pub const MAX_SEND_BUFFER_BYTES: usize = 400 << 10;
+pub(crate) const MAX_SEND_BUFFER_BYTES: usize = 400 << 10;
 /// Publishes in progress one ingest connection may hold (each its body, up to
 /// `max_chunk_bytes` + [`PUBLISH_OVERHEAD_BYTES`], and what a call costs): a collector keeps a
 /// few in flight; a peer without a MAC key cannot take the whole ingest budget alone.
-pub const INGEST_PUBLISHES_PER_CONNECTION: usize = 8;
+pub(crate) const INGEST_PUBLISHES_PER_CONNECTION: usize = 8;
 /// HTTP/2 keepalive: a PING this often, answered within [`KEEPALIVE_TIMEOUT`].
-pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// See [`KEEPALIVE_INTERVAL`].
-pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The gateway's state, ready to serve.
 #[derive(Debug)]
@@ -239,11 +239,6 @@ impl Gateway {
     /// The process-wide byte allowances (what they hold now, for tests and metrics).
     pub fn budget(&self) -> &Budget {
         &self.budget
-    }
-
-    /// Served, discarded and tested bytes since the start.
-    pub fn totals(&self) -> Arc<Totals> {
-        self.totals.clone()
     }
 
     /// Serves EntropyService (+ health, reflection) on `public` and IngestService (+ health) on

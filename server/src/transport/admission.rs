@@ -24,7 +24,7 @@
 //! with a count; accept errors back off [`ACCEPT_BACKOFF`] instead of spinning.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -103,7 +103,7 @@ impl Admission {
 
     /// `tcp`, admitted, or `None` (and `tcp` closed) when every place is held by a proven
     /// connection.
-    pub fn admit(&self, tcp: TcpStream, peer: Option<SocketAddr>) -> Option<Conn<TcpStream>> {
+    pub(crate) fn admit(&self, tcp: TcpStream) -> Option<Conn<TcpStream>> {
         let inner = &self.inner;
         let slot = match inner.slots.clone().try_acquire_owned() {
             Ok(permit) => Slot { _permit: permit, _open: inner.metrics.open() },
@@ -131,7 +131,7 @@ impl Admission {
                 }
             },
         };
-        let activity = Arc::new(Activity::new(peer, slot, &inner.limits));
+        let activity = Arc::new(Activity::new(slot, &inner.limits));
         let mut unproven = inner.unproven.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Forget connections that closed or proved themselves (a weak reference keeps a closed
         // connection's record allocated): from the front at every admission, all of them when
@@ -243,7 +243,7 @@ impl Admission {
     /// the most of it among those that never authenticated (a peer without a key keeping calls
     /// open), or when none holds any, on listeners that allow it, among all (a client with a key
     /// leaving its answers unread); at most once every [`RELIEF_INTERVAL`].
-    pub fn relieve(&self) {
+    pub(crate) fn relieve(&self) {
         let inner = &self.inner;
         {
             let mut last = inner.relieved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -282,7 +282,7 @@ impl Admission {
     }
 
     /// Notes an accept error; says how long to back off.
-    pub fn accept_failed(&self, error: &std::io::Error) -> Duration {
+    pub(crate) fn accept_failed(&self, error: &std::io::Error) -> Duration {
         if let Some(held_back) = self.inner.log.allow("accept") {
             tracing::warn!(
                 held_back,
@@ -319,19 +319,19 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let metrics = GatewayMetrics::new();
         let admission = Admission::new("test", 2, limits(), metrics.connections("public"), false);
-        let proven = admission.admit(pair(&listener).await, None).expect("room");
+        let proven = admission.admit(pair(&listener).await).expect("room");
         proven.activity().prove();
-        let unproven = admission.admit(pair(&listener).await, None).expect("room");
+        let unproven = admission.admit(pair(&listener).await).expect("room");
         assert!(!unproven.activity().is_evicted());
 
-        let newcomer = admission.admit(pair(&listener).await, None).expect("takes a place");
+        let newcomer = admission.admit(pair(&listener).await).expect("takes a place");
         assert!(unproven.activity().is_evicted(), "the unproven connection gave way");
         assert!(!proven.activity().is_evicted());
         newcomer.activity().prove();
 
-        assert!(admission.admit(pair(&listener).await, None).is_none(), "all proven: refused");
+        assert!(admission.admit(pair(&listener).await).is_none(), "all proven: refused");
         drop(proven);
-        assert!(admission.admit(pair(&listener).await, None).is_some(), "a place came back");
+        assert!(admission.admit(pair(&listener).await).is_some(), "a place came back");
     }
 
     #[tokio::test]
@@ -346,11 +346,10 @@ mod tests {
                 metrics.connections("public"),
                 authenticated_give_way,
             );
-            let conns: Vec<_> =
-                futures_util::future::join_all((0..4).map(|_| async {
-                    admission.admit(pair(&listener).await, None).expect("room")
-                }))
-                .await;
+            let conns: Vec<_> = futures_util::future::join_all(
+                (0..4).map(|_| async { admission.admit(pair(&listener).await).expect("room") }),
+            )
+            .await;
             // Two proven (holding 40 and 30 KiB), two not (20 KiB and nothing).
             let holds: Vec<_> = [40usize, 30, 20]
                 .iter()
@@ -378,10 +377,10 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let metrics = GatewayMetrics::new();
         let admission = Admission::new("test", 3, limits(), metrics.connections("public"), true);
-        let busy = admission.admit(pair(&listener).await, None).expect("room");
-        let idle_long = admission.admit(pair(&listener).await, None).expect("room");
+        let busy = admission.admit(pair(&listener).await).expect("room");
+        let idle_long = admission.admit(pair(&listener).await).expect("room");
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let idle_short = admission.admit(pair(&listener).await, None).expect("room");
+        let idle_short = admission.admit(pair(&listener).await).expect("room");
         for conn in [&busy, &idle_long, &idle_short] {
             conn.activity().prove();
         }
@@ -391,18 +390,18 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(idle_short.activity().call_started());
 
-        let newcomer = admission.admit(pair(&listener).await, None).expect("takes a place");
+        let newcomer = admission.admit(pair(&listener).await).expect("takes a place");
         assert!(idle_long.activity().is_evicted(), "the longest idle gave way");
         assert!(!busy.activity().is_evicted() && !idle_short.activity().is_evicted());
         newcomer.activity().prove();
         let _newcomer_call = newcomer.activity().call_started();
         let _short_call = idle_short.activity().call_started();
         assert!(
-            admission.admit(pair(&listener).await, None).is_none(),
+            admission.admit(pair(&listener).await).is_none(),
             "every connection has a call in progress: refused"
         );
         drop(call);
-        assert!(admission.admit(pair(&listener).await, None).is_some(), "busy is idle now");
+        assert!(admission.admit(pair(&listener).await).is_some(), "busy is idle now");
         assert!(busy.activity().is_evicted());
     }
 
@@ -414,24 +413,24 @@ mod tests {
         let mut conns = Vec::new();
         let mut calls = Vec::new();
         for key in ["a", "a", "a", "b"] {
-            let conn = admission.admit(pair(&listener).await, None).expect("room");
+            let conn = admission.admit(pair(&listener).await).expect("room");
             conn.activity().prove_as(key);
             calls.push(conn.activity().call_started());
             conns.push(conn);
         }
         // Key a holds 3 of 4 places, more than its share (4 over a, b and the newcomer: 2).
-        let newcomer = admission.admit(pair(&listener).await, None).expect("a takes a place");
+        let newcomer = admission.admit(pair(&listener).await).expect("a takes a place");
         assert!(conns[0].activity().is_evicted(), "a's oldest gave way");
         assert!(conns[1..].iter().all(|c| !c.activity().is_evicted()));
         newcomer.activity().prove_as("c");
         calls.push(newcomer.activity().call_started());
         // a 2, b 1, c 1: a's share is 1 now (4 over three keys and a newcomer).
-        let fourth = admission.admit(pair(&listener).await, None).expect("a gives way again");
+        let fourth = admission.admit(pair(&listener).await).expect("a gives way again");
         assert!(conns[1].activity().is_evicted() && !conns[2].activity().is_evicted());
         fourth.activity().prove_as("d");
         calls.push(fourth.activity().call_started());
         // One place each: every key within its share, the next one is refused.
-        assert!(admission.admit(pair(&listener).await, None).is_none(), "refused");
+        assert!(admission.admit(pair(&listener).await).is_none(), "refused");
         assert!(!conns[2].activity().is_evicted() && !conns[3].activity().is_evicted());
         drop(calls);
     }

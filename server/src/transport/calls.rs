@@ -17,7 +17,7 @@ use super::connection::{Activity, CallGuard, ConnectionInfo};
 /// Counts each call against its connection's [`Activity`], from the request until the
 /// response body is dropped.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TrackCallsLayer;
+pub(crate) struct TrackCallsLayer;
 
 impl<S> tower::Layer<S> for TrackCallsLayer {
     type Service = TrackCalls<S>;
@@ -29,7 +29,7 @@ impl<S> tower::Layer<S> for TrackCallsLayer {
 
 /// The service [`TrackCallsLayer`] makes.
 #[derive(Debug, Clone)]
-pub struct TrackCalls<S> {
+pub(crate) struct TrackCalls<S> {
     inner: S,
 }
 
@@ -84,7 +84,7 @@ enum SlotState {
 /// The call of one request, shared by its request body and whatever authenticates it (which
 /// start it) and its response body (which ends it).
 #[derive(Debug)]
-pub struct CallSlot {
+pub(crate) struct CallSlot {
     activity: Arc<Activity>,
     state: std::sync::Mutex<SlotState>,
 }
@@ -92,14 +92,14 @@ pub struct CallSlot {
 impl CallSlot {
     /// Marks the call authenticated (it counts as activity once its request has fully
     /// arrived) and its connection proven. Found in a request's extensions as `Arc<CallSlot>`.
-    pub fn authenticated(&self) {
+    pub(crate) fn authenticated(&self) {
         self.activity.prove();
         self.started();
     }
 
     /// As [`Self::authenticated`], by a call with the API key named `key` (the listener counts
     /// each key's connections when it must choose one to close).
-    pub fn authenticated_as(&self, key: &str) {
+    pub(crate) fn authenticated_as(&self, key: &str) {
         self.activity.prove_as(key);
         self.started();
     }
@@ -183,7 +183,7 @@ impl http_body::Body for Arriving {
 
 /// A response body that holds its call open until dropped.
 #[derive(Debug)]
-pub struct Tracked<B> {
+pub(crate) struct Tracked<B> {
     body: B,
     _call: Option<CallEnd>,
 }

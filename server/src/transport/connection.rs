@@ -19,7 +19,6 @@
 //! ([`super::admission`]), which is closed at its next turn.
 
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -58,9 +57,8 @@ pub struct ConnectionLimits {
 
 /// What is known about one connection, shared by its IO, its calls and its admission.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     origin: Instant,
-    remote_addr: Option<SocketAddr>,
     /// Authenticated calls in progress.
     calls: AtomicUsize,
     /// Milliseconds after `origin` when the last call ended (or the connection opened).
@@ -91,14 +89,9 @@ pub struct Activity {
 }
 
 impl Activity {
-    pub(super) fn new(
-        remote_addr: Option<SocketAddr>,
-        slot: Slot,
-        limits: &ConnectionLimits,
-    ) -> Self {
+    pub(super) fn new(slot: Slot, limits: &ConnectionLimits) -> Self {
         Self {
             origin: Instant::now(),
-            remote_addr,
             calls: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
             owed: AtomicUsize::new(0),
@@ -226,7 +219,7 @@ impl Drop for CallGuard {
 
 /// Drawn bytes of one response (or stream message) not yet written; dropping it settles them.
 #[derive(Debug)]
-pub struct Owing(Arc<Activity>);
+pub(crate) struct Owing(Arc<Activity>);
 
 impl Drop for Owing {
     fn drop(&mut self) {
@@ -241,13 +234,8 @@ pub struct ConnectionInfo {
 }
 
 impl ConnectionInfo {
-    /// The peer's address.
-    pub fn remote_addr(&self) -> Option<SocketAddr> {
-        self.activity.remote_addr
-    }
-
     /// Marks drawn bytes as owed until the guard drops (see the module docs on stalls).
-    pub fn owe(&self) -> Owing {
+    pub(crate) fn owe(&self) -> Owing {
         if self.activity.owed.fetch_add(1, Ordering::AcqRel) == 0 {
             // The first bytes owed get the whole send timeout from now.
             self.activity.progressed();
@@ -306,7 +294,7 @@ impl Timer {
 /// A connection's socket, closed when idle, stalled or evicted; its ledger is closed when it
 /// drops.
 #[derive(Debug)]
-pub struct Conn<T> {
+pub(crate) struct Conn<T> {
     inner: T,
     activity: Arc<Activity>,
     idle: Option<Timer>,
@@ -332,7 +320,7 @@ impl<T> Conn<T> {
     }
 
     /// What the connection's requests learn about it.
-    pub fn activity(&self) -> &Arc<Activity> {
+    pub(crate) fn activity(&self) -> &Arc<Activity> {
         &self.activity
     }
 

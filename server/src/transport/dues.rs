@@ -22,7 +22,7 @@ use super::small_queue::SmallQueue;
 
 /// A response's settles, one per message, in order (cloned into the response's extensions).
 #[derive(Clone, Default)]
-pub struct Dues(Arc<Mutex<SmallQueue<Box<dyn Settle>>>>);
+pub(crate) struct Dues(Arc<Mutex<SmallQueue<Box<dyn Settle>>>>);
 
 impl std::fmt::Debug for Dues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,17 +36,17 @@ impl Dues {
     }
 
     /// The settle of the next message.
-    pub fn push(&self, settle: Box<dyn Settle>) {
+    pub(crate) fn push(&self, settle: Box<dyn Settle>) {
         self.lock().push_back(settle);
     }
 
     /// The settle of the oldest message not yet ended.
-    pub fn next(&self) -> Option<Box<dyn Settle>> {
+    pub(crate) fn next(&self) -> Option<Box<dyn Settle>> {
         self.lock().pop_front()
     }
 
     /// Every settle left.
-    pub fn rest(&self) -> Vec<Box<dyn Settle>> {
+    pub(crate) fn rest(&self) -> Vec<Box<dyn Settle>> {
         self.lock().drain().collect()
     }
 }

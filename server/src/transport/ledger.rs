@@ -30,7 +30,7 @@ use std::time::Instant;
 use super::small_queue::SmallQueue;
 
 /// What a response is owed once its bytes are delivered, or if they never are.
-pub trait Settle: Send {
+pub(crate) trait Settle: Send {
     /// The bytes were written out.
     fn delivered(self: Box<Self>);
     /// They never will be (the stream was reset or the connection closed).

@@ -51,13 +51,13 @@ use tokio_util::task::TaskTracker;
 
 use crate::domain::allowance::Account;
 
-pub use admission::Admission;
-pub use calls::{CallSlot, TrackCalls, TrackCallsLayer};
-pub use connection::{Activity, ConnectionInfo, ConnectionLimits, Owing};
-pub use dues::Dues;
-pub use http2::Http2Settings;
-pub use ledger::Settle;
-pub use stream::{CALL_BYTES, PREPAID_BODY_BYTES};
+pub(crate) use admission::Admission;
+pub(crate) use calls::{CallSlot, TrackCallsLayer};
+pub(crate) use connection::{Activity, ConnectionInfo, ConnectionLimits, Owing};
+pub(crate) use dues::Dues;
+pub(crate) use http2::Http2Settings;
+pub(crate) use ledger::Settle;
+pub(crate) use stream::CALL_BYTES;
 
 use connection::Conn;
 use stream::StreamContext;
@@ -107,7 +107,7 @@ pub async fn serve<S, B>(
             () = shutdown.cancelled() => break,
             accepted = tcp.accept() => accepted,
         };
-        let (socket, peer) = match accepted {
+        let (socket, _) = match accepted {
             Ok(pair) => pair,
             Err(e) => {
                 // Out of descriptors, most often: back off instead of spinning.
@@ -117,7 +117,7 @@ pub async fn serve<S, B>(
         };
         // Nagle's algorithm costs unary calls ~40 ms (STACK.md).
         let _ = socket.set_nodelay(true);
-        let Some(conn) = listener.admission.admit(socket, Some(peer)) else { continue };
+        let Some(conn) = listener.admission.admit(socket) else { continue };
         connections.spawn(serve_connection(
             conn,
             listener.clone(),

@@ -40,10 +40,10 @@ use crate::domain::allowance::{Account, Holds};
 /// What a call in progress costs beyond its header block, at most: h2's state for the stream,
 /// the task serving it, the handler's future and the decoder's buffer. Measured: 18.5 to 18.8
 /// KiB a call, 16,000 to 64,000 partial calls held at once (docs/security.md).
-pub const CALL_BYTES: usize = 20 << 10;
+pub(crate) const CALL_BYTES: usize = 20 << 10;
 /// Request body bytes a call's charge covers: the decoder's first buffer holds them anyway,
 /// so requests that small (every EntropyService and health request) hold nothing more.
-pub const PREPAID_BODY_BYTES: usize = 8 << 10;
+pub(crate) const PREPAID_BODY_BYTES: usize = 8 << 10;
 /// How long a call that finds the request allowance full waits for room, once the connection
 /// holding the most of it without ever authenticating has been told to close.
 pub(super) const RELIEF_WAIT: Duration = Duration::from_millis(100);

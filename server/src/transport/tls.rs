@@ -17,7 +17,7 @@ pub use entropy_ops::tls::TlsError;
 use entropy_ops::tls::{Identity, ServerSettings, Versions};
 
 /// Longest a TLS handshake may take before the connection is dropped.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// TLS settings of one listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

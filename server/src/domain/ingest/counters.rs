@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The `reason` of a chunk that was not stored: every [`super::IngestError::reason`].
-pub const REJECT_REASONS: &[&str] = &[
+pub(crate) const REJECT_REASONS: &[&str] = &[
     "malformed",
     "unknown_key",
     "crc_mismatch",
@@ -35,7 +35,7 @@ pub struct IngestCounters {
 
 /// One collector's stored chunks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredBy {
+pub(crate) struct StoredBy {
     /// Its collector id (signed).
     pub collector: String,
     /// Chunks stored.
@@ -46,7 +46,7 @@ pub struct StoredBy {
 
 /// One reason's refused chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefusedFor {
+pub(crate) struct RefusedFor {
     /// One of [`REJECT_REASONS`].
     pub reason: &'static str,
     /// Chunks refused for it.
@@ -77,7 +77,7 @@ impl IngestCounters {
     }
 
     /// Stored chunks by collector, in no particular order.
-    pub fn stored_by(&self) -> Vec<StoredBy> {
+    pub(crate) fn stored_by(&self) -> Vec<StoredBy> {
         let stored = self.stored.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         stored
             .iter()
@@ -90,7 +90,7 @@ impl IngestCounters {
     }
 
     /// Refused chunks for every reason, zeros included.
-    pub fn refused_for(&self) -> Vec<RefusedFor> {
+    pub(crate) fn refused_for(&self) -> Vec<RefusedFor> {
         REJECT_REASONS
             .iter()
             .zip(&self.refused)

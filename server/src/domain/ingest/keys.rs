@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
 /// Shortest accepted MAC key, in bytes (the HMAC-SHA256 block of security).
-pub const MIN_KEY_BYTES: usize = 32;
+pub(crate) const MIN_KEY_BYTES: usize = 32;
 
 /// Longest accepted key id, in bytes.
-pub const MAX_KEY_ID_BYTES: usize = 64;
+pub(crate) const MAX_KEY_ID_BYTES: usize = 64;
 
 /// Secret MAC keys by key id. Secrets are zeroized when dropped and never printed.
 #[derive(Default)]
@@ -59,7 +59,7 @@ pub enum KeyError {
 
 impl MacKeys {
     /// Loads every `<key_id>.key` file of `dir`.
-    pub fn load_dir(dir: &Path) -> Result<Self, KeyError> {
+    pub(crate) fn load_dir(dir: &Path) -> Result<Self, KeyError> {
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| KeyError::Io { path, source }
@@ -126,7 +126,7 @@ impl MacKeys {
 }
 
 /// Key ids are short, printable and safe in file names and logs.
-pub fn valid_key_id(id: &str) -> bool {
+pub(crate) fn valid_key_id(id: &str) -> bool {
     (1..=MAX_KEY_ID_BYTES).contains(&id.len())
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }

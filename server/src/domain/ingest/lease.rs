@@ -49,7 +49,7 @@ use std::time::Duration;
 /// `max_future_skew` on, as a run stores chunks dated at most that far ahead of its clock.
 /// Enough only if an earlier run, if any, had no larger skew or stopped long enough ago: what
 /// the lease is for.
-pub fn new_state_accepts_from(started_unix_ms: i64, max_future_skew: Duration) -> i64 {
+pub(crate) fn new_state_accepts_from(started_unix_ms: i64, max_future_skew: Duration) -> i64 {
     let skew_ms = i64::try_from(max_future_skew.as_millis()).unwrap_or(i64::MAX);
     started_unix_ms.saturating_add(skew_ms)
 }
@@ -57,9 +57,9 @@ pub fn new_state_accepts_from(started_unix_ms: i64, max_future_skew: Duration) -
 /// The lease's file name in `state_dir`.
 pub const LEASE_FILE: &str = "ingest-lease";
 /// The file a new lease is written to before it is renamed over [`LEASE_FILE`].
-pub const TEMP_FILE: &str = "ingest-lease.tmp";
+pub(crate) const TEMP_FILE: &str = "ingest-lease.tmp";
 /// The file held locked (`flock`) while a gateway uses the directory.
-pub const LOCK_FILE: &str = "ingest-lease.lock";
+pub(crate) const LOCK_FILE: &str = "ingest-lease.lock";
 /// How far past a chunk's time the lease is moved: the most chunk time between two writes.
 pub const LEASE_MARGIN_MS: i64 = 1_000;
 
@@ -160,7 +160,7 @@ impl Lease {
     /// A lease kept in memory, accepting chunks dated from `accepts_from_unix_ms` on: for dev
     /// mode (its MAC key is new at every start, so no chunk of an earlier run verifies) and
     /// tests. Nothing survives the process.
-    pub fn in_memory(accepts_from_unix_ms: i64) -> Self {
+    pub(crate) fn in_memory(accepts_from_unix_ms: i64) -> Self {
         Self::with(accepts_from_unix_ms.saturating_sub(1), true, None)
     }
 
@@ -174,7 +174,7 @@ impl Lease {
     /// if missing, locks it, reads the lease (none: a new state, from `now_unix_ms` plus
     /// `max_future_skew`) and writes it back, so a directory that cannot be written fails here,
     /// before anything is bound, rather than at the first chunk.
-    pub fn open_at(
+    pub(crate) fn open_at(
         dir: &Path,
         now_unix_ms: i64,
         max_future_skew: Duration,
@@ -236,12 +236,13 @@ impl Lease {
     }
 
     /// True when no lease was on disk at open (a new state, or one kept in memory).
-    pub fn is_new(&self) -> bool {
+    pub(crate) fn is_new(&self) -> bool {
         self.is_new
     }
 
+    #[cfg(test)]
     /// The lease now: every chunk stored so far is dated at or before it (Unix ms).
-    pub fn accepted_until_unix_ms(&self) -> i64 {
+    pub(crate) fn accepted_until_unix_ms(&self) -> i64 {
         self.durable.load(Ordering::Acquire)
     }
 

@@ -92,7 +92,7 @@ pub struct IngestStats {
 
 /// The last chunk refused for a reason other than a full pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The reason's label, as in metrics (`stale`, `future`, `bad_mac`, ...).
     pub reason: &'static str,
     /// What was wrong, escaped for logs and probes.
@@ -143,7 +143,7 @@ impl Ingest {
 
     /// Keeps its lease in `lease` (opened from `state_dir`), whose start rule then decides
     /// which chunks this run accepts: only those dated after every chunk an earlier run stored.
-    pub fn with_lease(mut self, lease: Lease) -> Self {
+    pub(crate) fn with_lease(mut self, lease: Lease) -> Self {
         self.policy.accepts_from_unix_ms = lease.accepts_from_unix_ms();
         self.lease = lease;
         self
@@ -243,12 +243,12 @@ impl Ingest {
 
     /// When a chunk last arrived that was stored or deferred (Unix ms); the gateway's start
     /// time until one does.
-    pub fn last_arrival_unix_ms(&self) -> i64 {
+    pub(crate) fn last_arrival_unix_ms(&self) -> i64 {
         self.last_arrival_unix_ms.load(Ordering::Relaxed)
     }
 
     /// The last chunk refused for a reason other than a full pool, unless one was stored since.
-    pub fn last_refusal(&self) -> Option<Refusal> {
+    pub(crate) fn last_refusal(&self) -> Option<Refusal> {
         lock(&self.last_refusal).clone()
     }
 
@@ -278,7 +278,7 @@ fn origin_of(chunk: &verify::VerifiedChunk) -> ChunkOrigin {
 }
 
 /// A source kind as the pool's class sets spell it.
-pub fn kind_of(kind: SourceKind) -> Kinds {
+pub(crate) fn kind_of(kind: SourceKind) -> Kinds {
     match kind {
         SourceKind::Quantum => Kinds::QUANTUM,
         SourceKind::Hardware => Kinds::HARDWARE,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Sequences tracked below the highest one seen, per stream.
-pub const WINDOW: u64 = 1024;
+pub(crate) const WINDOW: u64 = 1024;
 
 const WORDS: usize = (WINDOW / 64) as usize;
 
@@ -28,7 +28,7 @@ const WORDS: usize = (WINDOW / 64) as usize;
 pub const FORGET_MARGIN: Duration = Duration::from_secs(1);
 
 /// Identifies a collector process: its id and the epoch it drew at start.
-pub type StreamId = (String, u64);
+pub(crate) type StreamId = (String, u64);
 
 /// Why a sequence is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +54,7 @@ pub enum ReplayError {
 
 /// Remembers which chunks were accepted.
 #[derive(Debug)]
-pub struct ReplayGuard {
+pub(crate) struct ReplayGuard {
     streams: HashMap<StreamId, Window>,
     max_streams: usize,
     forget_after: Duration,
@@ -71,13 +71,18 @@ struct Window {
 impl ReplayGuard {
     /// A guard that tracks at most `max_streams` collector epochs, forgetting one after
     /// `2 * freshness_window + FORGET_MARGIN` without an accepted chunk.
-    pub fn new(max_streams: usize, freshness_window: Duration) -> Self {
+    pub(crate) fn new(max_streams: usize, freshness_window: Duration) -> Self {
         let forget_after = freshness_window * 2 + FORGET_MARGIN;
         Self { streams: HashMap::new(), max_streams, forget_after }
     }
 
     /// Whether `sequence` of `stream` may be accepted. Changes nothing.
-    pub fn check(&self, stream: &StreamId, sequence: u64, now: Instant) -> Result<(), ReplayError> {
+    pub(crate) fn check(
+        &self,
+        stream: &StreamId,
+        sequence: u64,
+        now: Instant,
+    ) -> Result<(), ReplayError> {
         match self.streams.get(stream) {
             Some(w) => w.check(sequence),
             None if self.streams.len() < self.max_streams => Ok(()),
@@ -87,7 +92,7 @@ impl ReplayGuard {
     }
 
     /// Records `sequence` of `stream` as accepted. Call after a successful [`Self::check`].
-    pub fn record(&mut self, stream: &StreamId, sequence: u64, now: Instant) {
+    pub(crate) fn record(&mut self, stream: &StreamId, sequence: u64, now: Instant) {
         if !self.streams.contains_key(stream) && self.streams.len() >= self.max_streams {
             let forget_after = self.forget_after;
             self.streams.retain(|_, w| now.saturating_duration_since(w.last_accept) < forget_after);
@@ -98,14 +103,10 @@ impl ReplayGuard {
             .record(sequence, now);
     }
 
+    #[cfg(test)]
     /// Collector epochs tracked now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.streams.len()
-    }
-
-    /// True when no stream is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.streams.is_empty()
     }
 
     fn forgettable(&self, w: &Window, now: Instant) -> bool {

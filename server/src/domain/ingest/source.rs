@@ -39,7 +39,7 @@ pub enum Mixing {
 
 impl Mixing {
     /// Its name in provenance.proto, for messages to collectors.
-    pub fn wire_name(self) -> &'static str {
+    pub(crate) fn wire_name(self) -> &'static str {
         match self {
             Self::None => "MIXING_NONE",
             Self::Xor => "MIXING_XOR",

@@ -25,9 +25,9 @@ use super::source::{Mixing, SourceHealth, SourceKind, Unknown};
 use crate::domain::secret::SecretBytes;
 
 /// Longest collector id and source name, in bytes.
-pub const MAX_NAME_BYTES: usize = 64;
+pub(crate) const MAX_NAME_BYTES: usize = 64;
 /// Most sources one chunk may report.
-pub const MAX_SOURCES: usize = 32;
+pub(crate) const MAX_SOURCES: usize = 32;
 
 /// Bounds and clock reference for verification.
 #[derive(Debug, Clone)]

@@ -41,7 +41,7 @@ use std::hash::{Hash, Hasher};
 use std::task::Waker;
 
 /// Bytes handed to one tenant at a time.
-pub const QUANTUM: usize = 4096;
+pub(crate) const QUANTUM: usize = 4096;
 
 /// How far from the scheduler's clock a tenant that starts waiting may start: one turn, so a
 /// key that just arrived is among the next served, and one that drank alone waits a turn.
@@ -52,15 +52,15 @@ const MAX_IDLE_TENANTS: usize = 1024;
 
 /// A fairness class: callers of one tenant are served in arrival order; tenants share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Tenant(u64);
+pub(crate) struct Tenant(u64);
 
 impl Tenant {
     /// The tenant of callers that do not say (benchmarks, tests, in-process use).
-    pub const ANONYMOUS: Tenant = Tenant(0);
+    pub(crate) const ANONYMOUS: Tenant = Tenant(0);
 
     /// The tenant of the API key called `name`. Names map to 64-bit classes; two names sharing
     /// one would only share a share.
-    pub fn named(name: &str) -> Self {
+    pub(crate) fn named(name: &str) -> Self {
         // SipHash with fixed keys: cheap enough to compute per call.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         name.hash(&mut hasher);

@@ -79,9 +79,10 @@ use tokio::time::{Duration, Instant};
 use crate::domain::secret::SecretBytes;
 use arena::{Arena, Lane};
 use fair::{Progress, Scheduler};
-pub use fair::{QUANTUM, Tenant};
+pub(crate) use fair::{QUANTUM, Tenant};
 use origin::Segments;
-pub use origin::{ChunkOrigin, Kinds, Provenance, Segment};
+pub use origin::{ChunkOrigin, Kinds};
+pub(crate) use origin::{Provenance, Segment};
 use share::{Evictions, LaneLoad};
 
 /// Bytes drawn from the pool, with the record of the chunks they came from. The bytes are
@@ -99,12 +100,12 @@ impl Drawn {
     }
 
     /// The runs of chunk bytes these bytes are made of, in byte order.
-    pub fn segments(&self) -> &[Segment] {
+    pub(crate) fn segments(&self) -> &[Segment] {
         &self.segments
     }
 
     /// The bytes, no longer wiped: for a response that takes them out of the process.
-    pub fn into_vec(self) -> Vec<u8> {
+    pub(crate) fn into_vec(self) -> Vec<u8> {
         self.bytes.into_vec()
     }
 }
@@ -317,7 +318,7 @@ impl Pool {
     }
 
     /// Creates an empty pool that holds at most `capacity` bytes under `limits`.
-    pub fn with_limits(capacity: usize, limits: PoolLimits) -> Self {
+    pub(crate) fn with_limits(capacity: usize, limits: PoolLimits) -> Self {
         Self {
             state: Mutex::new(State {
                 arena: Arena::new(capacity, Kinds::CLASSES),
@@ -384,7 +385,7 @@ impl Pool {
     ///
     /// `deadline: None` waits without limit. Cancel-safe: dropping the future gives up the
     /// place in line and consumes nothing.
-    pub async fn take_for(
+    pub(crate) async fn take_for(
         &self,
         tenant: Tenant,
         n: usize,
@@ -399,7 +400,7 @@ impl Pool {
     /// waiting in line as [`Pool::take_for`] does, what it has been assigned as soon as that is
     /// at least `want.start()` (clamped to `1..=want.end()`). Same errors, deadline and
     /// cancel-safety as [`Pool::take_for`]: on error nothing is consumed.
-    pub async fn take_between(
+    pub(crate) async fn take_between(
         &self,
         tenant: Tenant,
         want: RangeInclusive<usize>,
@@ -466,7 +467,7 @@ impl Pool {
     /// drawing part of what it needed). They go to the front of their lane, with their origin
     /// records, to be served next. If the pool has filled up meanwhile, they are counted as
     /// discarded instead. Either way the given bytes are wiped as they drop.
-    pub fn give_back(&self, drawn: Drawn) {
+    pub(crate) fn give_back(&self, drawn: Drawn) {
         let Drawn { bytes, segments } = drawn;
         let len = bytes.len();
         let Some(first) = segments.first() else { return };
@@ -492,13 +493,13 @@ impl Pool {
 
     /// Counts `n` taken bytes as expired instead: they aged past the limit after they were
     /// taken, before they were sent (a stream's read-ahead), and were wiped.
-    pub fn count_expired(&self, n: usize) {
+    pub(crate) fn count_expired(&self, n: usize) {
         self.counters.expired_taken.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Wipes bytes older than the age limit, now (no-op without one). Stores and takes do it
     /// too; a timer calls this so idle bytes expire and the counters say so.
-    pub fn expire(&self) {
+    pub(crate) fn expire(&self) {
         if self.limits.max_byte_age.is_some() {
             let mut state = self.lock();
             self.expire_locked(&mut state, Instant::now());
@@ -520,7 +521,7 @@ impl Pool {
     }
 
     /// Bytes ready to be taken, by class.
-    pub fn levels_by_class(&self) -> ClassLevels {
+    pub(crate) fn levels_by_class(&self) -> ClassLevels {
         let state = self.lock();
         ClassLevels(std::array::from_fn(|l| state.lanes[l].unclaimed()))
     }

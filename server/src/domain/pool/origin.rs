@@ -19,13 +19,13 @@ impl Kinds {
     /// Quantum sources.
     pub const QUANTUM: Kinds = Kinds(1);
     /// Non-quantum hardware noise sources.
-    pub const HARDWARE: Kinds = Kinds(2);
+    pub(crate) const HARDWARE: Kinds = Kinds(2);
     /// The operating system's CSPRNG.
     pub const OS: Kinds = Kinds(4);
     /// Any kind: what a caller accepts when it names none.
-    pub const ANY: Kinds = Kinds(7);
+    pub(crate) const ANY: Kinds = Kinds(7);
     /// The classes a chunk can have (non-empty sets of kinds).
-    pub const CLASSES: usize = 7;
+    pub(crate) const CLASSES: usize = 7;
 
     /// The union of two sets.
     pub const fn with(self, other: Kinds) -> Kinds {
@@ -50,7 +50,7 @@ impl Kinds {
     }
 
     /// The set whose lane is `lane`.
-    pub fn of_lane(lane: usize) -> Kinds {
+    pub(crate) fn of_lane(lane: usize) -> Kinds {
         Kinds(u8::try_from(lane + 1).unwrap_or(7))
     }
 

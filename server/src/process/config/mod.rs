@@ -19,7 +19,7 @@ mod tests;
 mod validate;
 
 /// Largest GetRandom request, and so the least pool capacity that can serve every request.
-pub const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
+pub(crate) const MAX_GET_RANDOM_BYTES: usize = 1 << 20;
 
 impl GatewayConfig {
     /// Defaults for `--dev`: public and metrics ports on loopback only, ingest on an ephemeral
@@ -40,7 +40,7 @@ impl GatewayConfig {
     }
 
     /// `send_timeout_ms` as a duration, `None` for never.
-    pub fn send_timeout(&self) -> Option<Duration> {
+    pub(crate) fn send_timeout(&self) -> Option<Duration> {
         (self.send_timeout_ms > 0).then(|| Duration::from_millis(self.send_timeout_ms))
     }
 
@@ -50,7 +50,7 @@ impl GatewayConfig {
     }
 
     /// `stream_max_wait_ms` as a duration.
-    pub fn stream_max_wait(&self) -> Duration {
+    pub(crate) fn stream_max_wait(&self) -> Duration {
         Duration::from_millis(self.stream_max_wait_ms)
     }
 
@@ -65,14 +65,14 @@ impl GatewayConfig {
     }
 
     /// How long ingest may be silent before the gateway is not ready (zero: no limit).
-    pub fn ingest_stale_after(&self) -> Duration {
+    pub(crate) fn ingest_stale_after(&self) -> Duration {
         Duration::from_millis(self.ingest_stale_after_ms)
     }
 
     /// The pool's limits: the byte age limit, and how long a class of sources may go unfed
     /// before calls that accept only it are refused (`ingest_stale_after_ms`, or a minute
     /// when that check is off).
-    pub fn pool_limits(&self) -> crate::domain::pool::PoolLimits {
+    pub(crate) fn pool_limits(&self) -> crate::domain::pool::PoolLimits {
         let absent_ms =
             if self.ingest_stale_after_ms == 0 { 60_000 } else { self.ingest_stale_after_ms };
         crate::domain::pool::PoolLimits {
@@ -83,17 +83,17 @@ impl GatewayConfig {
     }
 
     /// Grace period on shutdown.
-    pub fn shutdown_grace(&self) -> Duration {
+    pub(crate) fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
     }
 
     /// How long to keep serving after SIGTERM while reporting NOT_SERVING.
-    pub fn shutdown_drain(&self) -> Duration {
+    pub(crate) fn shutdown_drain(&self) -> Duration {
         Duration::from_millis(self.shutdown_drain_ms)
     }
 
     /// How long a connection may sit without a call before it is closed (`None`: forever).
-    pub fn idle_timeout(&self) -> Option<Duration> {
+    pub(crate) fn idle_timeout(&self) -> Option<Duration> {
         (self.idle_timeout_ms > 0).then(|| Duration::from_millis(self.idle_timeout_ms))
     }
 }
@@ -112,11 +112,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// Dev mode on loopback, as `--dev` alone.
-    pub const DEV: Mode = Mode::Dev { listen_any: false };
+    /// Dev mode on loopback, as `--dev` alone (tests).
+    #[cfg(test)]
+    pub(crate) const DEV: Mode = Mode::Dev { listen_any: false };
 
     /// True in dev mode.
-    pub fn is_dev(self) -> bool {
+    pub(crate) fn is_dev(self) -> bool {
         matches!(self, Mode::Dev { .. })
     }
 }
@@ -131,7 +132,7 @@ pub fn load(
 }
 
 /// [`load`] with the environment given (tests use `Env` over a fixed map).
-pub fn load_with_env(
+pub(crate) fn load_with_env(
     file: Option<&std::path::Path>,
     mode: Mode,
     flags: &ConfigFlags,
