@@ -7,8 +7,7 @@
 //! colour a terminal. [`escape`] writes both as `\u{...}`; [`is_control_or_format`] is the
 //! test for code that refuses them instead.
 //!
-//! The gateway's `server/src/domain/log_safety.rs` holds the same table (its copy predates this
-//! file); binaries outside the gateway use this one rather than depend on the gateway crate.
+//! The one table: the gateway and entropy-mcp both escape with it.
 
 /// Most characters of peer text kept in a log line.
 pub const MAX_CHARS: usize = 128;

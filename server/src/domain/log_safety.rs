@@ -7,15 +7,13 @@
 //! second and says, on the next line, how many it held back; metrics count every refusal.
 //!
 //! Text a peer sent (a collector id, a source name, an error message quoting them) is written
-//! with [`escape`]: control characters and Unicode format characters, the bidirectional
-//! overrides (U+202E) among them, become `\u{...}`, so a log line reads as what it is.
+//! with [`escape`] (entropy-ops' one table): control characters and Unicode format characters,
+//! the bidirectional overrides (U+202E) among them, become `\u{...}`, so a log line reads as
+//! what it is.
 
 use std::sync::OnceLock;
 
 use entropy_ops::Throttle;
-
-/// Most characters of peer text kept in a log line.
-pub(crate) const MAX_CHARS: usize = 128;
 
 /// The process-wide throttle for refusal lines (bad keys, quota, rejected chunks).
 pub(crate) fn refusals() -> &'static Throttle {
@@ -23,35 +21,10 @@ pub(crate) fn refusals() -> &'static Throttle {
     REFUSALS.get_or_init(Throttle::default)
 }
 
-/// `text` fit for a log line: control and format characters escaped, at most [`MAX_CHARS`]
-/// characters kept (then `…`).
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(4 * MAX_CHARS));
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() || is_format(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Unicode's format characters (general category Cf): invisible, and some reorder the text
-/// around them.
-fn is_format(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}' | '\u{070F}'
-        | '\u{0890}'..='\u{0891}' | '\u{08E2}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{110BD}' | '\u{110CD}'
-        | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
-        | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
-}
+/// `text` fit for a log line: control and format characters escaped, at most
+/// [`entropy_ops::peer_text::MAX_CHARS`] characters kept (the one table, shared with
+/// entropy-mcp).
+pub(crate) use entropy_ops::peer_text::escape;
 
 #[cfg(test)]
 mod tests {
@@ -65,6 +38,6 @@ mod tests {
         assert_eq!(escape("\u{2066}\u{200F}\u{FEFF}"), "\\u{2066}\\u{200f}\\u{feff}");
         assert_eq!(escape("café-π"), "café-π", "ordinary text is kept");
         let long = "x".repeat(500);
-        assert_eq!(escape(&long).chars().count(), MAX_CHARS + 1);
+        assert_eq!(escape(&long).chars().count(), entropy_ops::peer_text::MAX_CHARS + 1);
     }
 }
