@@ -12,7 +12,11 @@
 //! out ([`super::ledger`]). A connection that owes bytes and has written none of an
 //! entropy-bearing response for `send_timeout` is closed: every response on it is dropped,
 //! and what it held is wiped and counted as discarded. Only body bytes of entropy-bearing
-//! responses count as progress: not keepalive PINGs, not a health check's answer.
+//! responses count as progress: not keepalive PINGs, not a health check's answer. A response
+//! stalled on its own ([`super::stream`]) is reset unless the whole connection is stalled as
+//! well: then the connection closes first. Both timers fall due together when nothing moves,
+//! and a reset that ran first discarded what was owed, so nothing was owed any more and the
+//! stalled connection stayed open (seen under load).
 //!
 //! **Eviction.** A connection that has never made an authenticated call is *unproven*. When
 //! its listener is full, a new connection takes the place of the oldest unproven one
@@ -74,6 +78,8 @@ pub(crate) struct Activity {
     key: std::sync::OnceLock<Box<str>>,
     /// Told to close (its place went to a newer connection).
     evicted: AtomicBool,
+    /// A stalled response asked the connection to check whether it is stalled as a whole.
+    stall_check: AtomicBool,
     /// One of its calls waits for room on the process's request allowance.
     charge_waiting: AtomicBool,
     /// The connection's read, to wake it on eviction.
@@ -99,6 +105,7 @@ impl Activity {
             proven: AtomicBool::new(false),
             key: std::sync::OnceLock::new(),
             evicted: AtomicBool::new(false),
+            stall_check: AtomicBool::new(false),
             charge_waiting: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             slot: Mutex::new(Some(slot)),
@@ -121,6 +128,19 @@ impl Activity {
     /// Entropy bytes were written: the connection is making progress.
     pub(super) fn progressed(&self) {
         self.progress_ms.fetch_max(self.now_ms(), Ordering::AcqRel);
+    }
+
+    /// True when the connection as a whole owes entropy and has written none for `timeout`:
+    /// then it closes (see the module docs, "Stalls").
+    pub(super) fn is_stalled(&self, timeout: Duration) -> bool {
+        self.stall_deadline(timeout).is_some_and(|deadline| deadline <= Instant::now())
+    }
+
+    /// Has the connection's task check now whether it is stalled as a whole (a response of it
+    /// stalled), rather than when its own timer next fires.
+    pub(super) fn check_stall(&self) {
+        self.stall_check.store(true, Ordering::Release);
+        self.waker.wake();
     }
 
     /// When the connection, stalled now, would be closed; `None` while nothing is owed.
@@ -328,7 +348,9 @@ impl<T> Conn<T> {
     fn stalled(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
         let activity = &self.activity;
         let stall = self.stall.as_mut()?;
-        if !stall.expired(cx, |t| activity.stall_deadline(t)) {
+        let asked = activity.stall_check.swap(false, Ordering::AcqRel)
+            && activity.is_stalled(stall.timeout);
+        if !asked && !stall.expired(cx, |t| activity.stall_deadline(t)) {
             return None;
         }
         tracing::debug!("closing a connection whose client stopped reading");

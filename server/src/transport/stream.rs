@@ -17,7 +17,8 @@
 //! request allowances instead (a peer without a key can ask for those).
 //!
 //! **Send timeout.** A response whose bytes wait `send_timeout` with none of them written (its
-//! window stays shut) is reset (RST_STREAM CANCEL): what it held is discarded.
+//! window stays shut) is reset (RST_STREAM CANCEL): what it held is discarded. When the whole
+//! connection is stalled too, the connection is closed instead ([`super::connection`]).
 
 use std::convert::Infallible;
 use std::future::poll_fn;
@@ -344,18 +345,28 @@ impl<S> Pipe<'_, S> {
 }
 
 /// Completes once the stream has made no progress (none of its bytes written) for the send
-/// timeout since `since`; never without a send timeout.
+/// timeout since `since`; never without a send timeout. When the whole connection has written
+/// no entropy for as long, its connection is asked to close (as stalled) first, and the stream
+/// is reset only if it is still open a timeout later.
 async fn stalled<S>(ctx: &StreamContext<S>, id: u32, since: Instant) {
     let Some(timeout) = ctx.send_timeout else { return std::future::pending().await };
     let mut deadline = since + timeout;
+    let mut asked = false;
     loop {
         tokio::time::sleep_until(deadline).await;
         let progress = ctx.activity.ledger.standing(id).map(|s| Instant::from_std(s.progress));
         let next = progress.map_or(since, |p| p.max(since)) + timeout;
-        if next <= Instant::now() {
+        let now = Instant::now();
+        if next > now {
+            deadline = next;
+            continue;
+        }
+        if asked || !ctx.activity.is_stalled(timeout) {
             return;
         }
-        deadline = next;
+        ctx.activity.check_stall();
+        asked = true;
+        deadline = now + timeout;
     }
 }
 

@@ -190,3 +190,23 @@ fn validation_names_the_key_and_bound() {
         "dev mode keeps its lease in memory"
     );
 }
+
+#[test]
+fn dev_mode_serves_loopback_unless_told_to_listen_anywhere() {
+    let any = ConfigFlags {
+        listen_addr: Some("0.0.0.0:50051".parse().expect("addr")),
+        ..ConfigFlags::default()
+    };
+    let err = load_with_env(None, Mode::DEV, &any, no_env())
+        .expect_err("plaintext dev on every interface");
+    assert_eq!(err.key, "listen_addr");
+    assert!(err.problem.contains("--dev-listen-any"), "{err}");
+    let c = load_with_env(None, Mode::Dev { listen_any: true }, &any, no_env())
+        .expect("--dev-listen-any admits it");
+    assert!(!c.listen_addr.ip().is_loopback());
+    let v6 = ConfigFlags {
+        listen_addr: Some("[::1]:50051".parse().expect("addr")),
+        ..ConfigFlags::default()
+    };
+    load_with_env(None, Mode::DEV, &v6, no_env()).expect("IPv6 loopback is loopback");
+}

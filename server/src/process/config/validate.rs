@@ -58,12 +58,6 @@ impl GatewayConfig {
                 ),
             );
         }
-        if self.ingest_stale_after_ms > 86_400_000 {
-            return bad(
-                "ingest_stale_after_ms",
-                "must be at most 86400000 (a day); 0 disables the check".into(),
-            );
-        }
         Ok(())
     }
 
@@ -93,7 +87,7 @@ impl GatewayConfig {
         Ok(())
     }
 
-    /// The gateway's id and what ingest accepts.
+    /// The gateway's id, what ingest accepts, and how long it may go without a chunk.
     fn check_ingest(&self) -> Result<(), ConfigError> {
         let id_ok = (1..=64).contains(&self.gateway_id.len())
             && self.gateway_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
@@ -123,6 +117,12 @@ impl GatewayConfig {
             return bad(
                 "replay_max_streams",
                 format!("{} must be 1..=1000000", self.replay_max_streams),
+            );
+        }
+        if self.ingest_stale_after_ms > 86_400_000 {
+            return bad(
+                "ingest_stale_after_ms",
+                "must be at most 86400000 (a day); 0 disables the check".into(),
             );
         }
         Ok(())
