@@ -1,5 +1,6 @@
-//! Delivery as the gRPC layer sees it: what a draw holds until its bytes leave the process, and
-//! what is counted when they do, or never do.
+//! Delivery as the gRPC layer sees it: a unary call's draw ([`draw`]: quota, holds, bytes, in one
+//! place), what it holds until its bytes leave the process, and what is counted when they do, or
+//! never do.
 //!
 //! A client that does not read its responses must not make the gateway hold entropy without
 //! bound, nor count as served what it never got. So every draw first holds room ([`hold`]) on
@@ -20,7 +21,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::domain::allowance::{Account, Holds};
-use crate::domain::quota::KeyQuota;
+use crate::domain::auth::KeyGrant;
+use crate::domain::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
+use crate::domain::quota::{KeyQuota, QuotaError};
 use crate::domain::served::Totals;
 use crate::metrics::{GatewayMetrics, KeyHandles, Method};
 use crate::transport::{ConnectionInfo, Owing, Settle};
@@ -194,6 +197,62 @@ pub async fn hold(
         holds.add(account.hold(wire, deadline).await.ok_or_else(|| Full::of(account, wire))?);
     }
     Ok(Held { holds, key: key.clone(), wire: on_wire })
+}
+
+/// Where a unary call draws from, and what its response will hold room on: the pool, the
+/// call's key, its connection (when it came over one we serve) and the process's response
+/// allowance.
+pub(crate) struct Source<'a> {
+    /// The pool.
+    pub(crate) pool: &'a Pool,
+    /// The call's key: its byte quota, its allowance, its place among the pool's tenants.
+    pub(crate) grant: &'a KeyGrant,
+    /// The connection the call came over.
+    pub(crate) connection: Option<&'a ConnectionInfo>,
+    /// The process's allowance for response bytes.
+    pub(crate) responses: &'a Account,
+}
+
+/// Why a draw took nothing. Nothing was consumed.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The key's byte quota.
+    Quota(QuotaError),
+    /// An allowance had no room in time.
+    Full(Full),
+    /// The pool had not the bytes in time, or cannot have them.
+    Take(TakeError),
+}
+
+/// Takes exactly `n` bytes of the `accept`ed kinds from `from` by `until`: the key's byte
+/// quota first, then room on its allowances for `n` drawn bytes and a response of at most
+/// `wire` bytes, then the bytes. The holds cover the bytes until they are dropped (CheckQuality:
+/// tested, never sent) or become an [`Undelivered`] ([`draw`]).
+pub(crate) async fn take(
+    from: &Source<'_>,
+    (n, wire, accept): (usize, usize, Kinds),
+    until: Instant,
+) -> Result<(Drawn, Held), Refused> {
+    let quota = &from.grant.quota;
+    quota.admit_bytes(n).map_err(Refused::Quota)?;
+    let held = hold(quota, from.connection, from.responses, (n, wire), Some(until))
+        .await
+        .map_err(Refused::Full)?;
+    let tenant = Tenant::named(&from.grant.name);
+    let drawn = from.pool.take_for(tenant, n, accept, Some(until)).await.map_err(Refused::Take)?;
+    Ok((drawn, held))
+}
+
+/// [`take`] for a response: the bytes, and what they owe until they leave the process, counted
+/// by `meter` and in `totals` once settled.
+pub(crate) async fn draw(
+    from: &Source<'_>,
+    (n, wire, accept): (usize, usize, Kinds),
+    until: Instant,
+    (meter, totals): (ServedMeter, Arc<Totals>),
+) -> Result<(Drawn, Undelivered), Refused> {
+    let (drawn, held) = take(from, (n, wire, accept), until).await?;
+    Ok((drawn, Undelivered::new(n, held, meter, totals, from.connection)))
 }
 
 /// An allowance that had no room in time.

@@ -16,7 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery::{self, Undelivered, wire_bound};
+use super::delivery::{self, Refused, Source, wire_bound};
 use super::errors::{self, take_failed};
 use super::observe::Call;
 use super::provenance;
@@ -123,48 +123,54 @@ impl EntropyApi {
 
     /// Draws exactly `n` bytes of the `accept`ed kinds for `grant` within its byte quota,
     /// the client's deadline and the server's max wait, holding room for a response of at
-    /// most `wire` bytes until it is delivered.
+    /// most `wire` bytes until it is delivered ([`delivery::draw`]).
     async fn draw(
-        &self,
-        call: &mut Call,
-        request: (&MetadataMap, &tonic::Extensions),
-        grant: &KeyGrant,
-        (n, wire, accept): (usize, usize, Kinds),
-    ) -> Result<Drawn, Status> {
-        let (drawn, held) = self.take(call, request, grant, (n, wire, accept)).await?;
-        let connection = ConnectionInfo::of(request.1);
-        call.drew_held(Undelivered::new(n, held, call.meter(), self.totals.clone(), connection));
-        Ok(drawn)
-    }
-
-    /// Takes `n` bytes as [`Self::draw`] does, and the holds that cover them.
-    async fn take(
         &self,
         call: &mut Call,
         (metadata, extensions): (&MetadataMap, &tonic::Extensions),
         grant: &KeyGrant,
         (n, wire, accept): (usize, usize, Kinds),
-    ) -> Result<(Drawn, delivery::Held), Status> {
+    ) -> Result<Drawn, Status> {
+        let (until, limit) = self.until(metadata, n)?;
+        let from = self.source(extensions, grant);
+        let settle = (call.meter(), self.totals.clone());
+        let (drawn, undelivered) = delivery::draw(&from, (n, wire, accept), until, settle)
+            .await
+            .map_err(|refused| Self::refused(call, refused, limit, n))?;
+        call.drew_held(undelivered);
+        Ok(drawn)
+    }
+
+    /// When a draw of `n` bytes must have its bytes by, and which limit that is: the client's
+    /// deadline or the server's max wait. A client deadline already spent (`grpc-timeout: 1n`)
+    /// draws nothing, not even when the bytes are there.
+    fn until(&self, metadata: &MetadataMap, n: usize) -> Result<(Instant, Limit), Status> {
         let now = Instant::now();
         let (until, limit) =
             deadline::wait_until(deadline::client_deadline(metadata, now), self.max_wait, now);
         if limit == Limit::Client && until <= now {
-            // A client deadline already spent (`grpc-timeout: 1n`): nothing is drawn, not even
-            // when the bytes are there.
             return Err(take_failed(TakeError::TimedOut, limit, n));
         }
-        grant.quota.admit_bytes(n).map_err(|e| call.quota(e))?;
-        let connection = ConnectionInfo::of(extensions);
-        let held =
-            delivery::hold(&grant.quota, connection, &self.responses, (n, wire), Some(until))
-                .await?;
-        let tenant = Tenant::named(&grant.name);
-        let drawn = self
-            .pool
-            .take_for(tenant, n, accept, Some(until))
-            .await
-            .map_err(|e| take_failed(e, limit, n))?;
-        Ok((drawn, held))
+        Ok((until, limit))
+    }
+
+    /// What a call of `grant` over the connection in `extensions` draws from.
+    fn source<'a>(&'a self, extensions: &'a tonic::Extensions, grant: &'a KeyGrant) -> Source<'a> {
+        Source {
+            pool: &self.pool,
+            grant,
+            connection: ConnectionInfo::of(extensions),
+            responses: &self.responses,
+        }
+    }
+
+    /// The status of a draw that took nothing (a quota refusal is counted for the key).
+    fn refused(call: &mut Call, refused: Refused, limit: Limit, n: usize) -> Status {
+        match refused {
+            Refused::Quota(e) => call.quota(e),
+            Refused::Full(full) => full.into(),
+            Refused::Take(e) => take_failed(e, limit, n),
+        }
     }
 }
 
@@ -423,8 +429,11 @@ impl EntropyApi {
         };
         // The sample is held (its key's allowance and the process's) while it is tested; it
         // never goes on the wire, so nothing of it is served.
-        let (sample, _held) =
-            self.take(call, (&metadata, &extensions), &grant, (n, n, accept)).await?;
+        let (until, limit) = self.until(&metadata, n)?;
+        let from = self.source(&extensions, &grant);
+        let (sample, _held) = delivery::take(&from, (n, n, accept), until)
+            .await
+            .map_err(|refused| Self::refused(call, refused, limit, n))?;
         call.drew(n);
         let provenance = provenance::of_segments(sample.segments(), Instant::now());
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
