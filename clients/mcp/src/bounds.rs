@@ -89,21 +89,40 @@ pub fn worst_case(limits: &HttpLimits, tls: bool, token: bool) -> WorstCase {
     WorstCase { memory_bytes: memory, descriptors: connections + RESERVE_DESCRIPTORS }
 }
 
+/// Why the descriptors `limits` needs do not fit the process; the message names the config key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DescriptorsError {
+    /// The soft descriptor limit, raised as far as the hard one allows, is below what
+    /// `http_max_connections` needs.
+    #[error(
+        "invalid config key http_max_connections: {connections} connections and \
+         {RESERVE_DESCRIPTORS} other descriptors need {needed}, but the descriptor limit is \
+         {soft} (raise it, or lower http_max_connections to at most {})",
+        .soft.saturating_sub(RESERVE_DESCRIPTORS)
+    )]
+    TooFew {
+        /// `http_max_connections`.
+        connections: usize,
+        /// Descriptors needed: the connections and [`RESERVE_DESCRIPTORS`].
+        needed: u64,
+        /// The soft descriptor limit.
+        soft: u64,
+    },
+}
+
 /// Raises the soft descriptor limit towards the hard one as far as `limits` needs, and fails
 /// (naming `http_max_connections`) when it still does not fit.
-pub fn check_descriptors(limits: &HttpLimits) -> Result<(), String> {
+pub fn check_descriptors(limits: &HttpLimits) -> Result<(), DescriptorsError> {
     let needed = worst_case(limits, false, true).descriptors;
     // Raising fails only on platforms without the limit; then nothing is checked.
     let _ = rlimit::increase_nofile_limit(needed);
     let Ok((soft, _)) = rlimit::getrlimit(rlimit::Resource::NOFILE) else { return Ok(()) };
     if needed > soft {
-        return Err(format!(
-            "invalid config key http_max_connections: {} connections and {RESERVE_DESCRIPTORS} \
-             other descriptors need {needed}, but the descriptor limit is {soft} (raise it, \
-             or lower http_max_connections to at most {})",
-            limits.connections.max_connections,
-            soft.saturating_sub(RESERVE_DESCRIPTORS)
-        ));
+        return Err(DescriptorsError::TooFew {
+            connections: limits.connections.max_connections,
+            needed,
+            soft,
+        });
     }
     Ok(())
 }
@@ -152,5 +171,18 @@ mod tests {
         }
         let tls = worst_case(&limits(&config), true, true);
         assert!(tls.memory_bytes > base.memory_bytes);
+    }
+
+    #[test]
+    fn too_few_descriptors_names_the_key_and_the_most_connections_that_fit() {
+        let err = DescriptorsError::TooFew { connections: 256, needed: 288, soft: 128 };
+        assert_eq!(
+            err.to_string(),
+            "invalid config key http_max_connections: 256 connections and 32 other descriptors \
+             need 288, but the descriptor limit is 128 (raise it, or lower http_max_connections \
+             to at most 96)"
+        );
+        let tiny = DescriptorsError::TooFew { connections: 1, needed: 33, soft: 8 };
+        assert!(tiny.to_string().ends_with("to at most 0)"), "{tiny}");
     }
 }

@@ -31,18 +31,33 @@ impl fmt::Display for Dice {
     }
 }
 
+/// Why a text is not a roll; the message says which part is wrong and its bound.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DiceError {
+    /// Not of the form `NdM`, `dM`, `NdM+K` or `NdM-K`; holds the text as given.
+    #[error(
+        "{0:?} is not dice notation: use NdM (N dice with M faces), e.g. \"3d6\", \"d20\" or \
+         \"2d8+3\""
+    )]
+    Notation(String),
+    /// The number of dice is outside 1..=[`MAX_DICE`] (saturated at `u64::MAX`).
+    #[error("number of dice is {0}, must be 1..={MAX_DICE}")]
+    Count(u64),
+    /// The faces per die are outside 2..=[`MAX_FACES`] (saturated at `u64::MAX`).
+    #[error("faces per die is {0}, must be 2..={MAX_FACES}")]
+    Faces(u64),
+    /// The modifier is beyond ±[`MAX_MODIFIER`] (its magnitude saturated at `i64::MAX`).
+    #[error("modifier is {0:+}, must be within -{MAX_MODIFIER}..=+{MAX_MODIFIER}")]
+    Modifier(i64),
+}
+
 impl Dice {
     /// Parses `NdM`, `dM`, `NdM+K` or `NdM-K` (spaces ignored, `D` accepted). The error says
     /// which part is wrong and its bound.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DiceError> {
         let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         let lower = compact.to_ascii_lowercase();
-        let shape = || {
-            format!(
-                "{text:?} is not dice notation: use NdM (N dice with M faces), e.g. \"3d6\", \
-                 \"d20\" or \"2d8+3\""
-            )
-        };
+        let shape = || DiceError::Notation(text.to_owned());
         let (count, rest) = lower.split_once('d').ok_or_else(shape)?;
         let (faces, modifier) = match rest.find(['+', '-']) {
             Some(at) => (&rest[..at], Some(&rest[at..])),
@@ -54,11 +69,11 @@ impl Dice {
         }
         let count: u64 = if count.is_empty() { 1 } else { count.parse().unwrap_or(u64::MAX) };
         if !(1..=u64::from(MAX_DICE)).contains(&count) {
-            return Err(format!("number of dice is {count}, must be 1..={MAX_DICE}"));
+            return Err(DiceError::Count(count));
         }
         let faces: u64 = faces.parse().unwrap_or(u64::MAX);
         if !(2..=u64::from(MAX_FACES)).contains(&faces) {
-            return Err(format!("faces per die is {faces}, must be 2..={MAX_FACES}"));
+            return Err(DiceError::Faces(faces));
         }
         let modifier = match modifier {
             None => 0,
@@ -68,12 +83,11 @@ impl Dice {
                     return Err(shape());
                 }
                 let magnitude: i64 = magnitude.parse().unwrap_or(i64::MAX);
+                let modifier = if sign == "-" { -magnitude } else { magnitude };
                 if magnitude > MAX_MODIFIER {
-                    return Err(format!(
-                        "modifier is {sign}{magnitude}, must be within -{MAX_MODIFIER}..=+{MAX_MODIFIER}"
-                    ));
+                    return Err(DiceError::Modifier(modifier));
                 }
-                if sign == "-" { -magnitude } else { magnitude }
+                modifier
             }
         };
         // In range by the checks above.
@@ -111,7 +125,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_part_and_its_bound() {
-        let err = |t: &str| Dice::parse(t).expect_err(t);
+        let err = |t: &str| Dice::parse(t).expect_err(t).to_string();
         assert!(err("0d6").contains("number of dice is 0, must be 1..=100"));
         assert!(err("101d6").contains("must be 1..=100"));
         assert!(err("99999999999999999999999d6").contains("must be 1..=100"));
@@ -123,6 +137,22 @@ mod tests {
         {
             assert!(err(shape).contains("not dice notation"), "{shape}: {}", err(shape));
         }
+    }
+
+    #[test]
+    fn modifier_and_notation_errors_read_in_full() {
+        let err = |t: &str| Dice::parse(t).expect_err(t).to_string();
+        assert_eq!(err("2d6+1000001"), "modifier is +1000001, must be within -1000000..=+1000000");
+        assert_eq!(err("2d6-1000001"), "modifier is -1000001, must be within -1000000..=+1000000");
+        assert_eq!(
+            err("1d6-99999999999999999999"),
+            "modifier is -9223372036854775807, must be within -1000000..=+1000000"
+        );
+        assert_eq!(
+            err(" 2x6"),
+            "\" 2x6\" is not dice notation: use NdM (N dice with M faces), e.g. \"3d6\", \"d20\" \
+             or \"2d8+3\""
+        );
     }
 
     #[test]

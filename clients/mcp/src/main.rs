@@ -161,7 +161,7 @@ fn http_setup(config: &McpConfig) -> Result<Option<HttpSetup>, String> {
         _ => None,
     };
     let limits = HttpLimits::from_config(config, tokens);
-    bounds::check_descriptors(&limits)?;
+    bounds::check_descriptors(&limits).map_err(|e| e.to_string())?;
     Ok(Some((limits, tls)))
 }
 

@@ -72,34 +72,48 @@ pub fn preset_names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.name).collect()
 }
 
+/// Why an alphabet was refused; the message names the argument and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AlphabetError {
+    /// Both a preset and custom characters were given.
+    #[error("give either alphabet (a preset name) or characters (your own), not both")]
+    Both,
+    /// The custom alphabet has fewer than 2 or more than [`MAX_CUSTOM_CHARACTERS`] characters.
+    #[error("characters has {0} characters, must have 2..={MAX_CUSTOM_CHARACTERS}")]
+    Count(usize),
+    /// The custom alphabet holds a control or format character (shown escaped, as `\u{202e}`).
+    #[error(
+        "characters contains {0}, a control or Unicode format character (general category Cc \
+         or Cf): these are invisible or reorder the text around them"
+    )]
+    Invisible(String),
+    /// The custom alphabet holds a character twice.
+    #[error(
+        "characters repeats {0:?}: each character must appear once, or it would be likelier \
+         than the others"
+    )]
+    Repeated(char),
+    /// No preset has this name.
+    #[error("alphabet is {0:?}, must be one of {names}", names = preset_names().join(", "))]
+    Preset(String),
+}
+
 /// The characters to pick from: a preset by name, or `custom` (2..=256 distinct, printable
 /// characters). Errors name the argument and what it must be.
-pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>, String> {
+pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>, AlphabetError> {
     match (preset, custom) {
-        (Some(_), Some(_)) => {
-            Err("give either alphabet (a preset name) or characters (your own), not both".into())
-        }
+        (Some(_), Some(_)) => Err(AlphabetError::Both),
         (_, Some(custom)) => {
             let chars: Vec<char> = custom.chars().collect();
             if !(2..=MAX_CUSTOM_CHARACTERS).contains(&chars.len()) {
-                return Err(format!(
-                    "characters has {} characters, must have 2..={MAX_CUSTOM_CHARACTERS}",
-                    chars.len()
-                ));
+                return Err(AlphabetError::Count(chars.len()));
             }
             if let Some(&c) = chars.iter().find(|&&c| is_control_or_format(c)) {
-                return Err(format!(
-                    "characters contains {}, a control or Unicode format character (general \
-                     category Cc or Cf): these are invisible or reorder the text around them",
-                    escape(&c.to_string())
-                ));
+                return Err(AlphabetError::Invisible(escape(&c.to_string())));
             }
             let mut seen = std::collections::HashSet::new();
-            if let Some(c) = chars.iter().find(|c| !seen.insert(**c)) {
-                return Err(format!(
-                    "characters repeats {c:?}: each character must appear once, or it would be \
-                     likelier than the others"
-                ));
+            if let Some(&c) = chars.iter().find(|c| !seen.insert(**c)) {
+                return Err(AlphabetError::Repeated(c));
             }
             Ok(chars)
         }
@@ -109,9 +123,7 @@ pub fn alphabet(preset: Option<&str>, custom: Option<&str>) -> Result<Vec<char>,
                 .iter()
                 .find(|p| p.name == name)
                 .map(|p| p.characters.chars().collect())
-                .ok_or_else(|| {
-                    format!("alphabet is {name:?}, must be one of {}", preset_names().join(", "))
-                })
+                .ok_or_else(|| AlphabetError::Preset(name.to_owned()))
         }
     }
 }
@@ -184,17 +196,43 @@ mod tests {
 
     #[test]
     fn alphabet_choice_and_errors() {
+        let err = |preset, custom| alphabet(preset, custom).unwrap_err().to_string();
         assert_eq!(alphabet(None, None).map(|a| a.len()), Ok(62));
         assert_eq!(alphabet(Some("hex"), None).map(|a| a.len()), Ok(16));
         assert_eq!(alphabet(None, Some("aéz")).map(|a| a.len()), Ok(3));
-        assert!(alphabet(Some("emoji"), None).unwrap_err().contains("must be one of alphanumeric"));
-        assert!(alphabet(None, Some("a")).unwrap_err().contains("must have 2..=256"));
-        assert!(alphabet(None, Some("abca")).unwrap_err().contains("repeats 'a'"));
-        assert!(alphabet(None, Some("ab\n")).unwrap_err().contains("control"));
-        let bidi = alphabet(None, Some("ab\u{202E}")).unwrap_err();
+        assert!(err(Some("emoji"), None).contains("must be one of alphanumeric"));
+        assert!(err(None, Some("a")).contains("must have 2..=256"));
+        assert!(err(None, Some("abca")).contains("repeats 'a'"));
+        assert!(err(None, Some("ab\n")).contains("control"));
+        let bidi = err(None, Some("ab\u{202E}"));
         assert!(bidi.contains("\\u{202e}") && bidi.contains("Cc or Cf"), "{bidi}");
         assert!(alphabet(None, Some("ab\u{200B}")).is_err(), "zero width space");
-        assert!(alphabet(Some("hex"), Some("ab")).unwrap_err().contains("not both"));
+        assert!(err(Some("hex"), Some("ab")).contains("not both"));
+    }
+
+    #[test]
+    fn alphabet_errors_read_in_full() {
+        let err = |preset, custom| alphabet(preset, custom).unwrap_err().to_string();
+        assert_eq!(
+            err(Some("emoji"), None),
+            "alphabet is \"emoji\", must be one of alphanumeric, printable, unambiguous, \
+             letters, lowercase, digits, hex"
+        );
+        assert_eq!(err(None, Some("a")), "characters has 1 characters, must have 2..=256");
+        assert_eq!(
+            err(None, Some("abca")),
+            "characters repeats 'a': each character must appear once, or it would be likelier \
+             than the others"
+        );
+        assert_eq!(
+            err(None, Some("ab\u{202E}")),
+            "characters contains \\u{202e}, a control or Unicode format character (general \
+             category Cc or Cf): these are invisible or reorder the text around them"
+        );
+        assert_eq!(
+            err(Some("hex"), Some("ab")),
+            "give either alphabet (a preset name) or characters (your own), not both"
+        );
     }
 
     #[test]

@@ -50,34 +50,82 @@ struct TokenEntry {
     sha256: String,
 }
 
+/// Why a tokens file could not be loaded; the message names the file and the entry at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML of the tokens file's shape.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// An entry's name is not 1..=64 characters of `[A-Za-z0-9._-]`.
+    #[error("{path}: token {name:?}: name must be 1..=64 characters of [A-Za-z0-9._-]")]
+    Name {
+        /// The file.
+        path: String,
+        /// The entry's name.
+        name: String,
+    },
+    /// Two entries have the same name.
+    #[error("{path}: token {name:?}: name is used twice")]
+    Duplicate {
+        /// The file.
+        path: String,
+        /// The name used twice.
+        name: String,
+    },
+    /// An entry's `sha256` is not 64 hex digits.
+    #[error("{path}: token {name:?}: sha256 must be 64 hex digits")]
+    Digest {
+        /// The file.
+        path: String,
+        /// The entry's name.
+        name: String,
+    },
+    /// The file has no entry.
+    #[error("{path}: no [[token]] entries")]
+    Empty {
+        /// The file.
+        path: String,
+    },
+}
+
 impl Tokens {
     /// Loads a tokens file; the error names the file and the entry at fault.
-    pub fn load_file(path: &Path) -> Result<Self, String> {
-        let shown = path.display();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let file: TokensFile = toml::from_str(&text).map_err(|e| format!("{shown}: {e}"))?;
+    pub fn load_file(path: &Path) -> Result<Self, TokensError> {
+        let shown = || path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| TokensError::Read { path: shown(), source })?;
+        let file: TokensFile =
+            toml::from_str(&text).map_err(|source| TokensError::Parse { path: shown(), source })?;
         let mut entries: Vec<(String, [u8; 32])> = Vec::new();
         for entry in file.token {
             if !valid_name(&entry.name) {
-                return Err(format!(
-                    "{shown}: token {:?}: name must be 1..=64 characters of [A-Za-z0-9._-]",
-                    entry.name
-                ));
+                return Err(TokensError::Name { path: shown(), name: entry.name });
             }
             if entries.iter().any(|(n, _)| *n == entry.name) {
-                return Err(format!("{shown}: token {:?}: name is used twice", entry.name));
+                return Err(TokensError::Duplicate { path: shown(), name: entry.name });
             }
-            let digest = hex::decode(entry.sha256.trim())
-                .ok()
-                .and_then(|d| <[u8; 32]>::try_from(d).ok())
-                .ok_or_else(|| {
-                    format!("{shown}: token {:?}: sha256 must be 64 hex digits", entry.name)
-                })?;
+            let Some(digest) =
+                hex::decode(entry.sha256.trim()).ok().and_then(|d| <[u8; 32]>::try_from(d).ok())
+            else {
+                return Err(TokensError::Digest { path: shown(), name: entry.name });
+            };
             entries.push((entry.name, digest));
         }
         if entries.is_empty() {
-            return Err(format!("{shown}: no [[token]] entries"));
+            return Err(TokensError::Empty { path: shown() });
         }
         Ok(Self { entries })
     }
@@ -110,14 +158,25 @@ impl Tokens {
     }
 }
 
+/// Why a token could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenerateError {
+    /// The name is not 1..=64 characters of `[A-Za-z0-9._-]`.
+    #[error("name must be 1..=64 characters of [A-Za-z0-9._-]")]
+    Name,
+    /// The OS RNG could not be read.
+    #[error("cannot read the OS RNG: {0}")]
+    Rng(getrandom::Error),
+}
+
 /// A new token (`emt_` + 64 hex digits from the OS RNG: a local secret must not depend on the
 /// gateway) and its tokens-file entry.
-pub fn generate(name: &str) -> Result<(String, String), String> {
+pub fn generate(name: &str) -> Result<(String, String), GenerateError> {
     if !valid_name(name) {
-        return Err("name must be 1..=64 characters of [A-Za-z0-9._-]".into());
+        return Err(GenerateError::Name);
     }
     let mut raw = [0u8; 32];
-    getrandom::fill(&mut raw).map_err(|e| format!("cannot read the OS RNG: {e}"))?;
+    getrandom::fill(&mut raw).map_err(GenerateError::Rng)?;
     let token = format!("emt_{}", hex::encode(raw));
     let entry = format!(
         "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\n",
@@ -135,7 +194,7 @@ fn valid_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn load(text: &str) -> Result<Tokens, String> {
+    fn load(text: &str) -> Result<Tokens, TokensError> {
         let file = tempfile::NamedTempFile::new().expect("temp file");
         std::fs::write(file.path(), text).expect("write");
         Tokens::load_file(file.path())
@@ -161,13 +220,44 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_the_entry_named() {
-        assert!(load("").unwrap_err().contains("no [[token]] entries"));
-        assert!(
-            load("[[token]]\nname = \"x\"\nsha256 = \"abc\"\n").unwrap_err().contains("64 hex")
-        );
-        assert!(load(&(entry("x", "1") + &entry("x", "2"))).unwrap_err().contains("used twice"));
-        assert!(load(&entry("bad name", "1")).unwrap_err().contains("[A-Za-z0-9._-]"));
+        let err = |text: &str| load(text).unwrap_err().to_string();
+        assert!(err("").contains("no [[token]] entries"));
+        assert!(err("[[token]]\nname = \"x\"\nsha256 = \"abc\"\n").contains("64 hex"));
+        assert!(err(&(entry("x", "1") + &entry("x", "2"))).contains("used twice"));
+        assert!(err(&entry("bad name", "1")).contains("[A-Za-z0-9._-]"));
         assert!(load("[[token]]\nname = \"x\"\nsecret = \"y\"\n").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_entry_in_full() {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let shown = file.path().display().to_string();
+        let err = |text: &str| {
+            std::fs::write(file.path(), text).expect("write");
+            Tokens::load_file(file.path()).unwrap_err().to_string()
+        };
+        assert_eq!(err(""), format!("{shown}: no [[token]] entries"));
+        assert_eq!(
+            err("[[token]]\nname = \"x\"\nsha256 = \"abc\"\n"),
+            format!("{shown}: token \"x\": sha256 must be 64 hex digits")
+        );
+        assert_eq!(
+            err(&(entry("x", "1") + &entry("x", "2"))),
+            format!("{shown}: token \"x\": name is used twice")
+        );
+        assert_eq!(
+            err(&entry("a b", "1")),
+            format!("{shown}: token \"a b\": name must be 1..=64 characters of [A-Za-z0-9._-]")
+        );
+        let parse = err("[[token]]\nname = \"x\"\nsecret = \"y\"\n");
+        assert!(parse.starts_with(&format!("{shown}: ")) && parse.contains("secret"), "{parse}");
+        let missing = file.path().with_extension("missing");
+        let read = Tokens::load_file(&missing).unwrap_err().to_string();
+        assert!(read.starts_with(&format!("cannot read {}: ", missing.display())), "{read}");
+        assert_eq!(
+            generate("no spaces").unwrap_err().to_string(),
+            "name must be 1..=64 characters of [A-Za-z0-9._-]"
+        );
     }
 
     #[test]

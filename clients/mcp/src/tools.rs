@@ -154,7 +154,7 @@ impl EntropyServer {
             within("length", a.length, password::MIN_LENGTH as i64, password::MAX_LENGTH as i64)?
                 as usize;
         let alphabet = password::alphabet(a.alphabet.as_deref(), a.characters.as_deref())
-            .map_err(Failure::argument)?;
+            .map_err(|e| Failure::argument(e.to_string()))?;
         let (indices, drawn) = self.gateway.indices(vec![alphabet.len() as u64; length]).await?;
         let password: String = indices.iter().map(|&i| alphabet[i as usize]).collect();
         json(PasswordResult {
