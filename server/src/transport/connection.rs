@@ -348,7 +348,9 @@ impl<T> Conn<T> {
     fn stalled(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
         let activity = &self.activity;
         let stall = self.stall.as_mut()?;
-        let asked = activity.stall_check.swap(false, Ordering::AcqRel)
+        // A load first: this runs on every read and write, and a swap would write the line.
+        let asked = activity.stall_check.load(Ordering::Acquire)
+            && activity.stall_check.swap(false, Ordering::AcqRel)
             && activity.is_stalled(stall.timeout);
         if !asked && !stall.expired(cx, |t| activity.stall_deadline(t)) {
             return None;
