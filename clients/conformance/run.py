@@ -216,10 +216,9 @@ def describe(obs: dict) -> str:
 # --- running ---------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The repo's one port picker (scripts/lib/ports.py): outside the ephemeral range, never twice.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "lib"))
+from ports import free_port  # noqa: E402
 
 
 class BlackHole:

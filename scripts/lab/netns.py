@@ -76,6 +76,7 @@ class Lab:
         self.hosts6: dict[str, str] = {}  # host name -> IPv6 address (with subnet64)
         self.procs: dict[str, subprocess.Popen] = {}
         self.cgroups: list[Path] = []
+        self._ports_given: dict[str, set[int]] = {}  # host name -> ports free_port returned
         self.namespaces.append(self.hub)  # first: a signal may come while `ip netns add` runs
         r = run(["ip", "netns", "add", self.hub], check=False)
         if r.returncode != 0:
@@ -106,9 +107,15 @@ class Lab:
         return addr
 
     def free_port(self, host: str) -> int:
-        """A TCP port nothing listens on now in `host` (bound on every address, then released)."""
+        """A TCP port nothing listens on now in `host` (bound on every address, then released),
+        never the same one twice for one host: two bind(0)s in a row may get the same port."""
         code = 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'
-        return int(run(nsexec(self.ns(host), sys.executable, "-c", code)).stdout)
+        given = self._ports_given.setdefault(host, set())
+        while True:
+            port = int(run(nsexec(self.ns(host), sys.executable, "-c", code)).stdout)
+            if port not in given:
+                given.add(port)
+                return port
 
     def spawn(self, host: str, name: str, cmd, env=None, cwd=None, cgroup=False) -> subprocess.Popen:
         """Starts `cmd` in `host`, logging to WORK/name.log; with `cgroup`, in a CPU cgroup of its

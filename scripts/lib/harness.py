@@ -9,12 +9,13 @@ sys.path first. Standard library only.
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from ports import free_port  # noqa: F401 (re-exported: the one port picker, scripts/lib/ports.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,13 +61,6 @@ def tool(name):
     ghz and grpcurl there."""
     import shutil
     return shutil.which(name) or os.path.expanduser(f"~/go/bin/{name}")
-
-
-def free_port():
-    """A loopback TCP port nothing listens on now (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def grpcurl(addr, method, *, key=None, data=None, cacert=None, extra=(), timeout=30):

@@ -9,7 +9,6 @@ import hashlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,10 +41,9 @@ class Checks:
         return f"mcp: {self.passed} passed, {len(self.failed)} failed"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The repo's one port picker (scripts/lib/ports.py): outside the ephemeral range, never twice.
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from ports import free_port  # noqa: E402
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,10 +29,9 @@ class Gateway:
     pool_capacity: int | None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The repo's one port picker (scripts/lib/ports.py): outside the ephemeral range, never twice.
+sys.path.insert(0, str(REPO / "scripts" / "lib"))
+from ports import free_port  # noqa: E402
 
 
 def wait_serving(
