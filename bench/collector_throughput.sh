@@ -21,8 +21,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PUB=$(port); ING=$(port)
+# Two distinct ports from the repo's one picker (scripts/lib/ports.py).
+read -r PUB ING < <(python3 -c 'import sys; sys.path.insert(0, "scripts/lib"); from ports import free_port; print(free_port(), free_port())')
 KEY=bench-key
 mkdir "$work/mac"; mac=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 echo "$mac" > "$work/mac/k1.key"; echo "$mac" > "$work/k1.key"

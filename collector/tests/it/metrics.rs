@@ -60,9 +60,12 @@ async fn start_sim(fault: Fault, shutdown: &CancellationToken) -> (Arc<Simulator
     (sim, url)
 }
 
-/// A loopback port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// `N` distinct loopback ports nothing listens on: all bound at once (so no two are the same),
+/// then released.
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: [std::net::TcpListener; N] =
+        std::array::from_fn(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    held.map(|l| l.local_addr().unwrap().port())
 }
 
 use entropy_testkit::http::get as http_get;
@@ -107,8 +110,9 @@ async fn the_collector_exposes_its_series_as_documented_and_they_follow_what_hap
                 shutdown.clone().cancelled_owned(),
             ),
     );
-    let dead = format!("http://127.0.0.1:{}", free_port());
-    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let [dead_port, metrics_port] = free_ports();
+    let dead = format!("http://127.0.0.1:{dead_port}");
+    let metrics: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("k1.key");
