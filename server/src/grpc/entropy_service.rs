@@ -16,9 +16,9 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery::{self, Refused, Source, wire_bound};
+use super::delivery::{self, Refused, Source, Undelivered, wire_bound};
 use super::errors::{self, take_failed};
-use super::observe::Call;
+use super::observe::{Call, Caller, Failure, Reply};
 use super::provenance;
 use super::quality;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
@@ -121,24 +121,21 @@ impl EntropyApi {
         self
     }
 
-    /// Draws exactly `n` bytes of the `accept`ed kinds for `grant` within its byte quota,
-    /// the client's deadline and the server's max wait, holding room for a response of at
-    /// most `wire` bytes until it is delivered ([`delivery::draw`]).
+    /// Draws exactly `n` bytes of the `accept`ed kinds for `caller` within its key's byte
+    /// quota, the client's deadline and the server's max wait, holding room for a response of
+    /// at most `wire` bytes until it is delivered ([`delivery::draw`]).
     async fn draw(
         &self,
-        call: &mut Call,
+        caller: &Caller,
         (metadata, extensions): (&MetadataMap, &tonic::Extensions),
-        grant: &KeyGrant,
         (n, wire, accept): (usize, usize, Kinds),
-    ) -> Result<Drawn, Status> {
+    ) -> Result<(Drawn, Undelivered), Failure> {
         let (until, limit) = self.until(metadata, n)?;
-        let from = self.source(extensions, grant);
-        let settle = (call.meter(), self.totals.clone());
-        let (drawn, undelivered) = delivery::draw(&from, (n, wire, accept), until, settle)
+        let from = self.source(extensions, &caller.grant);
+        let settle = (caller.meter.clone(), self.totals.clone());
+        delivery::draw(&from, (n, wire, accept), until, settle)
             .await
-            .map_err(|refused| Self::refused(call, refused, limit, n))?;
-        call.drew_held(undelivered);
-        Ok(drawn)
+            .map_err(|refused| Self::refused(refused, limit, n))
     }
 
     /// When a draw of `n` bytes must have its bytes by, and which limit that is: the client's
@@ -164,12 +161,12 @@ impl EntropyApi {
         }
     }
 
-    /// The status of a draw that took nothing (a quota refusal is counted for the key).
-    fn refused(call: &mut Call, refused: Refused, limit: Limit, n: usize) -> Status {
+    /// Why a draw of `n` bytes that ended at `limit` took nothing.
+    fn refused(refused: Refused, limit: Limit, n: usize) -> Failure {
         match refused {
-            Refused::Quota(e) => call.quota(e),
-            Refused::Full(full) => full.into(),
-            Refused::Take(e) => take_failed(e, limit, n),
+            Refused::Quota(e) => Failure::Quota(e),
+            Refused::Full(full) => Failure::Status(full.into()),
+            Refused::Take(e) => Failure::Status(take_failed(e, limit, n)),
         }
     }
 }
@@ -180,8 +177,10 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetRandomRequest>,
     ) -> Result<Response<GetRandomResponse>, Status> {
-        self.observed(Method::GetRandom, request, async |call, r| self.get_random(call, r).await)
-            .await
+        Call::run(&self.metrics, (Method::GetRandom, Scope::EntropyRead), request, async |c, r| {
+            self.get_random(c, r).await
+        })
+        .await
     }
 
     type StreamRandomStream = Outbox;
@@ -205,62 +204,61 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
-        self.observed(Method::GetIntegers, request, async |c, r| self.get_integers(c, r).await)
-            .await
+        Call::run(&self.metrics, (Method::GetIntegers, Scope::EntropyRead), request, async |c, r| {
+            self.get_integers(c, r).await
+        })
+        .await
     }
 
     async fn get_floats(
         &self,
         request: Request<GetFloatsRequest>,
     ) -> Result<Response<GetFloatsResponse>, Status> {
-        self.observed(Method::GetFloats, request, async |c, r| self.get_floats(c, r).await).await
+        Call::run(&self.metrics, (Method::GetFloats, Scope::EntropyRead), request, async |c, r| {
+            self.get_floats(c, r).await
+        })
+        .await
     }
 
     async fn get_uuids(
         &self,
         request: Request<GetUuidsRequest>,
     ) -> Result<Response<GetUuidsResponse>, Status> {
-        self.observed(Method::GetUuids, request, async |c, r| self.get_uuids(c, r).await).await
+        Call::run(&self.metrics, (Method::GetUuids, Scope::EntropyRead), request, async |c, r| {
+            self.get_uuids(c, r).await
+        })
+        .await
     }
 
     async fn get_status(
         &self,
         request: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
-        self.observed(Method::GetStatus, request, async |c, r| self.get_status(c, &r)).await
+        Call::run(&self.metrics, (Method::GetStatus, Scope::StatusRead), request, async |c, r| {
+            self.get_status(c, &r)
+        })
+        .await
     }
 
     async fn check_quality(
         &self,
         request: Request<CheckQualityRequest>,
     ) -> Result<Response<CheckQualityResponse>, Status> {
-        self.observed(Method::CheckQuality, request, async |c, r| self.check_quality(c, r).await)
-            .await
+        Call::run(&self.metrics, (Method::CheckQuality, Scope::QualityCheck), request, async |c, r| {
+            self.check_quality(c, r).await
+        })
+        .await
     }
 }
 
-/// The handlers' bodies; the trait methods above wrap each in a [`Call`].
+/// The handlers' bodies; the trait methods above run each in a [`Call`] ([`Call::run`]).
 impl EntropyApi {
-    /// Runs `handler` inside a [`Call`] of `method`: timed, counted by status code, logged,
-    /// and its drawn bytes held until the response is delivered ([`Call::finish`]).
-    async fn observed<Req, Res: prost::Message>(
-        &self,
-        method: Method,
-        request: Request<Req>,
-        handler: impl AsyncFnOnce(&mut Call, Request<Req>) -> Result<Response<Res>, Status>,
-    ) -> Result<Response<Res>, Status> {
-        let mut call = Call::start(&self.metrics, method);
-        let result = handler(&mut call, request).await;
-        call.finish(result)
-    }
-
     async fn get_random(
         &self,
-        call: &mut Call,
+        caller: Caller,
         request: Request<GetRandomRequest>,
-    ) -> Result<Response<GetRandomResponse>, Status> {
+    ) -> Result<Reply<GetRandomResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let RandomBytes { n, encoding, accept } = req.try_into()?;
         let payload = match encoding {
             Encoding::Unspecified => n,
@@ -268,7 +266,7 @@ impl EntropyApi {
             Encoding::Base64 => n.div_ceil(3) * 4,
         };
         let wire = wire_bound(payload);
-        let drawn = self.draw(call, (&metadata, &extensions), &grant, (n, wire, accept)).await?;
+        let (drawn, owed) = self.draw(&caller, (&metadata, &extensions), (n, wire, accept)).await?;
         let provenance = provenance::of_segments(drawn.segments(), Instant::now());
         let (data, text) = match encoding {
             Encoding::Unspecified => (drawn.into_vec(), String::new()),
@@ -278,7 +276,7 @@ impl EntropyApi {
                 (Vec::new(), base64::engine::general_purpose::STANDARD.encode(&*drawn))
             }
         };
-        Ok(Response::new(GetRandomResponse { data, text, provenance }))
+        Ok(Reply::drawn(GetRandomResponse { data, text, provenance }, owed))
     }
 
     fn stream_random(
@@ -295,7 +293,7 @@ impl EntropyApi {
             // A deadline already spent (`grpc-timeout: 0S`): nothing is drawn.
             return Err(take_failed(TakeError::TimedOut, Limit::Client, plan.chunk));
         }
-        let slot = grant.quota.open_stream().map_err(|e| call.quota(e))?;
+        let slot = grant.quota.open_stream().map_err(|e| call.refuse(Failure::Quota(e)))?;
         let open_gauge = self.metrics.stream_opened();
         let producer = Producer {
             plan,
@@ -326,29 +324,28 @@ impl EntropyApi {
 
     async fn get_integers(
         &self,
-        call: &mut Call,
+        caller: Caller,
         request: Request<GetIntegersRequest>,
-    ) -> Result<Response<GetIntegersResponse>, Status> {
+    ) -> Result<Reply<GetIntegersResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Integers { count, range, accept } = req.try_into()?;
         let k = range.bytes_per_draw();
         let mut values = Vec::with_capacity(count);
         if k == 0 {
             // One possible value: no entropy is drawn, so there is no provenance.
             values.resize(count, range.min());
-            return Ok(Response::new(GetIntegersResponse { values, provenance: None }));
+            return Ok(Reply::new(GetIntegersResponse { values, provenance: None }));
         }
         // Rejected draws are replaced in further rounds. If a round cannot be served, every
         // byte drawn so far goes back to the pool: it never left the process, and the failed
         // call consumes nothing.
         let mut rounds: Vec<Drawn> = Vec::new();
+        let mut owed: Option<Undelivered> = None;
         while values.len() < count {
             let left = count - values.len();
             let wire = wire_bound(left * INTEGER_WIRE_BYTES);
-            match self.draw(call, (&metadata, &extensions), &grant, (left * k, wire, accept)).await
-            {
-                Ok(bytes) => {
+            match self.draw(&caller, (&metadata, &extensions), (left * k, wire, accept)).await {
+                Ok((bytes, round_owed)) => {
                     values.extend(
                         bytes
                             .chunks_exact(k)
@@ -356,66 +353,75 @@ impl EntropyApi {
                             .take(count - values.len()),
                     );
                     rounds.push(bytes);
+                    match &mut owed {
+                        Some(owed) => owed.absorb(round_owed),
+                        None => owed = Some(round_owed),
+                    }
                 }
-                Err(status) => {
+                Err(failure) => {
                     for bytes in rounds {
                         self.pool.give_back(bytes);
                     }
-                    return Err(status);
+                    if let Some(owed) = owed {
+                        owed.abandon();
+                    }
+                    return Err(failure);
                 }
             }
         }
         let segments: Vec<Segment> =
             rounds.iter().flat_map(|round| round.segments().iter().cloned()).collect();
         let provenance = provenance::of_segments(&segments, Instant::now());
-        Ok(Response::new(GetIntegersResponse { values, provenance }))
+        let response = GetIntegersResponse { values, provenance };
+        // At least one round was drawn: one possible value returned above.
+        Ok(match owed {
+            Some(owed) => Reply::drawn(response, owed),
+            None => Reply::new(response),
+        })
     }
 
     async fn get_floats(
         &self,
-        call: &mut Call,
+        caller: Caller,
         request: Request<GetFloatsRequest>,
-    ) -> Result<Response<GetFloatsResponse>, Status> {
+    ) -> Result<Reply<GetFloatsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Count { count, accept } = req.try_into()?;
         let n = count * FLOAT_BYTES;
-        let bytes =
-            self.draw(call, (&metadata, &extensions), &grant, (n, wire_bound(n), accept)).await?;
+        let (bytes, owed) =
+            self.draw(&caller, (&metadata, &extensions), (n, wire_bound(n), accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
         let values = floats.iter().map(float_from).collect();
         let provenance = provenance::of_segments(bytes.segments(), Instant::now());
-        Ok(Response::new(GetFloatsResponse { values, provenance }))
+        Ok(Reply::drawn(GetFloatsResponse { values, provenance }, owed))
     }
 
     async fn get_uuids(
         &self,
-        call: &mut Call,
+        caller: Caller,
         request: Request<GetUuidsRequest>,
-    ) -> Result<Response<GetUuidsResponse>, Status> {
+    ) -> Result<Reply<GetUuidsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
         let Count { count, accept } = req.try_into()?;
         let wire = wire_bound(count * UUID_WIRE_BYTES);
         let n = count * UUID_BYTES;
-        let bytes = self.draw(call, (&metadata, &extensions), &grant, (n, wire, accept)).await?;
+        let (bytes, owed) = self.draw(&caller, (&metadata, &extensions), (n, wire, accept)).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
         let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
         let provenance = provenance::of_segments(bytes.segments(), Instant::now());
-        Ok(Response::new(GetUuidsResponse { uuids, provenance }))
+        Ok(Reply::drawn(GetUuidsResponse { uuids, provenance }, owed))
     }
 
     /// Draws the sample like any call (fair share, byte quota, deadline), tests it off the
     /// async workers, and wipes it: its bytes never leave the gateway.
     async fn check_quality(
         &self,
-        call: &mut Call,
+        caller: Caller,
         request: Request<CheckQualityRequest>,
-    ) -> Result<Response<CheckQualityResponse>, Status> {
+    ) -> Result<Reply<CheckQualityResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::QualityCheck)?;
         let QualitySample { n, accept } = req.try_into()?;
         // One check at a time in the whole gateway, so checks take at most one core from the
         // other calls; the others wait their turn (holding nothing) within their deadline.
@@ -425,30 +431,28 @@ impl EntropyApi {
         let Ok(Ok(_turn)) =
             tokio::time::timeout_at(until, self.quality_turns.clone().acquire_owned()).await
         else {
-            return Err(errors::quality_busy(limit));
+            return Err(errors::quality_busy(limit).into());
         };
         // The sample is held (its key's allowance and the process's) while it is tested; it
         // never goes on the wire, so nothing of it is served.
         let (until, limit) = self.until(&metadata, n)?;
-        let from = self.source(&extensions, &grant);
+        let from = self.source(&extensions, &caller.grant);
         let (sample, _held) = delivery::take(&from, (n, n, accept), until)
             .await
-            .map_err(|refused| Self::refused(call, refused, limit, n))?;
-        call.drew(n);
+            .map_err(|refused| Self::refused(refused, limit, n))?;
         let provenance = provenance::of_segments(sample.segments(), Instant::now());
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
             .await
             .map_err(|e| errors::internal("CheckQuality", &e))??;
         self.totals.count_tested(n);
-        Ok(Response::new(CheckQualityResponse { provenance, ..report }))
+        Ok(Reply::tested(CheckQualityResponse { provenance, ..report }, n))
     }
 
     fn get_status(
         &self,
-        call: &mut Call,
-        request: &Request<GetStatusRequest>,
-    ) -> Result<Response<GetStatusResponse>, Status> {
-        call.authorize(request.extensions(), Scope::StatusRead)?;
+        _caller: Caller,
+        _request: &Request<GetStatusRequest>,
+    ) -> Result<Reply<GetStatusResponse>, Failure> {
         let pool = self.pool.stats();
         let ingest = self.ingest.stats();
         let now = Instant::now();
@@ -468,7 +472,7 @@ impl EntropyApi {
                 last_mixing: provenance::wire_mixing(s.last_mixing) as i32,
             })
             .collect();
-        Ok(Response::new(GetStatusResponse {
+        Ok(Reply::new(GetStatusResponse {
             pool_bytes: pool.level as u64,
             pool_capacity_bytes: pool.capacity as u64,
             pool_low_watermark_bytes: self.readiness.low_watermark() as u64,

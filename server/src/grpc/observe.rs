@@ -1,16 +1,17 @@
 //! One EntropyService call as seen by operators: its metrics and its log line.
 //!
-//! A handler starts a [`Call`], lets it authorize the request (so refusals are counted by
-//! method and reason), tells it what it drew, and finishes it with the result. Finishing
-//! records the duration by method and status code, hands what a unary call drew to the
-//! transport (counted as served only once its bytes leave, [`super::delivery`]), and writes one
-//! line: debug for ordinary outcomes, info for a refusal (auth, quota, invalid argument) with
-//! its reason. Key names appear, never secrets.
+//! A unary handler runs inside [`Call::run`]: the call is timed, its key authorized (so refusals
+//! are counted by method and reason), and the handler's [`Reply`] or [`Failure`] finishes it.
+//! Finishing records the duration by method and status code, hands what the call drew to the
+//! transport (counted as served only once its bytes leave, [`super::delivery`]), and writes
+//! one line: debug for ordinary outcomes, info for a refusal (auth, quota, invalid argument)
+//! with its reason. Key names appear, never secrets. A stream starts a [`Call`] of its own,
+//! which its task ends.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use tonic::{Code, Status};
+use tonic::{Code, Request, Response, Status};
 
 use super::delivery::{ServedMeter, Undelivered};
 use super::errors::{self, quota_exceeded};
@@ -19,6 +20,58 @@ use crate::domain::log_safety::{self, escape};
 use crate::domain::quota::QuotaError;
 use crate::metrics::{AuthFailure, CODE_NAMES, GatewayMetrics, KeyHandles, Method, QuotaLimit};
 use crate::transport::Dues;
+
+/// Who a unary handler serves: the authorized key, and the meter that counts what the call
+/// serves for its method and key once delivered.
+#[derive(Debug)]
+pub(crate) struct Caller {
+    /// The key's grant (name, scopes, quota).
+    pub(crate) grant: Arc<KeyGrant>,
+    /// Counts served bytes for the call's method and key.
+    pub(crate) meter: ServedMeter,
+}
+
+/// What a unary handler answers: its response, and what it drew for it (held until the
+/// response's bytes leave the process).
+#[derive(Debug)]
+pub(crate) struct Reply<T> {
+    response: T,
+    drawn: Option<Undelivered>,
+    /// Bytes drawn and not sent (a CheckQuality sample), for the log line.
+    tested: usize,
+}
+
+impl<T> Reply<T> {
+    /// A response that drew nothing.
+    pub(crate) fn new(response: T) -> Self {
+        Self { response, drawn: None, tested: 0 }
+    }
+
+    /// A response carrying the bytes `drawn`.
+    pub(crate) fn drawn(response: T, drawn: Undelivered) -> Self {
+        Self { response, drawn: Some(drawn), tested: 0 }
+    }
+
+    /// A response about `n` drawn bytes that were tested and never sent.
+    pub(crate) fn tested(response: T, n: usize) -> Self {
+        Self { response, drawn: None, tested: n }
+    }
+}
+
+/// Why a unary handler answered no: a status, or the key's quota (counted for the key).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Any refusal or failure, as its status.
+    Status(Status),
+    /// The key's quota refused the call.
+    Quota(QuotaError),
+}
+
+impl From<Status> for Failure {
+    fn from(status: Status) -> Self {
+        Self::Status(status)
+    }
+}
 
 /// A call in progress.
 #[derive(Debug)]
@@ -31,8 +84,6 @@ pub struct Call {
     bytes: u64,
     /// A short label for a refusal, for the log line.
     refusal: Option<&'static str>,
-    /// What a unary call drew, held until its response is delivered.
-    undelivered: Option<Undelivered>,
 }
 
 impl Call {
@@ -45,13 +96,28 @@ impl Call {
             key: None,
             bytes: 0,
             refusal: None,
-            undelivered: None,
         }
+    }
+
+    /// Runs a unary `handler` of `method` for a key holding `scope`: authorizes the request,
+    /// runs the handler, and finishes the call with its answer ([`Call::finish`]).
+    pub(crate) async fn run<Req, Res: prost::Message>(
+        metrics: &Arc<GatewayMetrics>,
+        (method, scope): (Method, Scope),
+        request: Request<Req>,
+        handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
+    ) -> Result<Response<Res>, Status> {
+        let mut call = Self::start(metrics, method);
+        let result = match call.authorize(request.extensions(), scope) {
+            Ok(grant) => handler(Caller { grant, meter: call.meter() }, request).await,
+            Err(status) => Err(Failure::Status(status)),
+        };
+        call.finish(result)
     }
 
     /// The request's key grant, if it authenticated, holds `scope`, and its request quota
     /// admits one more call.
-    pub fn authorize(
+    pub(crate) fn authorize(
         &mut self,
         extensions: &tonic::Extensions,
         scope: Scope,
@@ -69,6 +135,8 @@ impl Call {
             let status = errors::missing_scope(&grant.name, scope.as_str());
             return Err(self.auth_failed(AuthFailure::Scope, status));
         }
+        // The request token goes before the request is read: a malformed call is rate-limited
+        // like any other.
         grant.quota.admit_request().map_err(|e| self.quota(e))?;
         Ok(grant)
     }
@@ -84,7 +152,7 @@ impl Call {
     }
 
     /// Counts a quota refusal for the call's key and returns its status.
-    pub fn quota(&mut self, e: QuotaError) -> Status {
+    fn quota(&mut self, e: QuotaError) -> Status {
         let limit = match e {
             QuotaError::Requests { .. } => QuotaLimit::Requests,
             QuotaError::Bytes { .. } | QuotaError::Burst { .. } => QuotaLimit::Bytes,
@@ -106,15 +174,6 @@ impl Call {
         self.bytes += n as u64;
     }
 
-    /// Notes what a unary call drew, delivered with its response ([`Call::finish`]).
-    pub(crate) fn drew_held(&mut self, undelivered: Undelivered) {
-        self.bytes += undelivered.len() as u64;
-        match &mut self.undelivered {
-            Some(drawn) => drawn.absorb(undelivered),
-            None => self.undelivered = Some(undelivered),
-        }
-    }
-
     /// A meter that counts bytes as served for this call's method and key, for bytes that
     /// leave from elsewhere (a stream's outbox, as the transport takes each message).
     pub(crate) fn meter(&self) -> ServedMeter {
@@ -125,35 +184,41 @@ impl Call {
         )
     }
 
-    /// Ends a unary call with its result. A successful response carries what the call drew
-    /// to the transport ([`Dues`]), which counts it as served once its bytes have left.
-    pub fn finish<T: prost::Message>(
+    /// Ends a unary call with its handler's answer. A reply carries what the call drew to
+    /// the transport ([`Dues`]), which counts it as served once its bytes have left; a failed
+    /// call drew nothing (its bytes went back to the pool), so nothing is counted.
+    fn finish<T: prost::Message>(
         mut self,
-        result: Result<tonic::Response<T>, Status>,
-    ) -> Result<tonic::Response<T>, Status> {
-        let undelivered = self.undelivered.take();
+        result: Result<Reply<T>, Failure>,
+    ) -> Result<Response<T>, Status> {
         match result {
-            Ok(mut response) => {
-                if let Some(mut undelivered) = undelivered {
+            Ok(Reply { response, drawn, tested }) => {
+                let mut response = Response::new(response);
+                self.bytes = tested as u64;
+                if let Some(mut drawn) = drawn {
+                    self.bytes += drawn.len() as u64;
                     // The gRPC prefix, then the message.
-                    undelivered.fit(5 + response.get_ref().encoded_len());
+                    drawn.fit(5 + response.get_ref().encoded_len());
                     let dues = Dues::default();
-                    dues.push(Box::new(undelivered));
+                    dues.push(Box::new(drawn));
                     response.extensions_mut().insert(dues);
                 }
                 self.end(Code::Ok, "");
                 Ok(response)
             }
-            Err(status) => {
-                // Drawn bytes of a failed call went back to the pool or were never drawn: the
-                // holds go, nothing is counted.
-                if let Some(undelivered) = undelivered {
-                    undelivered.abandon();
-                }
-                self.bytes = 0;
+            Err(failure) => {
+                let status = self.refuse(failure);
                 self.end(status.code(), status.message());
                 Err(status)
             }
+        }
+    }
+
+    /// The status of `failure`; a quota refusal is counted for the call's key.
+    pub(crate) fn refuse(&mut self, failure: Failure) -> Status {
+        match failure {
+            Failure::Status(status) => status,
+            Failure::Quota(e) => self.quota(e),
         }
     }
 
