@@ -207,12 +207,9 @@ impl Ingest {
         // take milliseconds, and a chunk then refused as a replay only moved it early.)
         self.lease.cover(chunk.timestamp_unix_ms)?;
         let len = chunk.data.len();
-        {
-            let mut replay = lock(&self.replay);
-            replay.check(&chunk.stream, chunk.sequence, now)?;
-            self.pool.put(&chunk.data, Arc::new(origin_of(&chunk)))?;
-            replay.record(&chunk.stream, chunk.sequence, now);
-        }
+        lock(&self.replay).accept((&chunk.stream, chunk.sequence), now, || {
+            self.pool.put(&chunk.data, Arc::new(origin_of(&chunk))).map_err(IngestError::from)
+        })?;
         lock(&self.provenance).record(&chunk.stream.0, chunk.mixing, &chunk.sources, len, now);
         self.counters.stored(&chunk.stream.0, len);
         Ok(len)

@@ -76,13 +76,23 @@ impl ReplayGuard {
         Self { streams: HashMap::new(), max_streams, forget_after }
     }
 
-    /// Whether `sequence` of `stream` may be accepted. Changes nothing.
-    pub(crate) fn check(
-        &self,
-        stream: &StreamId,
-        sequence: u64,
+    /// Accepts `sequence` of `stream` once: if it may be accepted, runs `store` (which puts the
+    /// chunk in the pool) and records the sequence only if `store` succeeded, so a chunk is
+    /// recorded exactly when it was stored. A chunk refused here or by `store` may come again.
+    pub(crate) fn accept<T, E: From<ReplayError>>(
+        &mut self,
+        (stream, sequence): (&StreamId, u64),
         now: Instant,
-    ) -> Result<(), ReplayError> {
+        store: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.check(stream, sequence, now)?;
+        let stored = store()?;
+        self.record(stream, sequence, now);
+        Ok(stored)
+    }
+
+    /// Whether `sequence` of `stream` may be accepted. Changes nothing.
+    fn check(&self, stream: &StreamId, sequence: u64, now: Instant) -> Result<(), ReplayError> {
         match self.streams.get(stream) {
             Some(w) => w.check(sequence),
             None if self.streams.len() < self.max_streams => Ok(()),
@@ -91,8 +101,8 @@ impl ReplayGuard {
         }
     }
 
-    /// Records `sequence` of `stream` as accepted. Call after a successful [`Self::check`].
-    pub(crate) fn record(&mut self, stream: &StreamId, sequence: u64, now: Instant) {
+    /// Records `sequence` of `stream` as accepted, after a successful [`Self::check`].
+    fn record(&mut self, stream: &StreamId, sequence: u64, now: Instant) {
         if !self.streams.contains_key(stream) && self.streams.len() >= self.max_streams {
             let forget_after = self.forget_after;
             self.streams.retain(|_, w| now.saturating_duration_since(w.last_accept) < forget_after);
@@ -181,9 +191,7 @@ mod tests {
         seq: u64,
         now: Instant,
     ) -> Result<(), ReplayError> {
-        g.check(s, seq, now)?;
-        g.record(s, seq, now);
-        Ok(())
+        g.accept((s, seq), now, || Ok::<(), ReplayError>(()))
     }
 
     #[test]
