@@ -170,6 +170,15 @@ class Status:
     expired_bytes_total: int = 0
     # The longest a byte may stay in the pool (ms); 0: no limit.
     max_byte_age_ms: int = 0
+    # Why the gateway is not serving, in one line (as /readyz says it); empty while serving.
+    not_serving_reason: str = ""
+    # Bytes wiped unserved to make room for another class of sources (classes share the pool).
+    evicted_bytes_total: int = 0
+    # Bytes drawn for callers that never received them (stream reset, connection closed or
+    # stalled), wiped, never served to anyone.
+    discarded_bytes_total: int = 0
+    # Bytes drawn as CheckQuality samples: tested and wiped, never served.
+    quality_tested_bytes_total: int = 0
 
 
 def _enum_label(enum: object, value: int, prefix: str) -> str:
@@ -213,6 +222,10 @@ def status_from_pb(msg: entropy_pb2.GetStatusResponse) -> Status:
         ),
         expired_bytes_total=msg.expired_bytes_total,
         max_byte_age_ms=msg.max_byte_age_ms,
+        not_serving_reason=msg.not_serving_reason,
+        evicted_bytes_total=msg.evicted_bytes_total,
+        discarded_bytes_total=msg.discarded_bytes_total,
+        quality_tested_bytes_total=msg.quality_tested_bytes_total,
     )
 
 
