@@ -1,6 +1,6 @@
-//! Delivery as the gRPC layer sees it: a unary call's draw ([`draw`]: quota, holds, bytes, in one
-//! place), what it holds until its bytes leave the process, and what is counted when they do, or
-//! never do.
+//! Delivery as the gRPC layer sees it: a draw (quota, holds, bytes, in one place: [`draw`] for a
+//! unary call, [`take_message`] for a stream's message), what it holds until its bytes leave the
+//! process, and what is counted when they do, or never do.
 //!
 //! A client that does not read its responses must not make the gateway hold entropy without
 //! bound, nor count as served what it never got. So every draw first holds room ([`hold`]) on
@@ -21,7 +21,6 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::domain::allowance::{Account, Holds};
-use crate::domain::auth::KeyGrant;
 use crate::domain::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
 use crate::domain::quota::{KeyQuota, QuotaError};
 use crate::domain::served::Totals;
@@ -199,14 +198,16 @@ pub async fn hold(
     Ok(Held { holds, key: key.clone(), wire: on_wire })
 }
 
-/// Where a unary call draws from, and what its response will hold room on: the pool, the
-/// call's key, its connection (when it came over one we serve) and the process's response
-/// allowance.
+/// Where a call draws from, and what its responses will hold room on: the pool, the call's key
+/// (its byte quota and allowance, its place among the pool's tenants), its connection (when it
+/// came over one we serve) and the process's response allowance.
 pub(crate) struct Source<'a> {
     /// The pool.
     pub(crate) pool: &'a Pool,
-    /// The call's key: its byte quota, its allowance, its place among the pool's tenants.
-    pub(crate) grant: &'a KeyGrant,
+    /// The key's byte quota and undelivered allowance.
+    pub(crate) quota: &'a KeyQuota,
+    /// The key, among the pool's tenants (fair share).
+    pub(crate) tenant: Tenant,
     /// The connection the call came over.
     pub(crate) connection: Option<&'a ConnectionInfo>,
     /// The process's allowance for response bytes.
@@ -233,13 +234,43 @@ pub(crate) async fn take(
     (n, wire, accept): (usize, usize, Kinds),
     until: Instant,
 ) -> Result<(Drawn, Held), Refused> {
-    let quota = &from.grant.quota;
-    quota.admit_bytes(n).map_err(Refused::Quota)?;
-    let held = hold(quota, from.connection, from.responses, (n, wire), Some(until))
+    from.quota.admit_bytes(n).map_err(Refused::Quota)?;
+    let held = hold(from.quota, from.connection, from.responses, (n, wire), Some(until))
         .await
         .map_err(Refused::Full)?;
-    let tenant = Tenant::named(&from.grant.name);
-    let drawn = from.pool.take_for(tenant, n, accept, Some(until)).await.map_err(Refused::Take)?;
+    let drawn =
+        from.pool.take_for(from.tenant, n, accept, Some(until)).await.map_err(Refused::Take)?;
+    Ok((drawn, held))
+}
+
+/// A stream message's draw from `from`: between `least` and `most` bytes of the `accept`ed
+/// kinds. The key's byte tokens first (metered: a stream waits for them, it is never refused),
+/// then room on its allowances for `most` bytes within `hold_for` of getting them, then the bytes, unless
+/// `give_up` resolves first (the stream's stall rule). The holds are trimmed to what was drawn.
+pub(crate) async fn take_message(
+    from: &Source<'_>,
+    (least, most, accept): (usize, usize, Kinds),
+    hold_for: std::time::Duration,
+    give_up: impl Future<Output = ()>,
+) -> Result<(Drawn, Held), Refused> {
+    from.quota.wait_bytes(most).await;
+    let hold_until = Instant::now() + hold_for;
+    let mut held = hold(
+        from.quota,
+        from.connection,
+        from.responses,
+        (most, wire_bound(most)),
+        Some(hold_until),
+    )
+    .await
+    .map_err(Refused::Full)?;
+    let take = from.pool.take_between(from.tenant, least..=most, accept, None);
+    let drawn = tokio::select! {
+        drawn = take => drawn.map_err(Refused::Take)?,
+        () = give_up => return Err(Refused::Take(TakeError::TimedOut)),
+    };
+    // Hold only what was drawn: a short message frees the rest of its allowances.
+    held.trim(drawn.len(), wire_bound(drawn.len()));
     Ok((drawn, held))
 }
 

@@ -155,7 +155,8 @@ impl EntropyApi {
     fn source<'a>(&'a self, extensions: &'a tonic::Extensions, grant: &'a KeyGrant) -> Source<'a> {
         Source {
             pool: &self.pool,
-            grant,
+            quota: &grant.quota,
+            tenant: Tenant::named(&grant.name),
             connection: ConnectionInfo::of(extensions),
             responses: &self.responses,
         }
@@ -204,9 +205,12 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<GetIntegersRequest>,
     ) -> Result<Response<GetIntegersResponse>, Status> {
-        Call::run(&self.metrics, (Method::GetIntegers, Scope::EntropyRead), request, async |c, r| {
-            self.get_integers(c, r).await
-        })
+        Call::run(
+            &self.metrics,
+            (Method::GetIntegers, Scope::EntropyRead),
+            request,
+            async |c, r| self.get_integers(c, r).await,
+        )
         .await
     }
 
@@ -244,9 +248,12 @@ impl EntropyService for EntropyApi {
         &self,
         request: Request<CheckQualityRequest>,
     ) -> Result<Response<CheckQualityResponse>, Status> {
-        Call::run(&self.metrics, (Method::CheckQuality, Scope::QualityCheck), request, async |c, r| {
-            self.check_quality(c, r).await
-        })
+        Call::run(
+            &self.metrics,
+            (Method::CheckQuality, Scope::QualityCheck),
+            request,
+            async |c, r| self.check_quality(c, r).await,
+        )
         .await
     }
 }

@@ -40,13 +40,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use super::delivery::{self, Undelivered, wire_bound};
+use super::delivery::{self, Refused, Source, Undelivered};
 use super::errors::{self, out_of_range, stream_take_failed};
 use super::observe::Call;
 use super::provenance;
 use super::requests::accept_kinds;
 use crate::domain::allowance::Account;
-use crate::domain::pool::{Drawn, Kinds, Pool, QUANTUM, TakeError, Tenant};
+use crate::domain::pool::{Drawn, Kinds, Pool, QUANTUM, Tenant};
 use crate::domain::quota::{KeyQuota, StreamSlot};
 use crate::domain::served::Totals;
 use crate::transport::{ConnectionInfo, Dues};
@@ -319,28 +319,33 @@ impl Producer {
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait, self.plan.accept);
         let (connection, responses) = (self.connection.clone(), self.responses.clone());
         async move {
-            // A place in the queue first (the client reads what it holds), then the key's byte
-            // tokens (metered as it flows), then room in the allowances (other streams of the
-            // key may hold them), then the bytes.
+            // A place in the queue first (the client reads what it holds), then the draw:
+            // the key's byte tokens (metered as it flows), room in the allowances (other
+            // streams of the key may hold them), the bytes.
             let place = tx.reserve_owned().await.map_err(|_| Ended::ClientLeft)?;
-            quota.wait_bytes(n).await;
-            let deadline = Some(Instant::now() + max_wait);
-            let mut held = delivery::hold(
-                &quota,
-                connection.as_ref(),
-                &responses,
-                (n, wire_bound(n)),
-                deadline,
+            let from = Source {
+                pool: &pool,
+                quota: &quota,
+                tenant,
+                connection: connection.as_ref(),
+                responses: &responses,
+            };
+            let least = n.min(QUANTUM);
+            let (bytes, held) = delivery::take_message(
+                &from,
+                (least, n, accept),
+                max_wait,
+                stalled(progress, max_wait),
             )
             .await
-            .map_err(|full| Ended::Failed(full.into()))?;
-            let least = n.min(QUANTUM);
-            let take = pool.take_between(tenant, least..=n, accept, None);
-            let bytes = unless_stalled(take, progress, max_wait)
-                .await
-                .map_err(|e| Ended::Failed(stream_take_failed(e, least, max_wait)))?;
-            // Hold only what was drawn: a short message frees the rest of its allowances.
-            held.trim(bytes.len(), wire_bound(bytes.len()));
+            .map_err(|refused| {
+                Ended::Failed(match refused {
+                    Refused::Full(full) => full.into(),
+                    Refused::Take(e) => stream_take_failed(e, least, max_wait),
+                    // A stream's byte tokens are waited for, never refused.
+                    Refused::Quota(e) => errors::quota_exceeded(e),
+                })
+            })?;
             Ok((place, Unsent { pool, bytes: Some(bytes) }, held, n))
         }
     }
@@ -440,25 +445,19 @@ impl Drop for Outbox {
     }
 }
 
-/// Runs a stream's `take` until it ends, or until the stream has gone `max_wait` without a
-/// message (by `progress`) while it waited: it then gives up, consuming nothing.
+/// Resolves when the stream has gone `max_wait` without a message (by `progress`): a draw
+/// waiting for bytes then gives up, consuming nothing ([`delivery::take_message`]).
 ///
 /// Timed from the stream's last message, not from the draw's start: under scarcity a stream's
 /// draws are served one after another (its key's turns go to its oldest draw first), so the
 /// last of its draws ahead waits for all the others. Timed from its own start, that draw
 /// could end a stream whose messages were still arriving.
-async fn unless_stalled(
-    take: impl Future<Output = Result<Drawn, TakeError>>,
-    mut progress: watch::Receiver<Instant>,
-    max_wait: Duration,
-) -> Result<Drawn, TakeError> {
+async fn stalled(mut progress: watch::Receiver<Instant>, max_wait: Duration) {
     let started = Instant::now();
-    let mut take = std::pin::pin!(take);
     loop {
         let deadline = (*progress.borrow_and_update()).max(started) + max_wait;
         tokio::select! {
-            result = &mut take => return result,
-            () = tokio::time::sleep_until(deadline) => return Err(TakeError::TimedOut),
+            () = tokio::time::sleep_until(deadline) => return,
             // A message went out: wait on, from it. (An error: the stream ended; this
             // branch is off and the draw is about to be dropped.)
             Ok(()) = progress.changed() => {}
