@@ -10,6 +10,7 @@ export {
   ResourceExhaustedError,
   UnavailableError,
   DeadlineExceededError,
+  FailedPreconditionError,
 } from "./errors.js";
 export { validateKey, MAX_KEY_BYTES } from "./key.js";
 export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status.js";
