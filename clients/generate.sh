@@ -9,7 +9,8 @@
 #   grpcio-tools (bundles protoc), Python     python/requirements-dev.txt
 #   protoc-gen-es, TypeScript                 typescript/package.json + package-lock.json
 # The Node and browser TypeScript clients share one generator run: typescript/src/gen is copied to
-# web/src/gen, and typescript/src/status.ts (their one Status type) to web/src/status.ts.
+# web/src/gen, and typescript/src/status.ts and provenance.ts (their one mapping of Status,
+# provenance and quality reports to plain objects) to web/src.
 # (The Java client generates its code at build time, with protoc from Maven Central: java/pom.xml.)
 set -euo pipefail
 
@@ -116,13 +117,16 @@ generate_buf() { # generate_buf DIR OUT: buf with DIR/buf.gen.yaml, replacing DI
 }
 
 copy_to_web() {
-  step "copy typescript/src/gen and typescript/src/status.ts to web/src"
+  step "copy typescript/src/gen, status.ts and provenance.ts to web/src"
   rm -rf "$CLIENTS/web/src/gen"
   cp -R "$CLIENTS/typescript/src/gen" "$CLIENTS/web/src/gen"
-  {
-    echo "// Copied from clients/typescript/src/status.ts by clients/generate.sh: edit that file, not this one."
-    cat "$CLIENTS/typescript/src/status.ts"
-  } >"$CLIENTS/web/src/status.ts"
+  local file
+  for file in status.ts provenance.ts; do
+    {
+      echo "// Copied from clients/typescript/src/$file by clients/generate.sh: edit that file, not this one."
+      cat "$CLIENTS/typescript/src/$file"
+    } >"$CLIENTS/web/src/$file"
+  done
 }
 
 setup_buf

@@ -40,8 +40,9 @@ if [ ! -x "$GATEWAY_BIN" ]; then
 fi
 
 step "generated code matches proto/ (clients/generate.sh)"
-# web/src/gen and web/src/status.ts are copies of typescript's, made by generate.sh.
-GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen web/src/gen web/src/status.ts)
+# web/src/gen, web/src/status.ts and web/src/provenance.ts are copies of typescript's, made by
+# generate.sh.
+GENERATED=(python/src/entropy_diode/_gen go/gen typescript/src/gen web/src/gen web/src/status.ts web/src/provenance.ts)
 snapshot="$(mktemp -d)"
 trap 'rm -rf "$snapshot"' EXIT
 for path in "${GENERATED[@]}"; do

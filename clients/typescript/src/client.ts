@@ -10,7 +10,7 @@ import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endp
 import { fromServiceError, invalidArgument } from "./errors";
 import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
 import { grpcClient, type GrpcClient, type UnaryMethod } from "./grpc";
-import { checkKinds, type Draw, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance";
+import { checkKinds, type Provenance, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance";
 import { type SourceKind, type Status, statusFromPb } from "./status";
 import { RandomStream, type StreamOptions } from "./stream";
 
@@ -69,6 +69,12 @@ export interface CallOptions {
   /** The source kinds this call accepts (entropy calls only), instead of the client's
    * `acceptKinds`; `[]`: any. */
   acceptKinds?: readonly SourceKind[];
+}
+
+/** Random bytes and where they came from (`EntropyClient.draw`). */
+export interface Draw {
+  data: Buffer;
+  provenance: Provenance;
 }
 
 /**

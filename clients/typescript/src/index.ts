@@ -4,9 +4,10 @@
 // Layout: client.ts (promise API), grpc.ts (the grpc-js client made from the generated
 // descriptors), stream.ts (StreamRandom as async iterable / Readable, with the reconnect rule),
 // endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one class per gRPC
-// status), status.ts (SourceKind and GetStatus as plain objects, shared with
-// the browser client), provenance.ts (provenance and quality reports as plain objects), gen/
-// (generated from proto/ by clients/generate.sh with protoc-gen-es, as for the browser client).
+// status), status.ts (SourceKind and GetStatus as plain objects) and provenance.ts (the
+// acceptKinds check, provenance and quality reports as plain objects), both shared with the
+// browser client, gen/ (generated from proto/ by clients/generate.sh with protoc-gen-es, as for
+// the browser client).
 
 export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
 export {
@@ -15,6 +16,7 @@ export {
   DEFAULT_CHANNEL_OPTIONS,
   DEFAULT_ENDPOINT,
   DEFAULT_TIMEOUT_MS,
+  type Draw,
   EntropyClient,
   type EnvClientOptions,
 } from "./client";
@@ -31,7 +33,6 @@ export {
 } from "./errors";
 export {
   type ChunkRef,
-  type Draw,
   type Fips1402,
   type MonteCarloPi,
   type Provenance,

@@ -1,8 +1,14 @@
 // The source filter (acceptKinds), provenance and quality reports as plain objects, so callers
-// never handle generated message types. 64-bit wire fields are bigint, as in Status (status.ts,
-// which also defines SourceKind).
+// never handle generated message types: the one mapping for both TypeScript clients. 64-bit wire
+// fields are bigint, as in Status (status.ts, which also defines SourceKind). The Node client
+// compiles it here; the browser client (../web) gets a copy from ../generate.sh, checked by
+// ../test.sh like generated code, as status.ts. So it imports nothing Node-only: besides the
+// generated code and status.ts (copied with it), only `invalidArgument` from ./errors.js, which
+// each package defines with the same signature, so a bad filter is that package's own
+// InvalidArgumentError. It maps every field of DrawProvenance and CheckQualityResponse:
+// clients/typescript/test/provenance.test.ts checks that against the generated schema.
 
-import { invalidArgument } from "./errors";
+import { invalidArgument } from "./errors.js";
 import type { CheckQualityResponse, MonteCarloPi as MonteCarloPiPb } from "./gen/entropy/v1/entropy_pb.js";
 import type { ChunkRef as ChunkRefPb, DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
 import type { SourceKind } from "./status.js";
@@ -35,12 +41,6 @@ export interface Provenance {
   chunkCount: number;
   /** How long the oldest of the bytes had been in the gateway's pool (ms). */
   oldestByteAgeMs: bigint;
-}
-
-/** Random bytes and where they came from (`EntropyClient.draw`). */
-export interface Draw {
-  data: Buffer;
-  provenance: Provenance;
 }
 
 /** A Monte Carlo estimate of pi: `error` is estimate minus pi, `standardError` that of the

@@ -1,15 +1,15 @@
 // The promise API over gRPC-Web: one method per EntropyService call, plain TypeScript types in
 // and out, the same shape as the Node client.
 
-import { create } from "@bufbuild/protobuf";
 import { type CallOptions as ConnectCallOptions, type Client, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import { baseUrl } from "./endpoint.js";
 import { fromCallError, invalidArgument } from "./errors.js";
-import { EntropyService, StreamRandomRequestSchema } from "./gen/entropy/v1/entropy_pb.js";
+import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
 import { validateKey } from "./key.js";
-import { type Status, statusFromPb } from "./status.js";
+import { checkKinds, type Provenance, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance.js";
+import { type SourceKind, type Status, statusFromPb } from "./status.js";
 import { RandomStream, type StreamOptions } from "./stream.js";
 
 /** Deadline (ms) of a unary call by default. */
@@ -24,6 +24,10 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof globalThis.fetch;
+  /** The source kinds every entropy call accepts unless it says otherwise (its own
+   * `acceptKinds`); empty or undefined: any. A filter the pool cannot serve rejects with
+   * FailedPreconditionError. */
+  acceptKinds?: readonly SourceKind[];
 }
 
 export interface CallOptions {
@@ -32,6 +36,15 @@ export interface CallOptions {
   /** Aborting cancels the call; it then rejects with the signal's reason (an AbortError, or a
    * TimeoutError for AbortSignal.timeout), as fetch does. */
   signal?: AbortSignal;
+  /** The source kinds this call accepts (entropy calls only), instead of the client's
+   * `acceptKinds`; `[]`: any. */
+  acceptKinds?: readonly SourceKind[];
+}
+
+/** Random bytes and where they came from (`EntropyClient.draw`). */
+export interface Draw {
+  data: Uint8Array;
+  provenance: Provenance;
 }
 
 /**
@@ -46,6 +59,8 @@ export interface CallOptions {
  * Every method rejects with a subclass of EntropyError on failure.
  */
 export class EntropyClient {
+  /** The source kinds every entropy call accepts unless it says otherwise (empty: any). */
+  readonly acceptKinds: readonly SourceKind[];
   private readonly rpc: Client<typeof EntropyService>;
   private readonly headers: Headers;
   private readonly timeoutMs: number;
@@ -54,6 +69,7 @@ export class EntropyClient {
    * The key is checked here (1 to 512 visible ASCII characters) and never echoed. */
   constructor(endpoint: string, apiKey: string, options: ClientOptions = {}) {
     const key = validateKey(apiKey);
+    this.acceptKinds = Object.freeze(checkKinds(options.acceptKinds ?? []));
     const transport = createGrpcWebTransport({
       baseUrl: baseUrl(endpoint),
       useBinaryFormat: true,
@@ -67,8 +83,22 @@ export class EntropyClient {
 
   /** Exactly `numBytes` random bytes (1..=1048576). */
   async getBytes(numBytes: number, options?: CallOptions): Promise<Uint8Array> {
-    const req = { numBytes: uint32("numBytes", numBytes) };
-    return (await this.unary((o) => this.rpc.getRandom(req, o), options)).data;
+    return (await this.draw(numBytes, options)).data;
+  }
+
+  /** Exactly `numBytes` random bytes (1..=1048576) and where they came from. */
+  async draw(numBytes: number, options?: CallOptions): Promise<Draw> {
+    const req = { numBytes: uint32("numBytes", numBytes), acceptKinds: this.kinds(options) };
+    const res = await this.unary((o) => this.rpc.getRandom(req, o), options);
+    return { data: res.data, provenance: provenanceFromPb(res.provenance) };
+  }
+
+  /** Has the gateway draw `sampleBytes` (2500..=4194304) from its pool, never to be served to
+   * anyone, and report how random they look. Needs a key with the `quality:check` scope; the
+   * bytes count against the key's quota. */
+  async checkQuality(sampleBytes: number, options?: CallOptions): Promise<QualityReport> {
+    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), acceptKinds: this.kinds(options) };
+    return qualityFromPb(await this.unary((o) => this.rpc.checkQuality(req, o), options));
   }
 
   /** `count` (1..=10000) uniform integers in [min, max], both inclusive. Pass numbers (safe
@@ -81,20 +111,25 @@ export class EntropyClient {
     count = 1,
     options?: CallOptions,
   ): Promise<number[] | bigint[]> {
-    const req = { min: int64("min", min), max: int64("max", max), count: uint32("count", count) };
+    const req = {
+      min: int64("min", min),
+      max: int64("max", max),
+      count: uint32("count", count),
+      acceptKinds: this.kinds(options),
+    };
     const res = await this.unary((o) => this.rpc.getIntegers(req, o), options);
     return typeof min === "number" ? res.values.map(Number) : res.values;
   }
 
   /** `count` (1..=10000) uniform floats in [0, 1), 53 random bits each. */
   async getFloats(count = 1, options?: CallOptions): Promise<number[]> {
-    const req = { count: uint32("count", count) };
+    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
     return (await this.unary((o) => this.rpc.getFloats(req, o), options)).values;
   }
 
   /** `count` (1..=10000) random version 4 UUIDs, canonical lowercase. */
   async getUuids(count = 1, options?: CallOptions): Promise<string[]> {
-    const req = { count: uint32("count", count) };
+    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
     return (await this.unary((o) => this.rpc.getUuids(req, o), options)).uuids;
   }
 
@@ -107,14 +142,14 @@ export class EntropyClient {
    * errors without losing or repeating bytes (see RandomStream). */
   stream(options: StreamOptions = {}): RandomStream {
     return new RandomStream(
-      (totalBytes, chunkBytes, signal) =>
-        this.rpc.streamRandom(create(StreamRandomRequestSchema, { totalBytes, chunkBytes }), {
-          headers: this.headers,
-          signal,
-          timeoutMs: 0,
-        }),
-      options,
+      (request, signal) => this.rpc.streamRandom(request, { headers: this.headers, signal, timeoutMs: 0 }),
+      { ...options, acceptKinds: options.acceptKinds ?? this.acceptKinds },
     );
+  }
+
+  /** A call's `acceptKinds`: its own when given (empty: any), else the client's. */
+  private kinds(options: CallOptions | undefined): SourceKind[] {
+    return options?.acceptKinds === undefined ? [...this.acceptKinds] : checkKinds(options.acceptKinds);
   }
 
   private async unary<T>(call: (o: ConnectCallOptions) => Promise<T>, options: CallOptions = {}): Promise<T> {

@@ -55,6 +55,11 @@ export class ResourceExhaustedError extends EntropyError {
 export class UnavailableError extends EntropyError {}
 /** DEADLINE_EXCEEDED: the call's own deadline passed first. Nothing was consumed. */
 export class DeadlineExceededError extends EntropyError {}
+/** FAILED_PRECONDITION: the call accepts only some source kinds (`acceptKinds`) and the pool
+ * holds none of them and none arrived lately; the message names what the pool holds. Nothing was
+ * consumed. Not transient: the same call fails the same way until a source of an accepted kind
+ * feeds the gateway, so a stream does not retry it. */
+export class FailedPreconditionError extends EntropyError {}
 
 const byCode = new Map<number, new (code: number, details: string, options?: { cause?: unknown }) => EntropyError>([
   [Code.InvalidArgument, InvalidArgumentError],
@@ -62,6 +67,7 @@ const byCode = new Map<number, new (code: number, details: string, options?: { c
   [Code.PermissionDenied, PermissionDeniedError],
   [Code.Unavailable, UnavailableError],
   [Code.DeadlineExceeded, DeadlineExceededError],
+  [Code.FailedPrecondition, FailedPreconditionError],
 ]);
 
 /** The error for what a call threw; the caller's own abort passes through as its reason. */

@@ -1,9 +1,14 @@
 // StreamRandom as an async iterable that survives a gateway restart, by the reconnect rule every
 // Entropy Diode client follows.
 
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 
 import { DeadlineExceededError, EntropyError, UnavailableError, fromCallError, invalidArgument } from "./errors.js";
+import type { StreamRandomRequestSchema, StreamRandomResponse } from "./gen/entropy/v1/entropy_pb.js";
+import type { DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
+import { checkKinds, type Provenance, provenanceFromPb } from "./provenance.js";
+import type { SourceKind } from "./status.js";
 
 export interface StreamOptions {
   /** Bytes in all; 0 (the default): endless, until the consumer stops. */
@@ -20,14 +25,17 @@ export interface StreamOptions {
   stallTimeoutMs?: number;
   /** Aborting ends the stream; it then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** The source kinds this stream accepts, sent on every stream it opens (reconnects too);
+   * `[]`: any. Default: the client's `acceptKinds`. A filter the pool cannot serve ends the
+   * stream with FailedPreconditionError, which is not retried. */
+  acceptKinds?: readonly SourceKind[];
 }
 
-/** Opens one StreamRandom call for `totalBytes` (0: endless). */
+/** Opens one StreamRandom call for `request` (its `totalBytes` 0: endless). */
 export type OpenStream = (
-  totalBytes: bigint,
-  chunkBytes: number,
+  request: MessageInitShape<typeof StreamRandomRequestSchema>,
   signal: AbortSignal,
-) => AsyncIterable<{ data: Uint8Array }>;
+) => AsyncIterable<StreamRandomResponse>;
 
 /**
  * Random bytes as `for await (const chunk of stream)` or `await stream.read(n)`.
@@ -36,7 +44,8 @@ export type OpenStream = (
  * must deliver its first message within `attemptTimeoutMs`, attempts are spaced by exponential
  * backoff with jitter (50 ms doubling to 1 s), and the whole outage may last `reconnectBudgetMs`.
  * Nothing received is lost and nothing is repeated, because the gateway never serves a byte
- * twice. Refusals (a bad key, a quota) end the stream at once with their EntropyError.
+ * twice. Refusals (a bad key, a quota, FailedPreconditionError for `acceptKinds` the pool cannot
+ * serve) end the stream at once with their EntropyError.
  */
 export class RandomStream implements AsyncIterable<Uint8Array> {
   /** Bytes received so far. */
@@ -50,6 +59,10 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
   private readonly attemptMs: number;
   private readonly stallMs: number;
   private readonly signal: AbortSignal | undefined;
+  private readonly acceptKinds: SourceKind[];
+  /** The last message's provenance as received, converted when asked for. */
+  private lastProvenance: DrawProvenance | undefined;
+  private convertedProvenance: Provenance | undefined;
   private iterator: AsyncGenerator<Uint8Array> | undefined;
   private leftover: Uint8Array = new Uint8Array(0);
 
@@ -67,6 +80,16 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
     this.attemptMs = options.attemptTimeoutMs ?? 2_000;
     this.stallMs = options.stallTimeoutMs ?? 10_000;
     this.signal = options.signal;
+    this.acceptKinds = checkKinds(options.acceptKinds ?? []);
+  }
+
+  /** Where the bytes of the last message received came from (undefined before the first). That
+   * message's bytes may still be buffered, not yet returned by `read`. */
+  get provenance(): Provenance | undefined {
+    if (this.convertedProvenance === undefined && this.lastProvenance !== undefined) {
+      this.convertedProvenance = provenanceFromPb(this.lastProvenance);
+    }
+    return this.convertedProvenance;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
@@ -126,8 +149,11 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
       try {
         arm(firstMs);
         const owed = this.total === 0n ? 0n : this.total - this.received;
-        for await (const message of this.open(owed, this.chunkBytes, attempt.signal)) {
+        const request = { totalBytes: owed, chunkBytes: this.chunkBytes, acceptKinds: this.acceptKinds };
+        for await (const message of this.open(request, attempt.signal)) {
           clearTimeout(timer);
+          this.lastProvenance = message.provenance;
+          this.convertedProvenance = undefined;
           let data = message.data;
           if (this.total > 0n && BigInt(data.length) > this.total - this.received) {
             data = data.subarray(0, Number(this.total - this.received)); // never more than asked

@@ -1,0 +1,150 @@
+// Copied from clients/typescript/src/provenance.ts by clients/generate.sh: edit that file, not this one.
+// The source filter (acceptKinds), provenance and quality reports as plain objects, so callers
+// never handle generated message types: the one mapping for both TypeScript clients. 64-bit wire
+// fields are bigint, as in Status (status.ts, which also defines SourceKind). The Node client
+// compiles it here; the browser client (../web) gets a copy from ../generate.sh, checked by
+// ../test.sh like generated code, as status.ts. So it imports nothing Node-only: besides the
+// generated code and status.ts (copied with it), only `invalidArgument` from ./errors.js, which
+// each package defines with the same signature, so a bad filter is that package's own
+// InvalidArgumentError. It maps every field of DrawProvenance and CheckQualityResponse:
+// clients/typescript/test/provenance.test.ts checks that against the generated schema.
+
+import { invalidArgument } from "./errors.js";
+import type { CheckQualityResponse, MonteCarloPi as MonteCarloPiPb } from "./gen/entropy/v1/entropy_pb.js";
+import type { ChunkRef as ChunkRefPb, DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
+import type { SourceKind } from "./status.js";
+
+/** One chunk, as its collector signed it. */
+export interface ChunkRef {
+  collectorId: string;
+  /** The collector's run (a fresh random number each start). */
+  epoch: bigint;
+  /** Its sequence number within that run. */
+  sequence: bigint;
+  /** When the collector signed it, Unix ms by the collector's clock. */
+  signedAtUnixMs: bigint;
+}
+
+/** Where the bytes of one response came from. */
+export interface Provenance {
+  /** The kinds of the sources behind the bytes, each once, in enum order (two or three when the
+   * collector mixed kinds: a QUANTUM source XORed with the OS source is [QUANTUM, OS]). */
+  kinds: SourceKind[];
+  /** True when any of the chunks mixed two or more sources (XOR or HKDF). */
+  mixed: boolean;
+  /** The collectors whose chunks the bytes came from, each once, in the order first served. */
+  collectorIds: string[];
+  /** The chunk of the first byte and of the last (undefined only from a gateway that did not
+   * say). */
+  firstChunk: ChunkRef | undefined;
+  lastChunk: ChunkRef | undefined;
+  /** How many chunks the bytes came from (0 from a gateway too old to report provenance). */
+  chunkCount: number;
+  /** How long the oldest of the bytes had been in the gateway's pool (ms). */
+  oldestByteAgeMs: bigint;
+}
+
+/** A Monte Carlo estimate of pi: `error` is estimate minus pi, `standardError` that of the
+ * estimate for this many `points`. */
+export interface MonteCarloPi {
+  estimate: number;
+  error: number;
+  standardError: number;
+  points: bigint;
+}
+
+/** FIPS 140-2 block tests: blocks tested, failures per test, blocks that failed any. */
+export interface Fips1402 {
+  blocks: bigint;
+  monobitFailures: bigint;
+  pokerFailures: bigint;
+  runsFailures: bigint;
+  longRunFailures: bigint;
+  blocksFailed: bigint;
+}
+
+/** What CheckQuality found in a sample drawn from the pool (and wiped, never served): ent's
+ * statistics, the SP 800-90B min-entropy estimate, FIPS 140-2 block tests, one verdict. */
+export interface QualityReport {
+  sampleBytes: bigint;
+  provenance: Provenance;
+  shannonEntropyBitsPerByte: number;
+  minEntropyBitsPerByte: number;
+  chiSquare: number;
+  chiSquarePValue: number;
+  mean: number;
+  /** Undefined when it is undefined (every byte equal). */
+  serialCorrelation: number | undefined;
+  pi: MonteCarloPi;
+  /** The same test on as many bytes of the gateway's OS CSPRNG, for comparison. */
+  piOsReference: MonteCarloPi;
+  fips140_2: Fips1402;
+  /** True when every check passed. */
+  passed: boolean;
+  /** One line per failed check, naming the statistic, its value and its bound. */
+  failures: string[];
+  /** The checks and their bounds for this sample size, one line each. */
+  thresholds: string[];
+}
+
+/** `acceptKinds` as sent. Which kinds the gateway knows is its to say (INVALID_ARGUMENT naming
+ * `accept_kinds[i]`); here only what cannot be encoded is refused. */
+export function checkKinds(kinds: readonly SourceKind[]): SourceKind[] {
+  if (!Array.isArray(kinds)) {
+    throw invalidArgument(`acceptKinds must be an array of SourceKind, not ${typeof kinds} (for one kind: [SourceKind.QUANTUM])`);
+  }
+  kinds.forEach((k: unknown, i) => {
+    if (!(Number.isInteger(k) && (k as number) >= -(2 ** 31) && (k as number) < 2 ** 31)) {
+      throw invalidArgument(`acceptKinds[${i}] is ${JSON.stringify(k) ?? String(k)}, not a SourceKind`);
+    }
+  });
+  return [...kinds];
+}
+
+function chunkFromPb(c: ChunkRefPb | undefined): ChunkRef | undefined {
+  if (c === undefined) return undefined;
+  return { collectorId: c.collectorId, epoch: c.epoch, sequence: c.sequence, signedAtUnixMs: c.signedAtUnixMs };
+}
+
+export function provenanceFromPb(p: DrawProvenance | undefined): Provenance {
+  return {
+    kinds: (p?.kinds ?? []) as number[] as SourceKind[],
+    mixed: p?.mixed ?? false,
+    collectorIds: p?.collectorIds ?? [],
+    firstChunk: chunkFromPb(p?.firstChunk),
+    lastChunk: chunkFromPb(p?.lastChunk),
+    chunkCount: p?.chunkCount ?? 0,
+    oldestByteAgeMs: p?.oldestByteAgeMs ?? 0n,
+  };
+}
+
+function piFromPb(p: MonteCarloPiPb | undefined): MonteCarloPi {
+  return { estimate: p?.estimate ?? 0, error: p?.error ?? 0, standardError: p?.standardError ?? 0, points: p?.points ?? 0n };
+}
+
+export function qualityFromPb(m: CheckQualityResponse): QualityReport {
+  const f = m.fips1402;
+  return {
+    sampleBytes: m.sampleBytes,
+    provenance: provenanceFromPb(m.provenance),
+    shannonEntropyBitsPerByte: m.shannonEntropyBitsPerByte,
+    minEntropyBitsPerByte: m.minEntropyBitsPerByte,
+    chiSquare: m.chiSquare,
+    chiSquarePValue: m.chiSquarePValue,
+    mean: m.mean,
+    serialCorrelation: m.serialCorrelation,
+    pi: piFromPb(m.pi),
+    piOsReference: piFromPb(m.piOsReference),
+    fips140_2: {
+      blocks: f?.blocks ?? 0n,
+      monobitFailures: f?.monobitFailures ?? 0n,
+      pokerFailures: f?.pokerFailures ?? 0n,
+      runsFailures: f?.runsFailures ?? 0n,
+      longRunFailures: f?.longRunFailures ?? 0n,
+      blocksFailed: f?.blocksFailed ?? 0n,
+    },
+    passed: m.passed,
+    failures: m.failures,
+    thresholds: m.thresholds,
+  };
+}
