@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -92,14 +93,28 @@ func spawnGateway(addr, key string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// freeAddr is a 127.0.0.1 address with a port nothing listens on right now.
+// handedOut holds the ports freeAddr has returned.
+var handedOut = map[int]bool{}
+
+// freeAddr is a 127.0.0.1 address with a port nothing listens on right now, below the
+// ephemeral range (so no outgoing connection takes it before the gateway binds it) and never
+// returned twice by this process (bind-0-then-close may hand out the same port again). The
+// repo's other test harnesses pick ports by the same rule (scripts/lib/ports.py).
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for tries := 0; tries < 1000; tries++ {
+		port := 10000 + mrand.IntN(22768) // 10000..32767
+		if handedOut[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		handedOut[port] = true
+		return l.Addr().String(), nil
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("no free loopback port found in 1000 tries")
 }
 
 func waitServing() error { return waitServingAt(target, apiKey) }

@@ -135,12 +135,27 @@ export async function devCerts(dir: string): Promise<{ cert: string; key: string
   return { cert: path.join(dir, "gateway.pem"), key: path.join(dir, "gateway.key"), ca: path.join(dir, "ca.pem") };
 }
 
+const handedOut = new Set<number>();
+
+/** A loopback port nothing listens on now, below the ephemeral range (so no outgoing
+ * connection takes it before the gateway binds it) and never returned twice by this process
+ * (bind-0-then-close may hand out the same port again). The repo's other test harnesses pick
+ * ports by the same rule (scripts/lib/ports.py). */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (let tries = 0; tries < 1000; tries++) {
+    const port = 10000 + Math.floor(Math.random() * 22768); // 10000..32767
+    if (handedOut.has(port)) continue;
+    const server = net.createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (!bound) continue;
+    await new Promise((resolve) => server.close(resolve));
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error("no free loopback port found in 1000 tries");
 }
 
 /** Throws if a 16-byte block of `data` appears twice: for random data a repeat has probability

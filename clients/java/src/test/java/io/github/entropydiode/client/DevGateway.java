@@ -8,8 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -40,10 +43,29 @@ final class DevGateway implements AutoCloseable {
     return gw;
   }
 
-  static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
+  private static final Set<Integer> HANDED_OUT = new HashSet<>();
+
+  /**
+   * A loopback port nothing listens on now, below the ephemeral range (so no outgoing connection
+   * takes it before the gateway binds it) and never returned twice by this process
+   * (bind-0-then-close may hand out the same port again). The repo's other test harnesses pick
+   * ports by the same rule (scripts/lib/ports.py).
+   */
+  static synchronized int freePort() throws IOException {
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    for (int tries = 0; tries < 1000; tries++) {
+      int port = random.nextInt(10000, 32768);
+      if (HANDED_OUT.contains(port)) {
+        continue;
+      }
+      try (ServerSocket s = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+        HANDED_OUT.add(port);
+        return s.getLocalPort();
+      } catch (IOException taken) {
+        // in use: try another
+      }
     }
+    throw new IOException("no free loopback port found in 1000 tries");
   }
 
   static Path binary() {
