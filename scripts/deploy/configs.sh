@@ -18,7 +18,8 @@
 #      a balancer upstream on the wrong port or name, a collector on the public network, an
 #      ingest address not the gateway's own, two gateways on one state volume, a state_dir on
 #      no volume) each make it fail with the expected problem.
-#   5. `haproxy -c` on deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes.
+#   5. the Docker build context (deploy/Dockerfile.dockerignore) holds every workspace member.
+#   6. `haproxy -c` on deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes.
 #
 # Installs promtool (Debian package `prometheus`) when missing. Needs Go and the release
 # binaries (ENTROPY_GATEWAY_BIN, default target/release/entropy-gateway, with
@@ -102,6 +103,19 @@ mutant deploy/gateway/gateway.toml 's/^ingest_listen_addr = "172.30.52.10:50052"
 mutant compose.yaml 's/- gateway-3-state:\/var\/lib\/entropy-gateway/- gateway-2-state:\/var\/lib\/entropy-gateway/' 'both mount volume gateway-2-state'
 mutant deploy/gateway/gateway.toml 's/^state_dir = .*/state_dir = "\/tmp\/state"/' 'gateway: state_dir "/tmp/state" is not a named volume'
 mutant compose.yaml 's/limits: {cpus: "1.0", memory: 256M, pids: 256}/limits: {cpus: "1.0", memory: 200M, pids: 256}/' 'memory limit 200 MiB is below the worst case'
+
+step "Docker build context: deploy/Dockerfile.dockerignore lets in every workspace member (cargo reads all their manifests)"
+python3 - <<'PY'
+import sys, tomllib
+members = tomllib.load(open("Cargo.toml", "rb"))["workspace"]["members"]
+allowed = {line.strip()[1:].rstrip("/") for line in open("deploy/Dockerfile.dockerignore")
+           if line.strip().startswith("!")}
+missing = [m for m in members if m not in allowed]
+if missing:
+    sys.exit(f"deploy/Dockerfile.dockerignore leaves out workspace members {missing}: "
+             "a Docker build would not find their manifests; add a !member/ line for each")
+print(f"ok: all {len(members)} workspace members are in the build context")
+PY
 
 step "HAProxy accepts deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes (haproxy -c)"
 if command -v haproxy >/dev/null; then
