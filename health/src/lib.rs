@@ -1,4 +1,11 @@
-//! Continuous health tests on every source's raw output, before anything is mixed.
+//! Continuous health tests on an entropy source's raw output, before anything uses it: the
+//! collector runs them on every source before mixing, and a host feeder runs the same tests on
+//! what it feeds the kernel. Pure computation: no I/O, nothing async, nothing of ours.
+//!
+//! A [`HealthMonitor`] per source takes each batch of bytes and returns a [`Verdict`]: use the
+//! batch, or discard it (start-up test running, a test failed, recovery running). Its
+//! [`State`] and counters are for the caller to report; which [`HealthTest`] failed is in the
+//! verdict.
 //!
 //! # The tests
 //!
@@ -29,18 +36,17 @@
 //!
 //! # States
 //!
-//! A source starts in `Starting`: its first [`STARTUP_BYTES`] bytes (≥ 1024 samples, and a
-//! full bit window) must pass every test before anything it produces is used. A failure at any
-//! time moves it to `Quarantined` and discards the data being tested; a quarantined source must
-//! pass a fresh start-up test to become `Healthy` again, and each recovery is counted.
+//! A source starts in [`State::Starting`]: its first [`STARTUP_BYTES`] bytes (≥ 1024 samples,
+//! and a full bit window) must pass every test before anything it produces is used. A failure
+//! at any time moves it to [`State::Quarantined`] and discards the data being tested; a
+//! quarantined source must pass a fresh start-up test to become [`State::Healthy`] again, and
+//! each recovery is counted.
 
 use std::collections::{HashSet, VecDeque};
 
 /// Seeded per process (foldhash's RandomState): fast on 16-byte keys, and a source cannot
 /// predict the seed to aim collisions at the set.
 type WordSet = HashSet<u128, foldhash::fast::RandomState>;
-
-use crate::provenance::SourceHealth;
 
 /// Bytes a source must pass before its output is used (after start and after quarantine).
 pub const STARTUP_BYTES: usize = 4096;
@@ -92,6 +98,18 @@ impl HealthTest {
             Self::BlockRepetition => "block_repetition",
         }
     }
+}
+
+/// Where a monitored source stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Passed its start-up test and every test since: its output may be used.
+    Healthy,
+    /// Running its first start-up test; its output is discarded.
+    Starting,
+    /// Failed a test (or was quarantined by the caller); its output is discarded until it
+    /// passes a fresh start-up test.
+    Quarantined,
 }
 
 /// Cutoffs derived from a source's claimed min-entropy and the false-alarm probability.
@@ -164,7 +182,7 @@ fn normal_upper_quantile(alpha: f64) -> f64 {
 #[derive(Debug, Clone)]
 pub struct HealthMonitor {
     cutoffs: Cutoffs,
-    state: SourceHealth,
+    state: State,
     startup_remaining: usize,
     // Repetition count
     last: Option<u8>,
@@ -205,7 +223,7 @@ impl HealthMonitor {
     pub fn new(min_entropy: f64, alpha_log2: u32) -> Self {
         Self {
             cutoffs: Cutoffs::new(min_entropy, alpha_log2),
-            state: SourceHealth::Starting,
+            state: State::Starting,
             startup_remaining: STARTUP_BYTES,
             last: None,
             run: 0,
@@ -230,7 +248,7 @@ impl HealthMonitor {
     }
 
     /// Current state: STARTING, HEALTHY or QUARANTINED.
-    pub fn state(&self) -> SourceHealth {
+    pub fn state(&self) -> State {
         self.state
     }
 
@@ -267,10 +285,10 @@ impl HealthMonitor {
         self.verdict_after(before, bytes.len())
     }
 
-    fn verdict_after(&mut self, before: SourceHealth, n: usize) -> Verdict {
+    fn verdict_after(&mut self, before: State, n: usize) -> Verdict {
         match before {
-            SourceHealth::Healthy => Verdict::Usable,
-            SourceHealth::Quarantined => {
+            State::Healthy => Verdict::Usable,
+            State::Quarantined => {
                 self.advance_startup(n, true);
                 Verdict::Recovering
             }
@@ -377,7 +395,7 @@ impl HealthMonitor {
     fn advance_startup(&mut self, n: usize, recovering: bool) {
         self.startup_remaining = self.startup_remaining.saturating_sub(n);
         if self.startup_remaining == 0 {
-            self.state = SourceHealth::Healthy;
+            self.state = State::Healthy;
             if recovering {
                 self.recoveries += 1;
             }
@@ -388,7 +406,7 @@ impl HealthMonitor {
     /// words: a source that replays a block must not pass its recovery test with that block.
     fn enter_quarantine(&mut self) {
         let mut fresh = Self::new_with(self.cutoffs);
-        fresh.state = SourceHealth::Quarantined;
+        fresh.state = State::Quarantined;
         fresh.failures = self.failures;
         fresh.recoveries = self.recoveries;
         fresh.last_failure = self.last_failure;
@@ -480,7 +498,7 @@ mod tests {
     fn healthy() -> HealthMonitor {
         let mut m = HealthMonitor::new(7.0, 40);
         assert_eq!(m.check(&random(STARTUP_BYTES)), Verdict::Starting);
-        assert_eq!(m.state(), SourceHealth::Healthy);
+        assert_eq!(m.state(), State::Healthy);
         m
     }
 
@@ -520,9 +538,9 @@ mod tests {
     #[test]
     fn startup_discards_and_then_admits() {
         let mut m = HealthMonitor::new(7.0, 40);
-        assert_eq!(m.state(), SourceHealth::Starting);
+        assert_eq!(m.state(), State::Starting);
         assert_eq!(m.check(&random(1000)), Verdict::Starting);
-        assert_eq!(m.state(), SourceHealth::Starting);
+        assert_eq!(m.state(), State::Starting);
         assert_eq!(m.check(&random(STARTUP_BYTES - 1000)), Verdict::Starting);
         assert_eq!(m.check(&random(100)), Verdict::Usable);
     }
@@ -533,7 +551,7 @@ mod tests {
         let mut data = random(1000);
         data[500..507].fill(0x42);
         assert_eq!(m.check(&data), Verdict::Failed(HealthTest::RepetitionCount));
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
     }
 
     #[test]
@@ -585,9 +603,9 @@ mod tests {
         let mut m = healthy();
         assert!(matches!(m.check(&[7u8; 100]), Verdict::Failed(_)));
         assert_eq!(m.check(&random(STARTUP_BYTES / 2)), Verdict::Recovering);
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
         assert_eq!(m.check(&random(STARTUP_BYTES / 2)), Verdict::Recovering);
-        assert_eq!(m.state(), SourceHealth::Healthy);
+        assert_eq!(m.state(), State::Healthy);
         assert_eq!((m.failures(), m.recoveries()), (1, 1));
         assert_eq!(m.check(&random(1000)), Verdict::Usable);
         // A failure during recovery restarts it.
@@ -600,7 +618,7 @@ mod tests {
     fn a_failing_startup_never_admits() {
         let mut m = HealthMonitor::new(7.0, 40);
         assert!(matches!(m.check(&[0u8; STARTUP_BYTES]), Verdict::Failed(_)));
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
     }
 
     /// The adaptive proportion cutoff holds to the byte on both paths: a window whose first
