@@ -119,12 +119,17 @@ impl HealthMonitor {
     pub fn check(&mut self, bytes: &[u8]) -> Verdict {
         let before = self.state;
         if let Err(test) = self.sample_all(bytes) {
-            self.failures += 1;
-            self.last_failure = Some(test);
-            self.enter_quarantine();
-            return Verdict::Failed(test);
+            return self.fail(test);
         }
         self.verdict_after(before, bytes.len())
+    }
+
+    /// Counts a failure of `test` and quarantines the source: the batch is discarded.
+    fn fail(&mut self, test: HealthTest) -> Verdict {
+        self.failures += 1;
+        self.last_failure = Some(test);
+        self.enter_quarantine();
+        Verdict::Failed(test)
     }
 
     fn verdict_after(&mut self, before: State, n: usize) -> Verdict {
@@ -471,10 +476,7 @@ mod tests {
         let before = m.state;
         for &b in bytes {
             if let Err(test) = m.sample(b) {
-                m.failures += 1;
-                m.last_failure = Some(test);
-                m.enter_quarantine();
-                return Verdict::Failed(test);
+                return m.fail(test);
             }
         }
         m.verdict_after(before, bytes.len())
