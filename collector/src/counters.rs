@@ -4,7 +4,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::health::HealthTest;
+use entropy_health::HealthTest;
+
 use crate::source::SanityCheck;
 
 /// One source's counters since start.

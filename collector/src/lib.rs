@@ -1,6 +1,9 @@
 //! The Entropy Diode collector: reads entropy sources, health-tests and mixes them, signs
 //! chunks, and publishes them one way to gateways. It listens on nothing.
 //!
+//! The health tests (NIST SP 800-90B continuous tests, two supplementary ones, start-up and
+//! quarantine) are the `entropy-health` crate's, run by [`pipeline`] on every source.
+//!
 //! Layout:
 //! - [`collector`]: the one entry point: [`Collector::build`] from a config and a MAC key,
 //!   [`Collector::run`] until shutdown.
@@ -8,7 +11,6 @@
 //! - [`provenance`]: source kind, health and mixing in the collector's own words; the wire's
 //!   enums only where a chunk is prepared.
 //! - [`counters`]: each source's counters, kept once, read by status and metrics.
-//! - [`health`]: NIST SP 800-90B continuous tests (+ two supplementary ones), quarantine.
 //! - [`mixing`]: XOR and HKDF-SHA256 combination of healthy sources.
 //! - [`signer`]: bytes plus provenance into a `PublishRequest`, sealed per gateway.
 //! - [`publisher`]: sealing for and delivery to one gateway; never re-dates a chunk after an
@@ -27,7 +29,6 @@
 pub mod collector;
 pub mod config;
 pub mod counters;
-pub mod health;
 pub mod metrics;
 pub mod mixing;
 pub mod pipeline;

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram};
 
+use entropy_health::HealthTest;
 use entropy_ops::clock::unix_ms_now;
 use entropy_ops::endpoint::Probe;
 use entropy_ops::registry::{CODE_NAMES, Family, Kind, Registry};
 
 use crate::counters::SourceCounters;
-use crate::health::HealthTest;
 use crate::provenance::{Mixing, SourceHealth};
 
 /// A gateway answer (stored, already stored, or pool full) older than this makes the

@@ -12,11 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use entropy_health::{HealthMonitor, HealthTest, State, Verdict};
 use entropy_proto::v1::PublishRequest;
 use tokio::time::Instant;
 
 use crate::counters::SourceCounters;
-use crate::health::{HealthMonitor, HealthTest, Verdict};
 use crate::metrics::{CollectorMetrics, SourceMetrics};
 use crate::mixing::{self, Input, Scheme};
 use crate::provenance::{SourceHealth, SourceReport};
@@ -84,7 +84,7 @@ impl SourceSlot {
         if self.unreachable_since.is_some() {
             SourceHealth::Unreachable
         } else {
-            self.monitor.state()
+            self.monitor.state().into()
         }
     }
 
@@ -141,7 +141,7 @@ impl SourceSlot {
             m.fetch_took(started.elapsed());
         }
         // A failure before the source has proven itself is a start-up test failure.
-        let proving = self.monitor.state() != SourceHealth::Healthy;
+        let proving = self.monitor.state() != State::Healthy;
         match result {
             Ok(bytes) => {
                 if self.unreachable_since.take().is_some() {

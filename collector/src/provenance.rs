@@ -86,6 +86,16 @@ impl From<SourceKind> for pb::SourceKind {
     }
 }
 
+impl From<entropy_health::State> for SourceHealth {
+    fn from(state: entropy_health::State) -> Self {
+        match state {
+            entropy_health::State::Healthy => Self::Healthy,
+            entropy_health::State::Starting => Self::Starting,
+            entropy_health::State::Quarantined => Self::Quarantined,
+        }
+    }
+}
+
 impl From<SourceHealth> for pb::SourceHealth {
     fn from(health: SourceHealth) -> Self {
         match health {

@@ -5,9 +5,9 @@
 //! bench/collector_throughput.sh.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use entropy_collector::health::HealthMonitor;
 use entropy_collector::mixing::{Input, Scheme, mix};
 use entropy_collector::signer::ChunkSigner;
+use entropy_health::HealthMonitor;
 use entropy_proto::v1::Mixing;
 
 const MIB: usize = 1 << 20;

@@ -1,57 +1,16 @@
-//! Continuous health tests on every source's raw output, before anything is mixed.
-//!
-//! # The tests
-//!
-//! NIST SP 800-90B section 4.4, on bytes (8-bit samples), with cutoffs computed from the
-//! source's claimed min-entropy per byte `H` and the false-alarm probability `α = 2^-a`
-//! (`a = alpha_log2`, default 40, so a fast source does not raise a false alarm every few
-//! seconds):
-//!
-//! - **Repetition count test** (4.4.1): fails when one value repeats `C` times in a row, with
-//!   `C = 1 + ceil(a / H)`. A run of `C` equal bytes has probability at most `2^-H(C-1) ≤ α`.
-//! - **Adaptive proportion test** (4.4.2): in each window of `W = 512` bytes, counts how often
-//!   the window's first byte occurs (itself included) and fails at `C` occurrences, `C` the
-//!   smallest count with `P(1 + Binomial(W - 1, 2^-H) ≥ C) ≤ α`.
-//!
-//! These catch gross failures (a stuck or nearly stuck source). Two supplementary tests, with
-//! cutoffs from the same `H` and `α`, catch what they let through at realistic claims:
-//!
-//! - **Bit proportion test**: in each window of 20,000 bits, fails when the count of ones (or
-//!   zeros) exceeds `n·p + z·sqrt(n·p·(1-p))`, where `p = 2^(-H/8)` is the largest per-bit bias
-//!   consistent with the claim and `z` the normal quantile for `α`. A 60/40 bit bias (about 5.9
-//!   bits per byte) fails it at once at `H = 7`.
-//! - **Block repetition test**: fails when an aligned 16-byte word equals one of the previous
-//!   4,096 words (64 KiB). For a source meeting its claim, a collision within the window has
-//!   probability about `4096² / 2 · 2^-16H` (≈ 2^-89 at `H = 7`, far below α). A source that
-//!   replays a block fails once the repeat realigns with the word grid: at once for a period
-//!   that is a multiple of 16 bytes up to 64 KiB (a replayed response), and within 16 periods
-//!   for any period up to 4 KiB.
-//!
-//! # States
-//!
-//! A source starts in `Starting`: its first [`STARTUP_BYTES`] bytes (≥ 1024 samples, and a
-//! full bit window) must pass every test before anything it produces is used. A failure at any
-//! time moves it to `Quarantined` and discards the data being tested; a quarantined source must
-//! pass a fresh start-up test to become `Healthy` again, and each recovery is counted.
+//! The running state of every test over one source's bytes, and the start-up and quarantine
+//! rules on top of it.
 
 use std::collections::{HashSet, VecDeque};
+
+use crate::{
+    APT_WINDOW, BIT_WINDOW_BITS, BLOCK_WINDOW_WORDS, BLOCK_WORD_BYTES, Cutoffs, HealthTest,
+    STARTUP_BYTES, State,
+};
 
 /// Seeded per process (foldhash's RandomState): fast on 16-byte keys, and a source cannot
 /// predict the seed to aim collisions at the set.
 type WordSet = HashSet<u128, foldhash::fast::RandomState>;
-
-use crate::provenance::SourceHealth;
-
-/// Bytes a source must pass before its output is used (after start and after quarantine).
-pub const STARTUP_BYTES: usize = 4096;
-/// Adaptive proportion test window, in bytes (800-90B: 512 for non-binary samples).
-pub const APT_WINDOW: usize = 512;
-/// Bit proportion test window, in bits.
-pub const BIT_WINDOW_BITS: usize = 20_000;
-/// Block repetition test word size, in bytes.
-pub const BLOCK_WORD_BYTES: usize = 16;
-/// Block repetition test window, in words (64 KiB).
-pub const BLOCK_WINDOW_WORDS: usize = 4096;
 
 /// Bytes the health tests take at a time on their fast path (a multiple of the word size).
 const FAST_BLOCK: usize = 256;
@@ -61,110 +20,11 @@ fn count_of(bytes: &[u8], value: u8) -> u32 {
     bytes.iter().map(|&b| u32::from(b == value)).sum()
 }
 
-/// Which test failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HealthTest {
-    /// Repetition count test (800-90B 4.4.1).
-    RepetitionCount,
-    /// Adaptive proportion test (800-90B 4.4.2).
-    AdaptiveProportion,
-    /// Bit proportion test (supplementary).
-    BitProportion,
-    /// Block repetition test (supplementary).
-    BlockRepetition,
-}
-
-impl HealthTest {
-    /// Every test, in the order of their discriminants.
-    pub const ALL: [Self; 4] = [
-        Self::RepetitionCount,
-        Self::AdaptiveProportion,
-        Self::BitProportion,
-        Self::BlockRepetition,
-    ];
-
-    /// A stable label for logs and metrics.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::RepetitionCount => "repetition_count",
-            Self::AdaptiveProportion => "adaptive_proportion",
-            Self::BitProportion => "bit_proportion",
-            Self::BlockRepetition => "block_repetition",
-        }
-    }
-}
-
-/// Cutoffs derived from a source's claimed min-entropy and the false-alarm probability.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cutoffs {
-    /// Repetition count cutoff `C`.
-    pub repetition: u32,
-    /// Adaptive proportion cutoff `C` (occurrences in a window of [`APT_WINDOW`]).
-    pub proportion: u32,
-    /// Most ones (or zeros) allowed in a window of [`BIT_WINDOW_BITS`].
-    pub bit_count: u32,
-}
-
-impl Cutoffs {
-    /// Cutoffs for a claim of `min_entropy` bits per byte (0 < H ≤ 8) at `α = 2^-alpha_log2`.
-    pub fn new(min_entropy: f64, alpha_log2: u32) -> Self {
-        let h = min_entropy.clamp(0.01, 8.0);
-        let a = f64::from(alpha_log2);
-        let repetition = 1 + (a / h).ceil() as u32;
-
-        // Binomial(W-1, p) upper tail, summed from the top in f64 (terms stay far above
-        // underflow for these sizes).
-        let p = 2f64.powf(-h);
-        let n = APT_WINDOW - 1;
-        let alpha = 2f64.powf(-a);
-        let mut terms = Vec::with_capacity(n + 1);
-        let mut t = (1.0 - p).powi(n as i32);
-        for j in 0..=n {
-            terms.push(t);
-            t *= (n - j) as f64 / (j + 1) as f64 * p / (1.0 - p);
-        }
-        // P(1 + X >= c) = P(X >= c - 1) = sum_{j >= c-1} terms[j]
-        let mut tail = 0.0;
-        let mut proportion = (n + 2) as u32; // unreachable cutoff if even P(X = n) > α
-        for j in (0..=n).rev() {
-            tail += terms[j];
-            if tail > alpha {
-                proportion = (j + 2) as u32;
-                break;
-            }
-        }
-
-        let pb = 2f64.powf(-h / 8.0);
-        let bits = BIT_WINDOW_BITS as f64;
-        let z = normal_upper_quantile(alpha);
-        let bit_count = (bits * pb + z * (bits * pb * (1.0 - pb)).sqrt()).ceil() as u32;
-        Self { repetition, proportion, bit_count }
-    }
-}
-
-/// The z with P(N(0,1) > z) = alpha, for small alpha (asymptotic expansion of the normal tail,
-/// accurate to well under 1% of z for alpha below 1e-3).
-fn normal_upper_quantile(alpha: f64) -> f64 {
-    // Solve phi(z)/z * (1 - 1/z^2) = alpha by Newton steps on ln.
-    let target = alpha.ln();
-    let mut z = (-2.0 * target).sqrt();
-    for _ in 0..20 {
-        let tail = |z: f64| {
-            -z * z / 2.0 - (2.0 * std::f64::consts::PI).sqrt().ln() - z.ln()
-                + (1.0 - 1.0 / (z * z)).ln()
-        };
-        let f = tail(z) - target;
-        let df = -z - 1.0 / z + 2.0 / (z * z * z - z);
-        z -= f / df;
-    }
-    z
-}
-
 /// The running state of all tests for one source.
 #[derive(Debug, Clone)]
 pub struct HealthMonitor {
     cutoffs: Cutoffs,
-    state: SourceHealth,
+    state: State,
     startup_remaining: usize,
     // Repetition count
     last: Option<u8>,
@@ -205,7 +65,7 @@ impl HealthMonitor {
     pub fn new(min_entropy: f64, alpha_log2: u32) -> Self {
         Self {
             cutoffs: Cutoffs::new(min_entropy, alpha_log2),
-            state: SourceHealth::Starting,
+            state: State::Starting,
             startup_remaining: STARTUP_BYTES,
             last: None,
             run: 0,
@@ -230,7 +90,7 @@ impl HealthMonitor {
     }
 
     /// Current state: STARTING, HEALTHY or QUARANTINED.
-    pub fn state(&self) -> SourceHealth {
+    pub fn state(&self) -> State {
         self.state
     }
 
@@ -259,18 +119,23 @@ impl HealthMonitor {
     pub fn check(&mut self, bytes: &[u8]) -> Verdict {
         let before = self.state;
         if let Err(test) = self.sample_all(bytes) {
-            self.failures += 1;
-            self.last_failure = Some(test);
-            self.enter_quarantine();
-            return Verdict::Failed(test);
+            return self.fail(test);
         }
         self.verdict_after(before, bytes.len())
     }
 
-    fn verdict_after(&mut self, before: SourceHealth, n: usize) -> Verdict {
+    /// Counts a failure of `test` and quarantines the source: the batch is discarded.
+    fn fail(&mut self, test: HealthTest) -> Verdict {
+        self.failures += 1;
+        self.last_failure = Some(test);
+        self.enter_quarantine();
+        Verdict::Failed(test)
+    }
+
+    fn verdict_after(&mut self, before: State, n: usize) -> Verdict {
         match before {
-            SourceHealth::Healthy => Verdict::Usable,
-            SourceHealth::Quarantined => {
+            State::Healthy => Verdict::Usable,
+            State::Quarantined => {
                 self.advance_startup(n, true);
                 Verdict::Recovering
             }
@@ -377,7 +242,7 @@ impl HealthMonitor {
     fn advance_startup(&mut self, n: usize, recovering: bool) {
         self.startup_remaining = self.startup_remaining.saturating_sub(n);
         if self.startup_remaining == 0 {
-            self.state = SourceHealth::Healthy;
+            self.state = State::Healthy;
             if recovering {
                 self.recoveries += 1;
             }
@@ -388,7 +253,7 @@ impl HealthMonitor {
     /// words: a source that replays a block must not pass its recovery test with that block.
     fn enter_quarantine(&mut self) {
         let mut fresh = Self::new_with(self.cutoffs);
-        fresh.state = SourceHealth::Quarantined;
+        fresh.state = State::Quarantined;
         fresh.failures = self.failures;
         fresh.recoveries = self.recoveries;
         fresh.last_failure = self.last_failure;
@@ -480,32 +345,8 @@ mod tests {
     fn healthy() -> HealthMonitor {
         let mut m = HealthMonitor::new(7.0, 40);
         assert_eq!(m.check(&random(STARTUP_BYTES)), Verdict::Starting);
-        assert_eq!(m.state(), SourceHealth::Healthy);
+        assert_eq!(m.state(), State::Healthy);
         m
-    }
-
-    #[test]
-    fn cutoffs_match_the_formulas() {
-        let c = Cutoffs::new(8.0, 40);
-        assert_eq!(c.repetition, 6); // 1 + ceil(40 / 8)
-        let c7 = Cutoffs::new(7.0, 40);
-        assert_eq!(c7.repetition, 7); // 1 + ceil(40 / 7)
-        // APT at H = 8: 511 trials at p = 1/256 (mean ~2); the cutoff sits far in the tail.
-        assert!((12..=20).contains(&c.proportion), "{c:?}");
-        // Lower claims tolerate more repeats.
-        assert!(Cutoffs::new(1.0, 40).proportion > c7.proportion);
-        assert!(Cutoffs::new(4.0, 40).repetition > c7.repetition);
-        // z for 2^-40 is about 7.1; at H = 8 the bit cutoff is 10,000 + 7.1 * 70.7 ≈ 10,502.
-        assert!((10_480..=10_520).contains(&c.bit_count), "{c:?}");
-    }
-
-    #[test]
-    fn normal_quantile_is_accurate() {
-        // Known values: P(Z > 3.0902) = 1e-3, P(Z > 4.7534) = 1e-6, P(Z > 7.0344) = 1e-12.
-        for (alpha, z) in [(1e-3, 3.0902), (1e-6, 4.7534), (1e-12, 7.0344)] {
-            let got = normal_upper_quantile(alpha);
-            assert!((got - z).abs() < 0.01, "alpha {alpha}: {got} vs {z}");
-        }
     }
 
     #[test]
@@ -520,9 +361,9 @@ mod tests {
     #[test]
     fn startup_discards_and_then_admits() {
         let mut m = HealthMonitor::new(7.0, 40);
-        assert_eq!(m.state(), SourceHealth::Starting);
+        assert_eq!(m.state(), State::Starting);
         assert_eq!(m.check(&random(1000)), Verdict::Starting);
-        assert_eq!(m.state(), SourceHealth::Starting);
+        assert_eq!(m.state(), State::Starting);
         assert_eq!(m.check(&random(STARTUP_BYTES - 1000)), Verdict::Starting);
         assert_eq!(m.check(&random(100)), Verdict::Usable);
     }
@@ -533,7 +374,7 @@ mod tests {
         let mut data = random(1000);
         data[500..507].fill(0x42);
         assert_eq!(m.check(&data), Verdict::Failed(HealthTest::RepetitionCount));
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
     }
 
     #[test]
@@ -585,9 +426,9 @@ mod tests {
         let mut m = healthy();
         assert!(matches!(m.check(&[7u8; 100]), Verdict::Failed(_)));
         assert_eq!(m.check(&random(STARTUP_BYTES / 2)), Verdict::Recovering);
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
         assert_eq!(m.check(&random(STARTUP_BYTES / 2)), Verdict::Recovering);
-        assert_eq!(m.state(), SourceHealth::Healthy);
+        assert_eq!(m.state(), State::Healthy);
         assert_eq!((m.failures(), m.recoveries()), (1, 1));
         assert_eq!(m.check(&random(1000)), Verdict::Usable);
         // A failure during recovery restarts it.
@@ -600,7 +441,7 @@ mod tests {
     fn a_failing_startup_never_admits() {
         let mut m = HealthMonitor::new(7.0, 40);
         assert!(matches!(m.check(&[0u8; STARTUP_BYTES]), Verdict::Failed(_)));
-        assert_eq!(m.state(), SourceHealth::Quarantined);
+        assert_eq!(m.state(), State::Quarantined);
     }
 
     /// The adaptive proportion cutoff holds to the byte on both paths: a window whose first
@@ -635,10 +476,7 @@ mod tests {
         let before = m.state;
         for &b in bytes {
             if let Err(test) = m.sample(b) {
-                m.failures += 1;
-                m.last_failure = Some(test);
-                m.enter_quarantine();
-                return Verdict::Failed(test);
+                return m.fail(test);
             }
         }
         m.verdict_after(before, bytes.len())
