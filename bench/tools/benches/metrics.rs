@@ -1,7 +1,8 @@
-//! What the metrics and the log line cost one unary call: a whole [`Call`] (start, authorize
-//! with the key's cached handles, note the bytes, finish: histogram by method and code, served
-//! and per-key counters, a debug line that the `info` filter drops) against the bare checks the
-//! handler made before metrics existed (scope and request quota).
+//! What the metrics and the log line cost one unary call: a whole [`Call::run`] (start,
+//! authorize with the key's cached handles, run the handler, finish: histogram by method and
+//! code, per-key counters, a debug line that the `info` filter drops) against the bare checks
+//! the handler made before metrics existed (scope and request quota). Both build the request
+//! the call reads the key from.
 //!
 //! Run: `cargo bench -p entropy-bench --bench metrics`.
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use entropy_gateway::domain::auth::{KeyGrant, Scope};
 use entropy_gateway::domain::quota::{KeyQuota, Limits};
-use entropy_gateway::grpc::observe::Call;
+use entropy_gateway::grpc::observe::{Call, Reply};
 use entropy_gateway::metrics::{GatewayMetrics, Method};
 use entropy_proto::v1::GetRandomResponse;
 
@@ -31,21 +32,26 @@ fn per_call(c: &mut Criterion) {
         tracing_subscriber::fmt().with_env_filter("info").with_writer(std::io::sink).finish(),
     );
     let mut group = c.benchmark_group("unary_call");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let request = || tonic::Request::from_parts(Default::default(), extensions.clone(), ());
     group.bench_function("observed", |b| {
         b.iter(|| {
-            let mut call = Call::start(&metrics, Method::GetRandom);
-            let grant = call.authorize(&extensions, Scope::EntropyRead).expect("allowed");
-            call.drew(32);
-            std::hint::black_box(&grant);
-            let response = GetRandomResponse { data: vec![0; 32], ..Default::default() };
-            let result: Result<tonic::Response<GetRandomResponse>, tonic::Status> =
-                Ok(tonic::Response::new(response));
-            std::hint::black_box(call.finish(result))
+            let call = Call::run(
+                &metrics,
+                (Method::GetRandom, Scope::EntropyRead),
+                request(),
+                async |caller, _request| {
+                    std::hint::black_box(&caller);
+                    Ok(Reply::new(GetRandomResponse { data: vec![0; 32], ..Default::default() }))
+                },
+            );
+            std::hint::black_box(runtime.block_on(call))
         });
     });
     group.bench_function("bare", |b| {
         b.iter(|| {
-            let grant = extensions.get::<Arc<KeyGrant>>().cloned().expect("grant");
+            let request = request();
+            let grant = request.extensions().get::<Arc<KeyGrant>>().cloned().expect("grant");
             assert!(grant.allows(Scope::EntropyRead));
             grant.quota.admit_request().expect("no limit");
             std::hint::black_box(grant)

@@ -24,7 +24,7 @@ use crate::transport::Dues;
 /// Who a unary handler serves: the authorized key, and the meter that counts what the call
 /// serves for its method and key once delivered.
 #[derive(Debug)]
-pub(crate) struct Caller {
+pub struct Caller {
     /// The key's grant (name, scopes, quota).
     pub(crate) grant: Arc<KeyGrant>,
     /// Counts served bytes for the call's method and key.
@@ -34,7 +34,7 @@ pub(crate) struct Caller {
 /// What a unary handler answers: its response, and what it drew for it (held until the
 /// response's bytes leave the process).
 #[derive(Debug)]
-pub(crate) struct Reply<T> {
+pub struct Reply<T> {
     response: T,
     drawn: Option<Undelivered>,
     /// Bytes drawn and not sent (a CheckQuality sample), for the log line.
@@ -43,7 +43,7 @@ pub(crate) struct Reply<T> {
 
 impl<T> Reply<T> {
     /// A response that drew nothing.
-    pub(crate) fn new(response: T) -> Self {
+    pub fn new(response: T) -> Self {
         Self { response, drawn: None, tested: 0 }
     }
 
@@ -60,7 +60,7 @@ impl<T> Reply<T> {
 
 /// Why a unary handler answered no: a status, or the key's quota (counted for the key).
 #[derive(Debug)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// Any refusal or failure, as its status.
     Status(Status),
     /// The key's quota refused the call.
@@ -101,7 +101,7 @@ impl Call {
 
     /// Runs a unary `handler` of `method` for a key holding `scope`: authorizes the request,
     /// runs the handler, and finishes the call with its answer ([`Call::finish`]).
-    pub(crate) async fn run<Req, Res: prost::Message>(
+    pub async fn run<Req, Res: prost::Message>(
         metrics: &Arc<GatewayMetrics>,
         (method, scope): (Method, Scope),
         request: Request<Req>,
