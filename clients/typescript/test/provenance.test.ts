@@ -41,6 +41,8 @@ function expectedProvenance(sequence: number): Provenance {
     lastChunk: { collectorId: "fake-b", epoch: 2n ** 64n - 1n, sequence: BigInt(sequence + 1), signedAtUnixMs: -5n },
     chunkCount: 2,
     oldestByteAgeMs: 42n,
+    construction: 1,
+    drbg: undefined,
   };
 }
 
@@ -314,6 +316,16 @@ describe("checkQuality and status", () => {
       lastChunk: chunk(4n),
       chunkCount: 2,
       oldestByteAgeMs: 5n,
+      construction: 2,
+      drbg: {
+        mechanism: 1,
+        securityStrengthBits: 256,
+        instanceId: "00112233445566778899aabbccddeeff",
+        reseedCount: 6n,
+        bytesSinceReseed: 7n,
+        seedBytes: 8n,
+        predictionResistance: true,
+      },
     });
     sent.passed = true;
     // The one field whose name the mapping changes: `fips1402` is `fips140_2` in the proto.
@@ -363,6 +375,8 @@ describe("checkQuality and status", () => {
       evictedBytesTotal: 18n,
       discardedBytesTotal: 19n,
       qualityTestedBytesTotal: 20n,
+      drbgServedBytesTotal: 21n,
+      drbgSeedBytesTotal: 22n,
     });
     // Every field is set here, so a field added to the proto fails this test until it is mapped.
     for (const field of GetStatusResponseSchema.fields) assert.ok(isFieldSet(sent, field), `${field.name} not set`);
@@ -399,6 +413,8 @@ describe("checkQuality and status", () => {
           evictedBytesTotal: 18n,
           discardedBytesTotal: 19n,
           qualityTestedBytesTotal: 20n,
+          drbgServedBytesTotal: 21n,
+          drbgSeedBytesTotal: 22n,
         });
       },
       {},

@@ -189,6 +189,7 @@ export function fakeProvenance(sequence: number): DrawProvenance {
     lastChunk: { collectorId: "fake-b", epoch: 2n ** 64n - 1n, sequence: BigInt(sequence + 1), signedAtUnixMs: -5n },
     chunkCount: 2,
     oldestByteAgeMs: 42n,
+    construction: 1,
   });
 }
 

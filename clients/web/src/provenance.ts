@@ -11,7 +11,11 @@
 
 import { invalidArgument } from "./errors.js";
 import type { CheckQualityResponse, MonteCarloPi as MonteCarloPiPb } from "./gen/entropy/v1/entropy_pb.js";
-import type { ChunkRef as ChunkRefPb, DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
+import type {
+  ChunkRef as ChunkRefPb,
+  DrawProvenance,
+  DrbgLabel as DrbgLabelPb,
+} from "./gen/entropy/v1/provenance_pb.js";
 import type { SourceKind } from "./status.js";
 
 /** One chunk, as its collector signed it. */
@@ -42,6 +46,30 @@ export interface Provenance {
   chunkCount: number;
   /** How long the oldest of the bytes had been in the gateway's pool (ms). */
   oldestByteAgeMs: bigint;
+  /** How the bytes were made, as the proto's `Construction`: 1 RAW (pool bytes), 2 DRBG, 3 DRBG
+   * with prediction resistance; 0 from a gateway too old to say. For DRBG output the fields
+   * above describe the pool bytes that seeded its instance. */
+  construction: number;
+  /** The DRBG instance that made the bytes (DRBG constructions only). */
+  drbg: DrbgLabel | undefined;
+}
+
+/** The DRBG instance that made a response's bytes. */
+export interface DrbgLabel {
+  /** The proto's `DrbgMechanism`: 1 CTR_DRBG with AES-256 and the derivation function. */
+  mechanism: number;
+  /** Its security strength in bits (256). */
+  securityStrengthBits: number;
+  /** 32 hex digits, random per instance: one per unary call, one per stream. */
+  instanceId: string;
+  /** Reseeds since the instance was instantiated. */
+  reseedCount: bigint;
+  /** Bytes it produced since it was last seeded, before these. */
+  bytesSinceReseed: bigint;
+  /** Pool bytes drawn to seed it so far. */
+  seedBytes: bigint;
+  /** True when it reseeds before every generate request. */
+  predictionResistance: boolean;
 }
 
 /** A Monte Carlo estimate of pi: `error` is estimate minus pi, `standardError` that of the
@@ -115,6 +143,21 @@ export function provenanceFromPb(p: DrawProvenance | undefined): Provenance {
     lastChunk: chunkFromPb(p?.lastChunk),
     chunkCount: p?.chunkCount ?? 0,
     oldestByteAgeMs: p?.oldestByteAgeMs ?? 0n,
+    construction: p?.construction ?? 0,
+    drbg: drbgFromPb(p?.drbg),
+  };
+}
+
+function drbgFromPb(d: DrbgLabelPb | undefined): DrbgLabel | undefined {
+  if (d === undefined) return undefined;
+  return {
+    mechanism: d.mechanism,
+    securityStrengthBits: d.securityStrengthBits,
+    instanceId: d.instanceId,
+    reseedCount: d.reseedCount,
+    bytesSinceReseed: d.bytesSinceReseed,
+    seedBytes: d.seedBytes,
+    predictionResistance: d.predictionResistance,
   };
 }
 

@@ -65,6 +65,10 @@ export interface Status {
   discardedBytesTotal: bigint;
   /** Bytes drawn as CheckQuality samples: tested and wiped, never served. */
   qualityTestedBytesTotal: bigint;
+  /** DRBG output served (calls that asked for a DRBG construction); not in servedBytesTotal. */
+  drbgServedBytesTotal: bigint;
+  /** Pool bytes drawn to seed and reseed DRBG instances, wiped once used, never served. */
+  drbgSeedBytesTotal: bigint;
 }
 
 /** Bytes in the pool of one class: the kinds of the sources behind them, each once. */
@@ -103,6 +107,8 @@ export function statusFromPb(m: GetStatusResponse): Status {
     evictedBytesTotal: m.evictedBytesTotal,
     discardedBytesTotal: m.discardedBytesTotal,
     qualityTestedBytesTotal: m.qualityTestedBytesTotal,
+    drbgServedBytesTotal: m.drbgServedBytesTotal,
+    drbgSeedBytesTotal: m.drbgSeedBytesTotal,
   };
 }
 

@@ -11,9 +11,11 @@
 //! name = "alice"                                   # shown in logs, never the secret
 //! sha256 = "<64 hex digits: SHA-256 of the secret>"
 //! scopes = ["entropy:read", "status:read"]         # optional; this is the default; also
-//!                                                  # "quality:check" (CheckQuality)
+//!                                                  # "quality:check" (CheckQuality) and
+//!                                                  # "entropy:drbg" (DRBG constructions)
 //! requests_per_second = 100                        # optional limits; absent = unlimited
 //! bytes_per_second = 10000000
+//! drbg_bytes_per_second = 100000000                # DRBG output (its seeds: bytes_per_second)
 //! max_streams = 4
 //! max_undelivered_bytes = 33554432                 # drawn, not yet taken by the transport;
 //!                                                  # default 32 MiB, at least 1 MiB
@@ -55,6 +57,8 @@ pub enum Scope {
     StatusRead,
     /// Run CheckQuality (draws bytes that are tested and wiped, never served).
     QualityCheck,
+    /// Ask for a DRBG construction (DRBG output seeded from the pool) on an entropy call.
+    EntropyDrbg,
 }
 
 impl Scope {
@@ -64,11 +68,12 @@ impl Scope {
             Self::EntropyRead => "entropy:read",
             Self::StatusRead => "status:read",
             Self::QualityCheck => "quality:check",
+            Self::EntropyDrbg => "entropy:drbg",
         }
     }
 
     fn parse(text: &str) -> Option<Self> {
-        [Self::EntropyRead, Self::StatusRead, Self::QualityCheck]
+        [Self::EntropyRead, Self::StatusRead, Self::QualityCheck, Self::EntropyDrbg]
             .into_iter()
             .find(|s| s.as_str() == text)
     }
@@ -145,6 +150,7 @@ struct KeyEntry {
     scopes: Option<Vec<String>>,
     requests_per_second: Option<u32>,
     bytes_per_second: Option<u32>,
+    drbg_bytes_per_second: Option<u32>,
     max_streams: Option<usize>,
     max_undelivered_bytes: Option<usize>,
 }
@@ -187,7 +193,8 @@ impl ApiKeys {
             {
                 let scope = Scope::parse(text).ok_or_else(|| {
                     invalid(&format!(
-                        "unknown scope {text:?} (known: entropy:read, status:read, quality:check)"
+                        "unknown scope {text:?} (known: entropy:read, status:read, quality:check, \
+                         entropy:drbg)"
                     ))
                 })?;
                 scopes.push(scope);
@@ -201,6 +208,10 @@ impl ApiKeys {
             let limits = Limits {
                 requests_per_second: positive(entry.requests_per_second, "requests_per_second")?,
                 bytes_per_second: positive(entry.bytes_per_second, "bytes_per_second")?,
+                drbg_bytes_per_second: positive(
+                    entry.drbg_bytes_per_second,
+                    "drbg_bytes_per_second",
+                )?,
                 max_streams: entry.max_streams,
                 max_undelivered_bytes: match entry.max_undelivered_bytes {
                     Some(n) if n < crate::domain::quota::MIN_MAX_UNDELIVERED_BYTES => {
@@ -229,7 +240,12 @@ impl ApiKeys {
     pub fn single(name: &str, secret: &str) -> Self {
         let grant = KeyGrant {
             name: name.to_owned(),
-            scopes: vec![Scope::EntropyRead, Scope::StatusRead, Scope::QualityCheck],
+            scopes: vec![
+                Scope::EntropyRead,
+                Scope::StatusRead,
+                Scope::QualityCheck,
+                Scope::EntropyDrbg,
+            ],
             quota: Arc::new(KeyQuota::new(Limits::default())),
         };
         Self { keys: vec![ApiKey { digest: digest(secret.as_bytes()), grant: Arc::new(grant) }] }

@@ -5,16 +5,18 @@
 //! - [`pool`]: the bounded, fair, all-or-nothing pool; the at-most-once promise lives here.
 //! - [`ingest`]: chunk verification (MAC, CRC, freshness), replay window, provenance, lease.
 //! - [`sampling`]: unbiased integers, floats and UUIDs from bytes.
+//! - [`drbg`]: DRBG output seeded from the pool, one instance per call or stream.
 //! - [`auth`]: client API keys (SHA-256 digests, constant-time match), scopes; [`quota`]: each
 //!   key's request, byte and stream limits.
 //! - [`allowance`]: byte allowances, the one type every buffer bound is made of (a key's, a
 //!   connection's, the process's).
 //! - [`readiness`]: ready or not, and why, from the pool level and ingest activity.
-//! - [`served`]: the served, discarded and tested totals.
+//! - [`served`]: the served, discarded and tested totals, and the DRBG's served and seed bytes.
 //! - [`secret`]: bytes wiped on drop; [`log_safety`]: untrusted text made safe for a log line.
 
 pub mod allowance;
 pub mod auth;
+pub mod drbg;
 pub mod ingest;
 pub(crate) mod log_safety;
 pub mod pool;

@@ -24,6 +24,9 @@ pub struct Limits {
     /// Bytes per second drawn from the pool, with a burst of one second's worth (at least
     /// 1 MiB, so the largest single request always fits).
     pub bytes_per_second: Option<NonZeroU32>,
+    /// Bytes per second of DRBG output, with a burst as `bytes_per_second`'s (its seeds count
+    /// against `bytes_per_second`).
+    pub drbg_bytes_per_second: Option<NonZeroU32>,
     /// Streams open at once.
     pub max_streams: Option<usize>,
     /// Bytes drawn for the key and not yet handed to the transport (a client that does not
@@ -55,8 +58,10 @@ pub enum QuotaError {
         retry_after: Duration,
     },
     /// Too many bytes per second.
-    #[error("byte rate limit of {limit} B/s reached; retry in {} ms", retry_after.as_millis())]
+    #[error("{rate} of {limit} B/s reached; retry in {} ms", retry_after.as_millis())]
     Bytes {
+        /// Pool bytes or DRBG output.
+        rate: ByteRate,
         /// The configured limit.
         limit: u32,
         /// When a retry can succeed.
@@ -70,10 +75,13 @@ pub enum QuotaError {
     },
     /// More bytes at once than the key's byte burst: never admissible, waiting does not help.
     #[error(
-        "{wanted} bytes at once exceed this key's byte burst of {burst} (bytes_per_second \
-         {limit}, burst at least 1 MiB): ask for at most {burst} bytes"
+        "{wanted} bytes at once exceed this key's byte burst of {burst} ({setting} {limit}, \
+         burst at least 1 MiB): ask for at most {burst} bytes",
+        setting = rate.setting()
     )]
     Burst {
+        /// Pool bytes or DRBG output.
+        rate: ByteRate,
         /// The configured rate.
         limit: u32,
         /// The burst: the most bytes the key may draw at once.
@@ -81,6 +89,34 @@ pub enum QuotaError {
         /// What was asked for.
         wanted: usize,
     },
+}
+
+/// Which byte rate a [`QuotaError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRate {
+    /// Bytes drawn from the pool (`bytes_per_second`).
+    Pool,
+    /// DRBG output (`drbg_bytes_per_second`).
+    Drbg,
+}
+
+impl ByteRate {
+    /// The keys-file setting of the rate.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Self::Pool => "bytes_per_second",
+            Self::Drbg => "drbg_bytes_per_second",
+        }
+    }
+}
+
+impl std::fmt::Display for ByteRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Pool => "byte rate limit",
+            Self::Drbg => "DRBG byte rate limit",
+        })
+    }
 }
 
 impl QuotaError {
@@ -101,6 +137,7 @@ pub struct KeyQuota {
     limits: Limits,
     requests: Option<DefaultDirectRateLimiter>,
     bytes: Option<DefaultDirectRateLimiter>,
+    drbg_bytes: Option<DefaultDirectRateLimiter>,
     open_streams: Arc<AtomicUsize>,
     /// Bytes drawn for the key and not yet delivered (`max_undelivered_bytes`).
     undelivered: Account,
@@ -114,12 +151,21 @@ impl KeyQuota {
     pub fn new(limits: Limits) -> Self {
         let requests =
             limits.requests_per_second.map(|r| governor::RateLimiter::direct(Quota::per_second(r)));
-        let bytes = limits.bytes_per_second.map(|b| {
+        let byte_bucket = |b: NonZeroU32| {
             let burst = NonZeroU32::new(b.get().max(MIN_BYTE_BURST)).unwrap_or(b);
             governor::RateLimiter::direct(Quota::per_second(b).allow_burst(burst))
-        });
+        };
+        let bytes = limits.bytes_per_second.map(byte_bucket);
+        let drbg_bytes = limits.drbg_bytes_per_second.map(byte_bucket);
         let undelivered = Account::new("max_undelivered_bytes", limits.undelivered_cap());
-        Self { limits, requests, bytes, open_streams: Arc::new(AtomicUsize::new(0)), undelivered }
+        Self {
+            limits,
+            requests,
+            bytes,
+            drbg_bytes,
+            open_streams: Arc::new(AtomicUsize::new(0)),
+            undelivered,
+        }
     }
 
     /// The state a key continues with when the keys file is reloaded with `limits`: the same
@@ -154,9 +200,25 @@ impl KeyQuota {
         })
     }
 
-    /// Admits drawing `n` bytes now (all or nothing), or says when to retry.
+    /// Admits drawing `n` pool bytes now (all or nothing), or says when to retry.
     pub(crate) fn admit_bytes(&self, n: usize) -> Result<(), QuotaError> {
-        let (Some(bucket), Some(limit)) = (&self.bytes, self.limits.bytes_per_second) else {
+        self.admit(ByteRate::Pool, n)
+    }
+
+    /// Admits `n` bytes of DRBG output now (all or nothing), or says when to retry.
+    pub(crate) fn admit_drbg_bytes(&self, n: usize) -> Result<(), QuotaError> {
+        self.admit(ByteRate::Drbg, n)
+    }
+
+    fn bucket(&self, rate: ByteRate) -> (Option<&DefaultDirectRateLimiter>, Option<NonZeroU32>) {
+        match rate {
+            ByteRate::Pool => (self.bytes.as_ref(), self.limits.bytes_per_second),
+            ByteRate::Drbg => (self.drbg_bytes.as_ref(), self.limits.drbg_bytes_per_second),
+        }
+    }
+
+    fn admit(&self, rate: ByteRate, n: usize) -> Result<(), QuotaError> {
+        let (Some(bucket), Some(limit)) = self.bucket(rate) else {
             return Ok(());
         };
         let Some(cells) = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)) else {
@@ -165,12 +227,14 @@ impl KeyQuota {
         match bucket.check_n(cells) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(not_until)) => Err(QuotaError::Bytes {
+                rate,
                 limit: limit.get(),
                 retry_after: not_until.wait_time_from(DefaultClock::default().now()),
             }),
             // More than the burst: never admissible at once (a CheckQuality sample of up to
             // 4 MiB for a key whose burst is 1 MiB): say so, rather than "retry" for ever.
             Err(_) => Err(QuotaError::Burst {
+                rate,
                 limit: limit.get(),
                 burst: limit.get().max(MIN_BYTE_BURST),
                 wanted: n,
@@ -178,9 +242,18 @@ impl KeyQuota {
         }
     }
 
-    /// Waits until `n` bytes may be drawn (streams: metered, never refused).
+    /// Waits until `n` pool bytes may be drawn (streams: metered, never refused).
     pub(crate) async fn wait_bytes(&self, n: usize) {
-        let Some(bucket) = &self.bytes else { return };
+        self.wait(ByteRate::Pool, n).await;
+    }
+
+    /// Waits until `n` bytes of DRBG output may be made (streams: metered, never refused).
+    pub(crate) async fn wait_drbg_bytes(&self, n: usize) {
+        self.wait(ByteRate::Drbg, n).await;
+    }
+
+    async fn wait(&self, rate: ByteRate, n: usize) {
+        let (Some(bucket), _) = self.bucket(rate) else { return };
         if let Some(cells) = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)) {
             // Chunks are at most 1 MiB, within the burst, so this cannot be refused.
             let _ = bucket.until_n_ready(cells).await;
@@ -258,7 +331,15 @@ mod tests {
     fn more_than_the_burst_at_once_is_refused_for_good_not_retried() {
         let q = KeyQuota::new(Limits { bytes_per_second: nz(1000), ..Limits::default() });
         let err = q.admit_bytes(4 << 20).expect_err("4 MiB exceeds the 1 MiB burst");
-        assert_eq!(err, QuotaError::Burst { limit: 1000, burst: 1 << 20, wanted: 4 << 20 });
+        assert_eq!(
+            err,
+            QuotaError::Burst {
+                rate: ByteRate::Pool,
+                limit: 1000,
+                burst: 1 << 20,
+                wanted: 4 << 20
+            }
+        );
         assert_eq!(err.retry_after(), None, "waiting does not help");
         assert!(err.to_string().contains("ask for at most 1048576 bytes"), "{err}");
         q.admit_bytes(1 << 20).expect("the burst itself still fits");

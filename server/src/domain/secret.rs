@@ -21,6 +21,11 @@ impl SecretBytes {
         Self(bytes)
     }
 
+    /// The bytes, to fill in place (a DRBG's output).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+
     /// The bytes, no longer wiped: for a response that takes them out of the process.
     pub(crate) fn into_vec(mut self) -> Vec<u8> {
         std::mem::take(&mut self.0)

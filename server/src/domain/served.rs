@@ -1,6 +1,7 @@
 //! The gateway's lifetime totals of bytes that left the pool for callers: served (written to a
-//! caller's socket), discarded (drawn for a caller that never got them) and tested (drawn as
-//! CheckQuality samples). Each is counted once, where the event happens
+//! caller's socket), discarded (drawn for a caller that never got them), tested (drawn as
+//! CheckQuality samples) and DRBG seeds (drawn to seed an instance, wiped once used); and of the
+//! DRBG output served, apart from pool bytes. Each is counted once, where the event happens
 //! ([`crate::grpc::delivery`] settles every draw as one or the other), and only grows; GetStatus
 //! and the metrics read them here.
 
@@ -12,6 +13,8 @@ pub(crate) struct Totals {
     served: AtomicU64,
     discarded: AtomicU64,
     tested: AtomicU64,
+    drbg_served: AtomicU64,
+    drbg_seeds: AtomicU64,
 }
 
 impl Totals {
@@ -43,5 +46,25 @@ impl Totals {
     /// Counts `n` bytes tested by CheckQuality.
     pub(crate) fn count_tested(&self, n: usize) {
         self.tested.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// DRBG output written to callers' sockets (not counted in [`Self::served`]).
+    pub(crate) fn drbg_served(&self) -> u64 {
+        self.drbg_served.load(Ordering::Relaxed)
+    }
+
+    /// Pool bytes drawn to seed DRBG instances.
+    pub(crate) fn drbg_seeds(&self) -> u64 {
+        self.drbg_seeds.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` bytes of DRBG output written to a caller's socket.
+    pub(crate) fn count_drbg_served(&self, n: usize) {
+        self.drbg_served.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Counts `n` pool bytes used as a DRBG seed.
+    pub(crate) fn count_drbg_seed(&self, n: usize) {
+        self.drbg_seeds.fetch_add(n as u64, Ordering::Relaxed);
     }
 }

@@ -21,8 +21,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::domain::allowance::{Account, Holds};
-use crate::domain::pool::{Drawn, Kinds, Pool, TakeError, Tenant};
+use crate::domain::drbg::{self, Instance, Label, Reseeding};
+use crate::domain::pool::{Drawn, Kinds, Pool, Provenance, TakeError, Tenant};
 use crate::domain::quota::{KeyQuota, QuotaError};
+use crate::domain::secret::SecretBytes;
 use crate::domain::served::Totals;
 use crate::metrics::{GatewayMetrics, KeyHandles, Method};
 use crate::transport::{ConnectionInfo, Owing, Settle};
@@ -63,6 +65,11 @@ impl ServedMeter {
             handles.served(n as u64);
         }
     }
+
+    /// Counts `n` bytes of DRBG output as served.
+    pub(crate) fn drbg_served(&self, n: usize) {
+        self.metrics.drbg_served(self.method, n as u64);
+    }
 }
 
 /// Drawn bytes of one response (or stream message) on their way to the caller. Dropped
@@ -70,6 +77,8 @@ impl ServedMeter {
 #[derive(Debug)]
 pub(crate) struct Undelivered {
     n: usize,
+    /// DRBG output, not pool bytes: counted apart, and nothing of the pool is lost with it.
+    drbg: bool,
     holds: Holds,
     /// The accounts holding wire bytes (the connection's, the process's).
     wire: Wire,
@@ -89,7 +98,15 @@ impl Undelivered {
         connection: Option<&ConnectionInfo>,
     ) -> Self {
         let Held { holds, wire, .. } = holds;
-        Self { n, holds, wire, meter, totals, _owing: connection.map(ConnectionInfo::owe) }
+        let owing = connection.map(ConnectionInfo::owe);
+        Self { n, drbg: false, holds, wire, meter, totals, _owing: owing }
+    }
+
+    /// Marks these bytes DRBG output: served, they count as DRBG bytes; never delivered, as
+    /// nothing (no pool byte was lost with them).
+    pub(crate) fn of_drbg(mut self) -> Self {
+        self.drbg = true;
+        self
     }
 
     /// Bytes drawn.
@@ -126,8 +143,13 @@ impl Undelivered {
 impl Settle for Undelivered {
     fn delivered(mut self: Box<Self>) {
         let n = std::mem::take(&mut self.n);
-        self.meter.served(n);
-        self.totals.count_served(n);
+        if self.drbg {
+            self.meter.drbg_served(n);
+            self.totals.count_drbg_served(n);
+        } else {
+            self.meter.served(n);
+            self.totals.count_served(n);
+        }
     }
 
     fn discarded(self: Box<Self>) {
@@ -137,7 +159,7 @@ impl Settle for Undelivered {
 
 impl Drop for Undelivered {
     fn drop(&mut self) {
-        if self.n > 0 {
+        if self.n > 0 && !self.drbg {
             self.totals.count_discarded(self.n);
         }
     }
@@ -284,6 +306,142 @@ pub(crate) async fn draw(
 ) -> Result<(Drawn, Undelivered), Refused> {
     let (drawn, held) = take(from, (n, wire, accept), until).await?;
     Ok((drawn, Undelivered::new(n, held, meter, totals, from.connection)))
+}
+
+/// DRBG output of one response, with what it says about itself.
+#[derive(Debug)]
+pub(crate) struct Generated {
+    /// The output, wiped when dropped unless sent.
+    pub(crate) bytes: SecretBytes,
+    /// The instance as of the response's first byte.
+    pub(crate) label: Label,
+    /// Where the instance's seeds came from, as of its last byte.
+    pub(crate) seeds: Provenance,
+}
+
+/// Pool bytes for a DRBG seed: `n` bytes of the `accept`ed kinds for the key of `from` by
+/// `until`, against its byte quota and fair share like any draw, with their origin. Counted as
+/// seed bytes in `totals` (they are wiped once used, never served).
+async fn seed(
+    from: &Source<'_>,
+    n: usize,
+    accept: Kinds,
+    until: Option<Instant>,
+    totals: &Totals,
+) -> Result<(Drawn, Provenance), Refused> {
+    from.quota.admit_bytes(n).map_err(Refused::Quota)?;
+    let drawn = from.pool.take_for(from.tenant, n, accept, until).await.map_err(Refused::Take)?;
+    let origin = drawn.provenance(Instant::now()).ok_or(Refused::Take(TakeError::TimedOut))?;
+    totals.count_drbg_seed(n);
+    Ok((drawn, origin))
+}
+
+/// A call's or a stream's DRBG instance, instantiated from the pool when first used.
+#[derive(Debug)]
+pub(crate) struct DrbgSource {
+    instance: Option<Instance>,
+    prediction_resistance: bool,
+    reseeding: Reseeding,
+}
+
+impl DrbgSource {
+    /// No instance yet; it is instantiated by the first [`Self::generate`].
+    pub(crate) fn new(prediction_resistance: bool, reseeding: Reseeding) -> Self {
+        Self { instance: None, prediction_resistance, reseeding }
+    }
+
+    /// `n` bytes of output: the instance instantiated (first use) or reseeded (as it asks)
+    /// with pool bytes drawn from `from` by `until`, then one generate request per
+    /// [`drbg::MAX_REQUEST`] bytes. A seed that does not come in time fails the draw; what the
+    /// seeds took stays taken (a seed is never used twice), nothing is served.
+    pub(crate) async fn generate(
+        &mut self,
+        from: &Source<'_>,
+        (n, accept): (usize, Kinds),
+        until: Option<Instant>,
+        totals: &Totals,
+    ) -> Result<Generated, Refused> {
+        let instance = match &mut self.instance {
+            Some(instance) => instance,
+            slot @ None => {
+                let (seed, origin) = seed(from, drbg::SEED_BYTES, accept, until, totals).await?;
+                let instance = Instance::instantiate(
+                    &seed,
+                    origin,
+                    Instant::now(),
+                    self.prediction_resistance,
+                    self.reseeding,
+                )
+                .map_err(|_| Refused::Take(TakeError::TimedOut))?;
+                slot.insert(instance)
+            }
+        };
+        let mut out = SecretBytes::new(vec![0; n]);
+        // The label as of the first byte: after the reseed that may come before it.
+        let mut label = None;
+        for request in out.as_mut_slice().chunks_mut(drbg::MAX_REQUEST) {
+            if instance.needs_reseed(Instant::now()) {
+                let (seed, origin) = seed(from, drbg::RESEED_BYTES, accept, until, totals).await?;
+                instance
+                    .reseed(&seed, &origin, Instant::now())
+                    .map_err(|_| Refused::Take(TakeError::TimedOut))?;
+            }
+            label.get_or_insert_with(|| instance.label());
+            instance.generate(request).map_err(|_| Refused::Take(TakeError::TimedOut))?;
+        }
+        let label = label.unwrap_or_else(|| instance.label());
+        Ok(Generated { bytes: out, label, seeds: instance.seeds().clone() })
+    }
+}
+
+/// [`take`] for a DRBG construction: the key's DRBG byte quota first, then room on its
+/// allowances for `n` bytes and a response of at most `wire` bytes, then `n` bytes of output of
+/// `drbg` (seeded from the pool as it needs, by `until`).
+pub(crate) async fn take_drbg(
+    from: &Source<'_>,
+    drbg: &mut DrbgSource,
+    (n, wire, accept): (usize, usize, Kinds),
+    until: Instant,
+    totals: &Totals,
+) -> Result<(Generated, Held), Refused> {
+    from.quota.admit_drbg_bytes(n).map_err(Refused::Quota)?;
+    let held = hold(from.quota, from.connection, from.responses, (n, wire), Some(until))
+        .await
+        .map_err(Refused::Full)?;
+    let generated = drbg.generate(from, (n, accept), Some(until), totals).await?;
+    Ok((generated, held))
+}
+
+/// [`take_drbg`] for a response: the output, and what it owes until it leaves the process,
+/// counted as DRBG output by `meter` and in `totals` once settled.
+pub(crate) async fn draw_drbg(
+    from: &Source<'_>,
+    drbg: &mut DrbgSource,
+    (n, wire, accept): (usize, usize, Kinds),
+    until: Instant,
+    (meter, totals): (ServedMeter, Arc<Totals>),
+) -> Result<(Generated, Undelivered), Refused> {
+    let (generated, held) = take_drbg(from, drbg, (n, wire, accept), until, &totals).await?;
+    Ok((generated, Undelivered::new(n, held, meter, totals, from.connection).of_drbg()))
+}
+
+/// A stream message of DRBG output: the key's DRBG byte tokens (metered: waited for, never
+/// refused), room on its allowances for `n` bytes within `hold_for` of getting them, then `n`
+/// bytes of the stream's instance, seeded from the pool as it needs within `hold_for`.
+pub(crate) async fn take_drbg_message(
+    from: &Source<'_>,
+    drbg: &tokio::sync::Mutex<DrbgSource>,
+    (n, accept): (usize, Kinds),
+    hold_for: std::time::Duration,
+    totals: &Totals,
+) -> Result<(Generated, Held), Refused> {
+    from.quota.wait_drbg_bytes(n).await;
+    let until = Instant::now() + hold_for;
+    let held = hold(from.quota, from.connection, from.responses, (n, wire_bound(n)), Some(until))
+        .await
+        .map_err(Refused::Full)?;
+    let generated = drbg.lock().await.generate(from, (n, accept), Some(until), totals).await?;
+    Ok((generated, held))
 }
 
 /// An allowance that had no room in time.

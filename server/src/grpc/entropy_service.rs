@@ -16,7 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery::{self, Refused, Source, Undelivered, wire_bound};
+use super::delivery::{self, DrbgSource, Generated, Refused, Source, Undelivered, wire_bound};
 use super::errors::{self, take_failed};
 use super::observe::{Call, Caller, Failure, Reply};
 use super::provenance;
@@ -25,6 +25,7 @@ use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
 use crate::domain::allowance::Account;
 use crate::domain::auth::{KeyGrant, Scope};
+use crate::domain::drbg::{Construction, Reseeding};
 use crate::domain::ingest::Ingest;
 use crate::domain::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
 use crate::domain::readiness::Readiness;
@@ -60,6 +61,8 @@ pub struct EntropyApi {
     totals: Arc<Totals>,
     /// One CheckQuality at a time.
     quality_turns: Arc<tokio::sync::Semaphore>,
+    /// When DRBG instances reseed.
+    reseeding: Reseeding,
 }
 
 impl EntropyApi {
@@ -87,7 +90,14 @@ impl EntropyApi {
             responses: Account::new("max_buffered_bytes", usize::MAX),
             totals: Arc::default(),
             quality_turns: Arc::new(tokio::sync::Semaphore::new(1)),
+            reseeding: Reseeding::default(),
         }
+    }
+
+    /// Reseeds DRBG instances as `reseeding` says (default [`Reseeding::default`]).
+    pub(crate) fn with_drbg_reseeding(mut self, reseeding: Reseeding) -> Self {
+        self.reseeding = reseeding;
+        self
     }
 
     /// Holds response bytes on `responses`, the process's allowance (by default, none).
@@ -124,18 +134,47 @@ impl EntropyApi {
     /// Draws exactly `n` bytes of the `accept`ed kinds for `caller` within its key's byte
     /// quota, the client's deadline and the server's max wait, holding room for a response of
     /// at most `wire` bytes until it is delivered ([`delivery::draw`]).
+    ///
+    /// With `drbg`, the bytes are that instance's output instead, seeded from the pool
+    /// ([`delivery::draw_drbg`]).
     async fn draw(
         &self,
         caller: &Caller,
         (metadata, extensions): (&MetadataMap, &tonic::Extensions),
         (n, wire, accept): (usize, usize, Kinds),
-    ) -> Result<(Drawn, Undelivered), Failure> {
+        drbg: Option<&mut DrbgSource>,
+    ) -> Result<(Output, Undelivered), Failure> {
         let (until, limit) = self.until(metadata, n)?;
         let from = self.source(extensions, &caller.grant);
         let settle = (caller.meter.clone(), self.totals.clone());
-        delivery::draw(&from, (n, wire, accept), until, settle)
-            .await
-            .map_err(|refused| Self::refused(refused, limit, n))
+        let drawn = match drbg {
+            None => delivery::draw(&from, (n, wire, accept), until, settle)
+                .await
+                .map(|(drawn, owed)| (Output::Pool(drawn), owed)),
+            Some(drbg) => delivery::draw_drbg(&from, drbg, (n, wire, accept), until, settle)
+                .await
+                .map(|(generated, owed)| (Output::Drbg(generated), owed)),
+        };
+        drawn.map_err(|refused| Self::refused(refused, limit, n))
+    }
+
+    /// The DRBG a call of `caller` asking for `construction` draws from: none for RAW; for a
+    /// DRBG construction, a fresh instance (instantiated at its first draw), if the key holds
+    /// `entropy:drbg`.
+    fn drbg_for(
+        &self,
+        caller: &Caller,
+        construction: Construction,
+    ) -> Result<Option<DrbgSource>, Failure> {
+        match construction {
+            Construction::Raw => Ok(None),
+            Construction::Drbg { .. } if !caller.grant.allows(Scope::EntropyDrbg) => {
+                Err(Failure::Denied(Scope::EntropyDrbg))
+            }
+            Construction::Drbg { prediction_resistance } => {
+                Ok(Some(DrbgSource::new(prediction_resistance, self.reseeding)))
+            }
+        }
     }
 
     /// When a draw of `n` bytes must have its bytes by, and which limit that is: the client's
@@ -168,6 +207,63 @@ impl EntropyApi {
             Refused::Quota(e) => Failure::Quota(e),
             Refused::Full(full) => Failure::Status(full.into()),
             Refused::Take(e) => Failure::Status(take_failed(e, limit, n)),
+        }
+    }
+}
+
+/// A unary call's bytes: pool bytes, or its DRBG's output.
+#[derive(Debug)]
+enum Output {
+    Pool(Drawn),
+    Drbg(Generated),
+}
+
+impl Output {
+    /// Where the bytes came from, as of `now`.
+    fn provenance(&self, now: Instant) -> Option<entropy_proto::v1::DrawProvenance> {
+        match self {
+            Self::Pool(drawn) => provenance::of_segments(drawn.segments(), now),
+            Self::Drbg(generated) => Some(provenance::of_drbg(&generated.label, &generated.seeds)),
+        }
+    }
+
+    /// Where the bytes of several draws of one response came from: every pool draw's chunks,
+    /// or the DRBG's label as of the first draw and its seeds as of the last.
+    fn provenance_of(rounds: &[Self], now: Instant) -> Option<entropy_proto::v1::DrawProvenance> {
+        match (rounds.first(), rounds.last()) {
+            (Some(Self::Drbg(first)), Some(Self::Drbg(last))) => {
+                Some(provenance::of_drbg(&first.label, &last.seeds))
+            }
+            _ => {
+                let segments: Vec<Segment> = rounds
+                    .iter()
+                    .filter_map(|round| match round {
+                        Self::Pool(drawn) => Some(drawn.segments().iter().cloned()),
+                        Self::Drbg(_) => None,
+                    })
+                    .flatten()
+                    .collect();
+                provenance::of_segments(&segments, now)
+            }
+        }
+    }
+
+    /// The bytes, no longer wiped: for the response.
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Self::Pool(drawn) => drawn.into_vec(),
+            Self::Drbg(generated) => generated.bytes.into_vec(),
+        }
+    }
+}
+
+impl std::ops::Deref for Output {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Pool(drawn) => drawn,
+            Self::Drbg(generated) => &generated.bytes,
         }
     }
 }
@@ -266,15 +362,17 @@ impl EntropyApi {
         request: Request<GetRandomRequest>,
     ) -> Result<Reply<GetRandomResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let RandomBytes { n, encoding, accept } = req.try_into()?;
+        let RandomBytes { n, encoding, accept, construction } = req.try_into()?;
+        let mut drbg = self.drbg_for(&caller, construction)?;
         let payload = match encoding {
             Encoding::Unspecified => n,
             Encoding::Hex => 2 * n,
             Encoding::Base64 => n.div_ceil(3) * 4,
         };
         let wire = wire_bound(payload);
-        let (drawn, owed) = self.draw(&caller, (&metadata, &extensions), (n, wire, accept)).await?;
-        let provenance = provenance::of_segments(drawn.segments(), Instant::now());
+        let (drawn, owed) =
+            self.draw(&caller, (&metadata, &extensions), (n, wire, accept), drbg.as_mut()).await?;
+        let provenance = drawn.provenance(Instant::now());
         let (data, text) = match encoding {
             Encoding::Unspecified => (drawn.into_vec(), String::new()),
             Encoding::Hex => (Vec::new(), hex::encode(&*drawn)),
@@ -300,6 +398,15 @@ impl EntropyApi {
             // A deadline already spent (`grpc-timeout: 0S`): nothing is drawn.
             return Err(take_failed(TakeError::TimedOut, Limit::Client, plan.chunk));
         }
+        let drbg = match plan.construction {
+            Construction::Raw => None,
+            Construction::Drbg { .. } if !grant.allows(Scope::EntropyDrbg) => {
+                return Err(call.refuse(Failure::Denied(Scope::EntropyDrbg)));
+            }
+            Construction::Drbg { prediction_resistance } => Some(Arc::new(
+                tokio::sync::Mutex::new(DrbgSource::new(prediction_resistance, self.reseeding)),
+            )),
+        };
         let slot = grant.quota.open_stream().map_err(|e| call.refuse(Failure::Quota(e)))?;
         let open_gauge = self.metrics.stream_opened();
         let producer = Producer {
@@ -317,6 +424,7 @@ impl EntropyApi {
             cuts: self.cuts.clone(),
             // The call is now the stream's: its task ends it with the stream's final code.
             call: std::mem::replace(call, Call::start(&self.metrics, Method::StreamRandom)),
+            drbg,
         };
         let (stream, dues) = producer.start(|task| {
             self.streams.spawn(async move {
@@ -335,7 +443,8 @@ impl EntropyApi {
         request: Request<GetIntegersRequest>,
     ) -> Result<Reply<GetIntegersResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let Integers { count, range, accept } = req.try_into()?;
+        let Integers { count, range, accept, construction } = req.try_into()?;
+        let mut drbg = self.drbg_for(&caller, construction)?;
         let k = range.bytes_per_draw();
         let mut values = Vec::with_capacity(count);
         if k == 0 {
@@ -346,12 +455,13 @@ impl EntropyApi {
         // Rejected draws are replaced in further rounds. If a round cannot be served, every
         // byte drawn so far goes back to the pool: it never left the process, and the failed
         // call consumes nothing.
-        let mut rounds: Vec<Drawn> = Vec::new();
+        let mut rounds: Vec<Output> = Vec::new();
         let mut owed: Option<Undelivered> = None;
         while values.len() < count {
             let left = count - values.len();
             let wire = wire_bound(left * INTEGER_WIRE_BYTES);
-            match self.draw(&caller, (&metadata, &extensions), (left * k, wire, accept)).await {
+            let want = (left * k, wire, accept);
+            match self.draw(&caller, (&metadata, &extensions), want, drbg.as_mut()).await {
                 Ok((bytes, round_owed)) => {
                     values.extend(
                         bytes
@@ -367,7 +477,9 @@ impl EntropyApi {
                 }
                 Err(failure) => {
                     for bytes in rounds {
-                        self.pool.give_back(bytes);
+                        if let Output::Pool(drawn) = bytes {
+                            self.pool.give_back(drawn);
+                        }
                     }
                     if let Some(owed) = owed {
                         owed.abandon();
@@ -376,9 +488,7 @@ impl EntropyApi {
                 }
             }
         }
-        let segments: Vec<Segment> =
-            rounds.iter().flat_map(|round| round.segments().iter().cloned()).collect();
-        let provenance = provenance::of_segments(&segments, Instant::now());
+        let provenance = Output::provenance_of(&rounds, Instant::now());
         let response = GetIntegersResponse { values, provenance };
         // At least one round was drawn: one possible value returned above.
         Ok(match owed {
@@ -393,14 +503,16 @@ impl EntropyApi {
         request: Request<GetFloatsRequest>,
     ) -> Result<Reply<GetFloatsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let Count { count, accept } = req.try_into()?;
+        let Count { count, accept, construction } = req.try_into()?;
+        let mut drbg = self.drbg_for(&caller, construction)?;
         let n = count * FLOAT_BYTES;
+        let want = (n, wire_bound(n), accept);
         let (bytes, owed) =
-            self.draw(&caller, (&metadata, &extensions), (n, wire_bound(n), accept)).await?;
+            self.draw(&caller, (&metadata, &extensions), want, drbg.as_mut()).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
         let values = floats.iter().map(float_from).collect();
-        let provenance = provenance::of_segments(bytes.segments(), Instant::now());
+        let provenance = bytes.provenance(Instant::now());
         Ok(Reply::drawn(GetFloatsResponse { values, provenance }, owed))
     }
 
@@ -410,14 +522,16 @@ impl EntropyApi {
         request: Request<GetUuidsRequest>,
     ) -> Result<Reply<GetUuidsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let Count { count, accept } = req.try_into()?;
+        let Count { count, accept, construction } = req.try_into()?;
+        let mut drbg = self.drbg_for(&caller, construction)?;
         let wire = wire_bound(count * UUID_WIRE_BYTES);
         let n = count * UUID_BYTES;
-        let (bytes, owed) = self.draw(&caller, (&metadata, &extensions), (n, wire, accept)).await?;
+        let (bytes, owed) =
+            self.draw(&caller, (&metadata, &extensions), (n, wire, accept), drbg.as_mut()).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
         let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
-        let provenance = provenance::of_segments(bytes.segments(), Instant::now());
+        let provenance = bytes.provenance(Instant::now());
         Ok(Reply::drawn(GetUuidsResponse { uuids, provenance }, owed))
     }
 
@@ -429,7 +543,8 @@ impl EntropyApi {
         request: Request<CheckQualityRequest>,
     ) -> Result<Reply<CheckQualityResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
-        let QualitySample { n, accept } = req.try_into()?;
+        let QualitySample { n, accept, construction } = req.try_into()?;
+        let mut drbg = self.drbg_for(&caller, construction)?;
         // One check at a time in the whole gateway, so checks take at most one core from the
         // other calls; the others wait their turn (holding nothing) within their deadline.
         let now = Instant::now();
@@ -444,14 +559,23 @@ impl EntropyApi {
         // never goes on the wire, so nothing of it is served.
         let (until, limit) = self.until(&metadata, n)?;
         let from = self.source(&extensions, &caller.grant);
-        let (sample, _held) = delivery::take(&from, (n, n, accept), until)
-            .await
-            .map_err(|refused| Self::refused(refused, limit, n))?;
-        let provenance = provenance::of_segments(sample.segments(), Instant::now());
+        let taken = match drbg.as_mut() {
+            None => delivery::take(&from, (n, n, accept), until)
+                .await
+                .map(|(drawn, held)| (Output::Pool(drawn), held)),
+            Some(drbg) => delivery::take_drbg(&from, drbg, (n, n, accept), until, &self.totals)
+                .await
+                .map(|(generated, held)| (Output::Drbg(generated), held)),
+        };
+        let (sample, _held) = taken.map_err(|refused| Self::refused(refused, limit, n))?;
+        let provenance = sample.provenance(Instant::now());
         let report = tokio::task::spawn_blocking(move || quality::check(&sample))
             .await
             .map_err(|e| errors::internal("CheckQuality", &e))??;
-        self.totals.count_tested(n);
+        // A DRBG sample is no pool bytes (its seeds are counted as seed bytes).
+        if drbg.is_none() {
+            self.totals.count_tested(n);
+        }
         Ok(Reply::tested(CheckQualityResponse { provenance, ..report }, n))
     }
 
@@ -499,6 +623,8 @@ impl EntropyApi {
             max_byte_age_ms: self.pool.limits().max_byte_age.map_or(0, ms),
             discarded_bytes_total: self.totals.discarded(),
             quality_tested_bytes_total: self.totals.quality_tested(),
+            drbg_served_bytes_total: self.totals.drbg_served(),
+            drbg_seed_bytes_total: self.totals.drbg_seeds(),
             serving: self.readiness.is_serving(),
             chunks_deferred_total: ingest.chunks_deferred,
             not_serving_reason: match self.readiness.explain() {

@@ -65,6 +65,9 @@ pub enum Failure {
     Status(Status),
     /// The key's quota refused the call.
     Quota(QuotaError),
+    /// The key lacks a scope the request needs beyond the method's own (`entropy:drbg` for a
+    /// DRBG construction); counted as a scope refusal.
+    Denied(Scope),
 }
 
 impl From<Status> for Failure {
@@ -219,6 +222,11 @@ impl Call {
         match failure {
             Failure::Status(status) => status,
             Failure::Quota(e) => self.quota(e),
+            Failure::Denied(scope) => {
+                let key = self.key.as_ref().map_or("-", |(grant, _)| grant.name.as_str());
+                let status = errors::missing_scope(key, scope.as_str());
+                self.auth_failed(AuthFailure::Scope, status)
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 use entropy_proto::v1 as pb;
 use entropy_proto::v1::{ChunkRef, ClassLevel, DrawProvenance, SourceKind};
 
+use crate::domain::drbg::{Label, SECURITY_STRENGTH_BITS};
 use crate::domain::ingest::source;
 use tokio::time::Instant;
 
@@ -24,6 +25,31 @@ pub(crate) fn to_pb(p: &Provenance) -> DrawProvenance {
         last_chunk: Some(chunk_ref(&p.last)),
         chunk_count: u32::try_from(p.chunks).unwrap_or(u32::MAX),
         oldest_byte_age_ms: u64::try_from(p.oldest_age.as_millis()).unwrap_or(u64::MAX),
+        construction: pb::Construction::Raw as i32,
+        drbg: None,
+    }
+}
+
+/// The wire form of DRBG output's provenance: its instance's `label`, and where the instance's
+/// seeds came from.
+pub(crate) fn of_drbg(label: &Label, seeds: &Provenance) -> DrawProvenance {
+    let construction = if label.prediction_resistance {
+        pb::Construction::DrbgPredictionResistant
+    } else {
+        pb::Construction::Drbg
+    };
+    DrawProvenance {
+        construction: construction as i32,
+        drbg: Some(pb::DrbgLabel {
+            mechanism: pb::DrbgMechanism::CtrDrbgAes256 as i32,
+            security_strength_bits: SECURITY_STRENGTH_BITS,
+            instance_id: label.instance_id.clone(),
+            reseed_count: label.reseeds,
+            bytes_since_reseed: label.bytes_since_reseed,
+            seed_bytes: label.seed_bytes,
+            prediction_resistance: label.prediction_resistance,
+        }),
+        ..to_pb(seeds)
     }
 }
 

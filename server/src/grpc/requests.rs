@@ -2,6 +2,7 @@
 //! into values whose bounds are already checked: a handler never looks at a `pb` field again.
 //! Each refusal is INVALID_ARGUMENT naming the field and its bound ([`out_of_range`]).
 
+use entropy_proto::v1 as pb;
 use entropy_proto::v1::{
     CheckQualityRequest, Encoding, GetFloatsRequest, GetIntegersRequest, GetRandomRequest,
     GetUuidsRequest,
@@ -10,6 +11,7 @@ use entropy_quality::MIN_SAMPLE_BYTES;
 use tonic::Status;
 
 use super::errors::{self, out_of_range};
+use crate::domain::drbg::Construction;
 use crate::domain::ingest::{kind_of, source};
 use crate::domain::pool::Kinds;
 use crate::domain::sampling::IntRange;
@@ -40,6 +42,23 @@ pub(crate) fn accept_kinds(values: &[i32]) -> Result<Kinds, Status> {
     Ok(if accept.is_empty() { Kinds::ANY } else { accept })
 }
 
+/// The construction a call asks for (`construction`): RAW when unset.
+pub(crate) fn construction(value: i32) -> Result<Construction, Status> {
+    match pb::Construction::try_from(value) {
+        Ok(pb::Construction::Unspecified | pb::Construction::Raw) => Ok(Construction::Raw),
+        Ok(pb::Construction::Drbg) => Ok(Construction::Drbg { prediction_resistance: false }),
+        Ok(pb::Construction::DrbgPredictionResistant) => {
+            Ok(Construction::Drbg { prediction_resistance: true })
+        }
+        Err(_) => Err(out_of_range(
+            "construction",
+            value,
+            "0, 1 (CONSTRUCTION_RAW), 2 (CONSTRUCTION_DRBG) or 3 \
+             (CONSTRUCTION_DRBG_PREDICTION_RESISTANT)",
+        )),
+    }
+}
+
 /// `GetRandom`: how many bytes, how to encode them, of which source kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RandomBytes {
@@ -49,6 +68,8 @@ pub(crate) struct RandomBytes {
     pub encoding: Encoding,
     /// The kinds accepted.
     pub accept: Kinds,
+    /// Pool bytes or DRBG output.
+    pub construction: Construction,
 }
 
 impl TryFrom<GetRandomRequest> for RandomBytes {
@@ -61,7 +82,12 @@ impl TryFrom<GetRandomRequest> for RandomBytes {
         }
         let encoding = Encoding::try_from(req.encoding)
             .map_err(|_| out_of_range("encoding", req.encoding, "0, 1 (HEX) or 2 (BASE64)"))?;
-        Ok(Self { n, encoding, accept: accept_kinds(&req.accept_kinds)? })
+        Ok(Self {
+            n,
+            encoding,
+            accept: accept_kinds(&req.accept_kinds)?,
+            construction: construction(req.construction)?,
+        })
     }
 }
 
@@ -74,6 +100,8 @@ pub(crate) struct Integers {
     pub range: IntRange,
     /// The kinds accepted.
     pub accept: Kinds,
+    /// Pool bytes or DRBG output.
+    pub construction: Construction,
 }
 
 impl TryFrom<GetIntegersRequest> for Integers {
@@ -87,7 +115,12 @@ impl TryFrom<GetIntegersRequest> for Integers {
                 req.min, req.max
             ))
         })?;
-        Ok(Self { count, range, accept: accept_kinds(&req.accept_kinds)? })
+        Ok(Self {
+            count,
+            range,
+            accept: accept_kinds(&req.accept_kinds)?,
+            construction: construction(req.construction)?,
+        })
     }
 }
 
@@ -98,13 +131,19 @@ pub(crate) struct Count {
     pub count: usize,
     /// The kinds accepted.
     pub accept: Kinds,
+    /// Pool bytes or DRBG output.
+    pub construction: Construction,
 }
 
 impl TryFrom<GetFloatsRequest> for Count {
     type Error = Status;
 
     fn try_from(req: GetFloatsRequest) -> Result<Self, Status> {
-        Ok(Self { count: count("count", req.count)?, accept: accept_kinds(&req.accept_kinds)? })
+        Ok(Self {
+            count: count("count", req.count)?,
+            accept: accept_kinds(&req.accept_kinds)?,
+            construction: construction(req.construction)?,
+        })
     }
 }
 
@@ -112,7 +151,11 @@ impl TryFrom<GetUuidsRequest> for Count {
     type Error = Status;
 
     fn try_from(req: GetUuidsRequest) -> Result<Self, Status> {
-        Ok(Self { count: count("count", req.count)?, accept: accept_kinds(&req.accept_kinds)? })
+        Ok(Self {
+            count: count("count", req.count)?,
+            accept: accept_kinds(&req.accept_kinds)?,
+            construction: construction(req.construction)?,
+        })
     }
 }
 
@@ -123,6 +166,8 @@ pub(crate) struct QualitySample {
     pub n: usize,
     /// The kinds accepted.
     pub accept: Kinds,
+    /// Test pool bytes or DRBG output.
+    pub construction: Construction,
 }
 
 impl TryFrom<CheckQualityRequest> for QualitySample {
@@ -137,7 +182,11 @@ impl TryFrom<CheckQualityRequest> for QualitySample {
                 &format!("{MIN_SAMPLE_BYTES}..={MAX_SAMPLE_BYTES}"),
             ));
         }
-        Ok(Self { n, accept: accept_kinds(&req.accept_kinds)? })
+        Ok(Self {
+            n,
+            accept: accept_kinds(&req.accept_kinds)?,
+            construction: construction(req.construction)?,
+        })
     }
 }
 
@@ -157,7 +206,7 @@ mod tests {
     #[test]
     fn bounds_are_checked_once_with_the_field_named() {
         let random = |num_bytes, encoding| {
-            RandomBytes::try_from(GetRandomRequest { num_bytes, encoding, accept_kinds: vec![] })
+            RandomBytes::try_from(GetRandomRequest { num_bytes, encoding, ..Default::default() })
         };
         assert_eq!(random(32, 1).ok().map(|r| (r.n, r.encoding)), Some((32, Encoding::Hex)));
         let too_big = random(MAX_GET_RANDOM_BYTES as u32 + 1, 0).unwrap_err();
@@ -167,15 +216,15 @@ mod tests {
         assert!(random(8, 7).unwrap_err().message().starts_with("encoding is 7"));
 
         let ints = |min, max, count| {
-            Integers::try_from(GetIntegersRequest { min, max, count, accept_kinds: vec![] })
+            Integers::try_from(GetIntegersRequest { min, max, count, ..Default::default() })
         };
         assert_eq!(ints(i64::MIN, i64::MAX, 3).ok().map(|i| i.count), Some(3));
         assert!(ints(2, 1, 3).unwrap_err().message().contains("min (2)"));
         assert!(ints(1, 2, MAX_COUNT + 1).unwrap_err().message().starts_with("count is 10001"));
-        assert!(Count::try_from(GetUuidsRequest { count: 0, accept_kinds: vec![] }).is_err());
+        assert!(Count::try_from(GetUuidsRequest { count: 0, ..Default::default() }).is_err());
         assert_eq!(
-            Count::try_from(GetFloatsRequest { count: MAX_COUNT, accept_kinds: vec![] }).ok(),
-            Some(Count { count: 10_000, accept: Kinds::ANY })
+            Count::try_from(GetFloatsRequest { count: MAX_COUNT, ..Default::default() }).ok(),
+            Some(Count { count: 10_000, accept: Kinds::ANY, construction: Construction::Raw })
         );
     }
 
@@ -192,14 +241,37 @@ mod tests {
             assert!(e.message().starts_with(field), "{}", e.message());
             assert!(e.message().contains("SOURCE_KIND_QUANTUM"), "{}", e.message());
         }
-        let e = GetFloatsRequest { count: 5, accept_kinds: vec![-1] };
+        let e = GetFloatsRequest { count: 5, accept_kinds: vec![-1], ..Default::default() };
         assert!(Count::try_from(e).unwrap_err().message().starts_with("accept_kinds[0] is -1"));
+    }
+
+    #[test]
+    fn construction_is_raw_unless_a_drbg_is_asked_for_and_unknown_values_are_named() {
+        assert_eq!(construction(0).ok(), Some(Construction::Raw));
+        assert_eq!(construction(1).ok(), Some(Construction::Raw));
+        assert_eq!(construction(2).ok(), Some(Construction::Drbg { prediction_resistance: false }));
+        assert_eq!(construction(3).ok(), Some(Construction::Drbg { prediction_resistance: true }));
+        for bad in [4, -1] {
+            let e = construction(bad).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument);
+            assert!(e.message().starts_with(&format!("construction is {bad}")), "{}", e.message());
+            assert!(e.message().contains("CONSTRUCTION_DRBG"), "{}", e.message());
+        }
+        let drbg = GetRandomRequest { num_bytes: 8, construction: 2, ..Default::default() };
+        assert_eq!(
+            RandomBytes::try_from(drbg).ok().map(|r| r.construction),
+            Some(Construction::Drbg { prediction_resistance: false })
+        );
     }
 
     #[test]
     fn quality_samples_are_bounded_by_the_tests_minimum_and_4_mib() {
         let sample = |sample_bytes| {
-            QualitySample::try_from(CheckQualityRequest { sample_bytes, accept_kinds: vec![3] })
+            QualitySample::try_from(CheckQualityRequest {
+                sample_bytes,
+                accept_kinds: vec![3],
+                ..Default::default()
+            })
         };
         assert_eq!(sample(2500).ok().map(|s| (s.n, s.accept)), Some((2500, Kinds::OS)));
         assert!(sample(4 << 20).is_ok());

@@ -40,12 +40,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use super::delivery::{self, Refused, Source, Undelivered};
+use super::delivery::{self, DrbgSource, Generated, Refused, Source, Undelivered};
 use super::errors::{self, out_of_range, stream_take_failed};
 use super::observe::Call;
 use super::provenance;
-use super::requests::accept_kinds;
+use super::requests::{accept_kinds, construction};
 use crate::domain::allowance::Account;
+use crate::domain::drbg::Construction;
 use crate::domain::pool::{Drawn, Kinds, Pool, QUANTUM, Tenant};
 use crate::domain::quota::{KeyQuota, StreamSlot};
 use crate::domain::served::Totals;
@@ -78,6 +79,8 @@ pub(crate) struct StreamPlan {
     pub total: u64,
     /// The source kinds accepted.
     pub accept: Kinds,
+    /// Pool bytes or DRBG output.
+    pub construction: Construction,
 }
 
 impl TryFrom<&StreamRandomRequest> for StreamPlan {
@@ -98,7 +101,12 @@ impl TryFrom<&StreamRandomRequest> for StreamPlan {
             }
             n => n,
         };
-        Ok(Self { chunk, total: request.total_bytes, accept: accept_kinds(&request.accept_kinds)? })
+        Ok(Self {
+            chunk,
+            total: request.total_bytes,
+            accept: accept_kinds(&request.accept_kinds)?,
+            construction: construction(request.construction)?,
+        })
     }
 }
 
@@ -131,6 +139,8 @@ pub(crate) struct Producer {
     pub cuts: ShutdownCuts,
     /// The call's metrics and log line.
     pub call: Call,
+    /// The stream's DRBG, for a DRBG construction (one instance for the whole stream).
+    pub drbg: Option<Arc<tokio::sync::Mutex<DrbgSource>>>,
 }
 
 /// How many streams the server's shutdown ended (with UNAVAILABLE) while they still had
@@ -152,6 +162,12 @@ enum Ended {
     Failed(Status),
 }
 
+/// A message drawn and not yet queued: pool bytes (given back if dropped) or DRBG output.
+enum Piece {
+    Pool(Unsent),
+    Drbg(Generated),
+}
+
 /// A drawn message not yet in the queue: goes back to the pool if dropped.
 struct Unsent {
     pool: Arc<Pool>,
@@ -159,6 +175,10 @@ struct Unsent {
 }
 
 impl Unsent {
+    fn len(&self) -> usize {
+        self.bytes.as_ref().map_or(0, |bytes| bytes.len())
+    }
+
     fn into_bytes(mut self) -> Drawn {
         self.bytes.take().unwrap_or_default()
     }
@@ -179,6 +199,8 @@ type Message = Result<StreamRandomResponse, Status>;
 pub(crate) enum Queued {
     /// Drawn bytes, still in the process.
     Bytes(Drawn, Undelivered),
+    /// DRBG output, still in the process.
+    Generated(Generated, Undelivered),
     /// The stream ends with this status.
     End(Status),
 }
@@ -275,9 +297,11 @@ impl Producer {
                     self.send_last(&tx, status).await;
                     break outcome;
                 }
-                Ok((place, unsent, held, asked)) => {
-                    let bytes = unsent.into_bytes();
-                    let n = bytes.len();
+                Ok((place, piece, held, asked)) => {
+                    let n = match &piece {
+                        Piece::Pool(unsent) => unsent.len(),
+                        Piece::Drbg(generated) => generated.bytes.len(),
+                    };
                     planned -= (asked - n) as u64; // what a short draw left is planned again
                     let undelivered = Undelivered::new(
                         n,
@@ -286,7 +310,12 @@ impl Producer {
                         self.totals.clone(),
                         self.connection.as_ref(),
                     );
-                    place.send(Queued::Bytes(bytes, undelivered));
+                    place.send(match piece {
+                        Piece::Pool(unsent) => Queued::Bytes(unsent.into_bytes(), undelivered),
+                        Piece::Drbg(generated) => {
+                            Queued::Generated(generated, undelivered.of_drbg())
+                        }
+                    });
                     progress.send_replace(Instant::now());
                     self.call.drew(n);
                 }
@@ -313,11 +342,12 @@ impl Producer {
         n: usize,
         progress: watch::Receiver<Instant>,
     ) -> impl Future<
-        Output = Result<(mpsc::OwnedPermit<Queued>, Unsent, delivery::Held, usize), Ended>,
+        Output = Result<(mpsc::OwnedPermit<Queued>, Piece, delivery::Held, usize), Ended>,
     > + use<> {
         let (pool, quota, tenant, max_wait, accept) =
             (self.pool.clone(), self.quota.clone(), self.tenant, self.max_wait, self.plan.accept);
         let (connection, responses) = (self.connection.clone(), self.responses.clone());
+        let (drbg, totals) = (self.drbg.clone(), self.totals.clone());
         async move {
             // A place in the queue first (the client reads what it holds), then the draw:
             // the key's byte tokens (metered as it flows), room in the allowances (other
@@ -330,6 +360,20 @@ impl Producer {
                 connection: connection.as_ref(),
                 responses: &responses,
             };
+            if let Some(drbg) = drbg {
+                // DRBG output: never short, its only wait is for its seeds.
+                let (generated, held) =
+                    delivery::take_drbg_message(&from, &drbg, (n, accept), max_wait, &totals)
+                        .await
+                        .map_err(|refused| {
+                            Ended::Failed(match refused {
+                                Refused::Full(full) => full.into(),
+                                Refused::Take(e) => stream_take_failed(e, n.min(QUANTUM), max_wait),
+                                Refused::Quota(e) => errors::quota_exceeded(e),
+                            })
+                        })?;
+                return Ok((place, Piece::Drbg(generated), held, n));
+            }
             let least = n.min(QUANTUM);
             let (bytes, held) = delivery::take_message(
                 &from,
@@ -346,7 +390,7 @@ impl Producer {
                     Refused::Quota(e) => errors::quota_exceeded(e),
                 })
             })?;
-            Ok((place, Unsent { pool, bytes: Some(bytes) }, held, n))
+            Ok((place, Piece::Pool(Unsent { pool, bytes: Some(bytes) }), held, n))
         }
     }
 
@@ -415,6 +459,15 @@ impl Stream for Outbox {
                     return Poll::Ready(Some(Err(status)));
                 }
                 Queued::Bytes(bytes, undelivered) => (bytes, undelivered),
+                // DRBG output: no pool bytes, so no age to hold it to.
+                Queued::Generated(generated, undelivered) => {
+                    let provenance = Some(provenance::of_drbg(&generated.label, &generated.seeds));
+                    self.dues.push(Box::new(undelivered));
+                    return Poll::Ready(Some(Ok(StreamRandomResponse {
+                        data: generated.bytes.into_vec(),
+                        provenance,
+                    })));
+                }
             };
             // Bytes that aged past the limit while queued are wiped, not sent.
             if let Some(max_age) = self.pool.limits().max_byte_age

@@ -185,4 +185,16 @@ pub(crate) const FAMILIES: &[Family] = &[
         &[],
         "Bytes drawn as CheckQuality samples, tested and wiped, never served.",
     ),
+    Family::new(
+        "entropy_gateway_drbg_served_bytes_total",
+        Kind::Counter,
+        &["method"],
+        "DRBG output sent to callers (a DRBG construction), by method; not in served_bytes.",
+    ),
+    Family::new(
+        "entropy_gateway_drbg_seed_bytes_total",
+        Kind::Counter,
+        &[],
+        "Pool bytes drawn to seed and reseed DRBG instances, wiped once used, never served.",
+    ),
 ];

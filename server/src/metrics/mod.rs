@@ -97,6 +97,7 @@ pub struct GatewayMetrics {
     streams_active: Gauge,
     streams_opened: Counter,
     served: [Counter; Method::ALL.len()],
+    drbg_served: [Counter; Method::ALL.len()],
     rpc: [[OnceLock<Histogram>; CODE_NAMES.len()]; Method::ALL.len()],
     rejected: Vec<(Counter, Counter)>,
     auth_failures: [Counter; 3],
@@ -110,6 +111,7 @@ pub struct GatewayMetrics {
     buffered: [(Gauge, Gauge); 3],
     discarded: Counter,
     quality_tested: Counter,
+    drbg_seeds: Counter,
 }
 
 impl Default for GatewayMetrics {
@@ -159,6 +161,9 @@ impl GatewayMetrics {
             served: Method::ALL.map(|m| {
                 r.counter("entropy_gateway_served_bytes_total", &[("method", m.as_str())])
             }),
+            drbg_served: Method::ALL.map(|m| {
+                r.counter("entropy_gateway_drbg_served_bytes_total", &[("method", m.as_str())])
+            }),
             rpc: std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new())),
             rejected: INGEST_REJECT_REASONS
                 .iter()
@@ -187,6 +192,7 @@ impl GatewayMetrics {
             }),
             discarded: r.counter("entropy_gateway_discarded_bytes_total", &[]),
             quality_tested: r.counter("entropy_gateway_quality_tested_bytes_total", &[]),
+            drbg_seeds: r.counter("entropy_gateway_drbg_seed_bytes_total", &[]),
             registry: r,
         }
     }
@@ -231,6 +237,11 @@ impl GatewayMetrics {
     /// Counts `bytes` sent by `method`.
     pub fn served(&self, method: Method, bytes: u64) {
         self.served[method as usize].increment(bytes);
+    }
+
+    /// Counts `bytes` of DRBG output sent by `method`.
+    pub fn drbg_served(&self, method: Method, bytes: u64) {
+        self.drbg_served[method as usize].increment(bytes);
     }
 
     /// The handles of the key named `name`, registered on its first call.
@@ -321,6 +332,7 @@ impl GatewayMetrics {
         }
         self.discarded.absolute(totals.discarded());
         self.quality_tested.absolute(totals.quality_tested());
+        self.drbg_seeds.absolute(totals.drbg_seeds());
     }
 }
 

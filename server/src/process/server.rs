@@ -302,6 +302,7 @@ impl Gateway {
             streams.clone(),
         )
         .with_stream_max_wait(self.config.stream_max_wait())
+        .with_drbg_reseeding(self.config.drbg_reseeding())
         .with_shutdown_cuts(self.cuts.clone())
         .with_metrics(self.metrics.clone())
         .with_responses(self.budget.responses.clone())

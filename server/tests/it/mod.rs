@@ -2,6 +2,7 @@
 
 mod classes;
 mod diode;
+mod drbg;
 mod entropy;
 mod exposure;
 mod fairness;

@@ -31,7 +31,7 @@ fn biased(i: usize) -> u8 {
 }
 
 fn check(sample_bytes: u32) -> tonic::Request<CheckQualityRequest> {
-    authed(CheckQualityRequest { sample_bytes, accept_kinds: vec![] })
+    authed(CheckQualityRequest { sample_bytes, ..Default::default() })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +84,7 @@ async fn check_quality_refuses_bad_input_and_keys_without_its_scope_drawing_noth
     gw.feed(64 << 10, 64 << 10, good).await;
     let mut client = gw.client().await;
     let request = |key, sample_bytes, accept_kinds| {
-        with_key(key, CheckQualityRequest { sample_bytes, accept_kinds })
+        with_key(key, CheckQualityRequest { sample_bytes, accept_kinds, ..Default::default() })
     };
 
     assert_status(
@@ -199,6 +199,7 @@ async fn every_response_that_carries_entropy_says_where_it_came_from() {
             chunk_bytes: 8192,
             total_bytes: 64 << 10,
             accept_kinds: vec![SourceKind::Os as i32],
+            ..Default::default()
         }))
         .await
         .expect("stream")
@@ -336,7 +337,7 @@ async fn the_single_dev_key_may_check_quality() {
     let mut client = gw.client().await;
     let report = client.check_quality(with_key(
         API_KEY,
-        CheckQualityRequest { sample_bytes: 8192, accept_kinds: vec![] },
+        CheckQualityRequest { sample_bytes: 8192, ..Default::default() },
     ));
     assert!(report.await.expect("report").into_inner().passed);
     gw.stop().await;

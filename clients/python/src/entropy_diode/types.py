@@ -59,7 +59,9 @@ class Provenance:
     chunk mixed two or more sources; `collector_ids` in the order first served; the first and
     last chunk (None only from a gateway that did not say); how many chunks; and how long the
     oldest byte had been in the gateway's pool. A gateway too old to report provenance gives an
-    empty one (no kinds, `chunk_count` 0)."""
+    empty one (no kinds, `chunk_count` 0). `construction` is the proto's `Construction` (1 RAW:
+    pool bytes; 2 DRBG, 3 DRBG with prediction resistance: the output of a DRBG instance, `drbg`,
+    whose seeds the fields above describe; 0 from a gateway too old to say)."""
 
     kinds: tuple[SourceKind, ...]
     mixed: bool
@@ -68,6 +70,24 @@ class Provenance:
     last_chunk: ChunkRef | None
     chunk_count: int
     oldest_byte_age_ms: int
+    construction: int = 0
+    drbg: DrbgLabel | None = None
+
+
+@dataclass(frozen=True)
+class DrbgLabel:
+    """The DRBG instance that made a response's bytes: `mechanism` is the proto's
+    `DrbgMechanism` (1: CTR_DRBG, AES-256, derivation function), its security strength, an
+    opaque id (one instance per unary call or stream), reseeds so far, bytes since the last
+    seeding, pool bytes that seeded it, and whether it reseeds before every request."""
+
+    mechanism: int
+    security_strength_bits: int
+    instance_id: str
+    reseed_count: int
+    bytes_since_reseed: int
+    seed_bytes: int
+    prediction_resistance: bool
 
 
 @dataclass(frozen=True)
@@ -179,6 +199,10 @@ class Status:
     discarded_bytes_total: int = 0
     # Bytes drawn as CheckQuality samples: tested and wiped, never served.
     quality_tested_bytes_total: int = 0
+    # DRBG output served (calls that asked for a DRBG construction); not in served_bytes_total.
+    drbg_served_bytes_total: int = 0
+    # Pool bytes drawn to seed and reseed DRBG instances, wiped once used, never served.
+    drbg_seed_bytes_total: int = 0
 
 
 def _enum_label(enum: object, value: int, prefix: str) -> str:
@@ -226,6 +250,8 @@ def status_from_pb(msg: entropy_pb2.GetStatusResponse) -> Status:
         evicted_bytes_total=msg.evicted_bytes_total,
         discarded_bytes_total=msg.discarded_bytes_total,
         quality_tested_bytes_total=msg.quality_tested_bytes_total,
+        drbg_served_bytes_total=msg.drbg_served_bytes_total,
+        drbg_seed_bytes_total=msg.drbg_seed_bytes_total,
     )
 
 
@@ -251,6 +277,20 @@ def provenance_from_pb(msg: provenance_pb2.DrawProvenance) -> Provenance:
         last_chunk=_chunk(msg.last_chunk) if msg.HasField("last_chunk") else None,
         chunk_count=msg.chunk_count,
         oldest_byte_age_ms=msg.oldest_byte_age_ms,
+        construction=msg.construction,
+        drbg=_drbg(msg.drbg) if msg.HasField("drbg") else None,
+    )
+
+
+def _drbg(msg: provenance_pb2.DrbgLabel) -> DrbgLabel:
+    return DrbgLabel(
+        mechanism=msg.mechanism,
+        security_strength_bits=msg.security_strength_bits,
+        instance_id=msg.instance_id,
+        reseed_count=msg.reseed_count,
+        bytes_since_reseed=msg.bytes_since_reseed,
+        seed_bytes=msg.seed_bytes,
+        prediction_resistance=msg.prediction_resistance,
     )
 
 

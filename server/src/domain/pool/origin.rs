@@ -210,6 +210,21 @@ impl Provenance {
             oldest_age: now.saturating_duration_since(oldest),
         })
     }
+
+    /// Adds the origin of a later draw (a DRBG's next seed): kinds and collectors joined, its
+    /// last chunk now the last, its chunks counted, the greater age kept.
+    pub(crate) fn merge(&mut self, later: &Provenance) {
+        self.kinds = self.kinds.with(later.kinds);
+        self.mixed |= later.mixed;
+        for collector in &later.collectors {
+            if !self.collectors.contains(collector) {
+                self.collectors.push(collector.clone());
+            }
+        }
+        self.last = later.last.clone();
+        self.chunks += later.chunks;
+        self.oldest_age = self.oldest_age.max(later.oldest_age);
+    }
 }
 
 #[cfg(test)]

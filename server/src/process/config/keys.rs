@@ -94,6 +94,19 @@ entropy_ops::config_keys! {
         stream_max_wait_ms: u64 = 30_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Longest a stream waits for entropy per message, ms");
+        /// DRBG output (a call asking for a DRBG construction) between two reseeds of its
+        /// instance from the pool: it reseeds before its next generate request once it has
+        /// produced this many bytes. 1 GiB by default: what a state captured from memory could
+        /// reveal stays bounded, at 32 pool bytes per GiB.
+        drbg_reseed_interval_bytes: u64 = 1 << 30,
+            flag(u64, "BYTES"), unit("bytes"),
+            help("DRBG output between reseeds from the pool, bytes");
+        /// Time between two reseeds of a DRBG instance: it reseeds before its next generate
+        /// request once it was seeded this long ago. 60 s by default: a stream's output depends
+        /// on one seeding for at most a minute, at 32 pool bytes per stream per minute.
+        drbg_reseed_interval_ms: u64 = 60_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Time between DRBG reseeds from the pool, ms");
         /// This gateway's name: collectors seal chunks for it (their `[[gateway]] id`) and it
         /// refuses chunks sealed for another, so a chunk cannot be stored by two gateways.
         /// 1..=64 characters of [A-Za-z0-9._-]; required (dev mode sets "dev").

@@ -54,6 +54,14 @@ impl GatewayConfig {
         Duration::from_millis(self.stream_max_wait_ms)
     }
 
+    /// When DRBG instances reseed from the pool.
+    pub(crate) fn drbg_reseeding(&self) -> crate::domain::drbg::Reseeding {
+        crate::domain::drbg::Reseeding {
+            interval_bytes: self.drbg_reseed_interval_bytes,
+            interval: Duration::from_millis(self.drbg_reseed_interval_ms),
+        }
+    }
+
     /// Freshness window for chunk timestamps.
     pub fn freshness_window(&self) -> Duration {
         Duration::from_millis(self.freshness_window_ms)

@@ -49,6 +49,8 @@ fn keys_flags_and_struct_agree() {
         max_byte_age_ms: Some(1),
         max_wait_ms: Some(1),
         stream_max_wait_ms: Some(1),
+        drbg_reseed_interval_bytes: Some(1),
+        drbg_reseed_interval_ms: Some(1),
         freshness_window_ms: Some(1),
         gateway_id: Some("g".into()),
         max_future_skew_ms: Some(1),

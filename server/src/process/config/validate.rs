@@ -72,6 +72,18 @@ impl GatewayConfig {
                 format!("{} must be 1..=3600000", self.stream_max_wait_ms),
             );
         }
+        if !(1..=86_400_000).contains(&self.drbg_reseed_interval_ms) {
+            return bad(
+                "drbg_reseed_interval_ms",
+                format!("{} must be 1..=86400000 (a day)", self.drbg_reseed_interval_ms),
+            );
+        }
+        if !(1..=1 << 40).contains(&self.drbg_reseed_interval_bytes) {
+            return bad(
+                "drbg_reseed_interval_bytes",
+                format!("{} must be 1..=1099511627776 (1 TiB)", self.drbg_reseed_interval_bytes),
+            );
+        }
         if self.send_timeout_ms > 3_600_000 {
             return bad("send_timeout_ms", format!("{} must be 0..=3600000", self.send_timeout_ms));
         }

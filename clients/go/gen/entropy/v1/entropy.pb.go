@@ -1,7 +1,10 @@
 // The client-facing service: entropy handed out from the gateway's pool.
 //
 // Every byte a call returns comes from the pool and goes to that caller only, once: no byte is
-// ever served to two callers. A unary call that fails consumes nothing.
+// ever served to two callers. A unary call that fails consumes nothing. A call that asks for a
+// DRBG construction (`construction`) gets, instead, the output of a DRBG instance of its own,
+// seeded with pool bytes drawn for it under the same rule, and labelled as such in its
+// provenance; no call that does not ask for it ever gets DRBG output.
 //
 // Authentication: every EntropyService call carries `authorization: Bearer KEY` metadata
 // (`x-api-key: KEY` is accepted too). Keys are never taken from a request field or a URL.
@@ -9,7 +12,8 @@
 // Errors (grpc-status):
 //   INVALID_ARGUMENT    a field is out of range; the message names the field and its bounds.
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
-//   PERMISSION_DENIED   the key lacks the scope this call needs.
+//   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:drbg` for a DRBG
+//                       construction).
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
@@ -132,7 +136,13 @@ type GetRandomRequest struct {
 	// FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
 	// gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
 	// SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
-	AcceptKinds   []SourceKind `protobuf:"varint,3,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,3,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +196,13 @@ func (x *GetRandomRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *GetRandomRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // Response for GetRandom.
@@ -274,7 +291,13 @@ type StreamRandomRequest struct {
 	// FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
 	// gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
 	// SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
-	AcceptKinds   []SourceKind `protobuf:"varint,3,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,3,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -328,6 +351,13 @@ func (x *StreamRandomRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *StreamRandomRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // One message of a StreamRandom stream.
@@ -404,7 +434,13 @@ type GetIntegersRequest struct {
 	// FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
 	// gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
 	// SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
-	AcceptKinds   []SourceKind `protobuf:"varint,4,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,4,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,5,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -465,6 +501,13 @@ func (x *GetIntegersRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *GetIntegersRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // Response for GetIntegers.
@@ -535,7 +578,13 @@ type GetFloatsRequest struct {
 	// FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
 	// gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
 	// SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
-	AcceptKinds   []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +631,13 @@ func (x *GetFloatsRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *GetFloatsRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // Response for GetFloats.
@@ -652,7 +708,13 @@ type GetUuidsRequest struct {
 	// FAILED_PRECONDITION naming what the pool holds. Otherwise it waits as any call does (a
 	// gateway fed nothing at all answers UNAVAILABLE after its maximum wait).
 	// SOURCE_KIND_UNSPECIFIED or an unknown value: INVALID_ARGUMENT naming `accept_kinds[i]`.
-	AcceptKinds   []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +761,13 @@ func (x *GetUuidsRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *GetUuidsRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // Response for GetUuids.
@@ -846,8 +915,13 @@ type GetStatusResponse struct {
 	DiscardedBytesTotal uint64 `protobuf:"varint,19,opt,name=discarded_bytes_total,json=discardedBytesTotal,proto3" json:"discarded_bytes_total,omitempty"`
 	// Bytes drawn as CheckQuality samples: tested and wiped, never served. Never decreases.
 	QualityTestedBytesTotal uint64 `protobuf:"varint,20,opt,name=quality_tested_bytes_total,json=qualityTestedBytesTotal,proto3" json:"quality_tested_bytes_total,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// DRBG output served (a DRBG construction's responses whose last byte was written to the
+	// caller's connection). Not counted in `served_bytes_total`, which counts pool bytes only.
+	DrbgServedBytesTotal uint64 `protobuf:"varint,21,opt,name=drbg_served_bytes_total,json=drbgServedBytesTotal,proto3" json:"drbg_served_bytes_total,omitempty"`
+	// Pool bytes drawn to seed and reseed DRBG instances: wiped once used, never served.
+	DrbgSeedBytesTotal uint64 `protobuf:"varint,22,opt,name=drbg_seed_bytes_total,json=drbgSeedBytesTotal,proto3" json:"drbg_seed_bytes_total,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
@@ -1020,6 +1094,20 @@ func (x *GetStatusResponse) GetQualityTestedBytesTotal() uint64 {
 	return 0
 }
 
+func (x *GetStatusResponse) GetDrbgServedBytesTotal() uint64 {
+	if x != nil {
+		return x.DrbgServedBytesTotal
+	}
+	return 0
+}
+
+func (x *GetStatusResponse) GetDrbgSeedBytesTotal() uint64 {
+	if x != nil {
+		return x.DrbgSeedBytesTotal
+	}
+	return 0
+}
+
 // Bytes in the pool of one class.
 type ClassLevel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1185,7 +1273,13 @@ type CheckQualityRequest struct {
 	// ever served them.
 	SampleBytes uint32 `protobuf:"varint,1,opt,name=sample_bytes,json=sampleBytes,proto3" json:"sample_bytes,omitempty"`
 	// As on GetRandom: the source kinds whose bytes to test; empty accepts any.
-	AcceptKinds   []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	AcceptKinds []SourceKind `protobuf:"varint,2,rep,packed,name=accept_kinds,json=acceptKinds,proto3,enum=entropy.v1.SourceKind" json:"accept_kinds,omitempty"`
+	// RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+	// construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+	Construction  Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1232,6 +1326,13 @@ func (x *CheckQualityRequest) GetAcceptKinds() []SourceKind {
 		return x.AcceptKinds
 	}
 	return nil
+}
+
+func (x *CheckQualityRequest) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
 // Response for CheckQuality: statistics of the drawn sample and the verdict.
@@ -1560,55 +1661,60 @@ var File_entropy_v1_entropy_proto protoreflect.FileDescriptor
 const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\n" +
 	"\x18entropy/v1/entropy.proto\x12\n" +
-	"entropy.v1\x1a\x1bentropy/v1/provenance.proto\"\x9c\x01\n" +
+	"entropy.v1\x1a\x1bentropy/v1/provenance.proto\"\xda\x01\n" +
 	"\x10GetRandomRequest\x12\x1b\n" +
 	"\tnum_bytes\x18\x01 \x01(\rR\bnumBytes\x120\n" +
 	"\bencoding\x18\x02 \x01(\x0e2\x14.entropy.v1.EncodingR\bencoding\x129\n" +
-	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"w\n" +
+	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"w\n" +
 	"\x11GetRandomResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12:\n" +
 	"\n" +
 	"provenance\x18\x03 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\x92\x01\n" +
+	"provenance\"\xd0\x01\n" +
 	"\x13StreamRandomRequest\x12\x1f\n" +
 	"\vchunk_bytes\x18\x01 \x01(\rR\n" +
 	"chunkBytes\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x04R\n" +
 	"totalBytes\x129\n" +
-	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"f\n" +
+	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"f\n" +
 	"\x14StreamRandomResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\x89\x01\n" +
+	"provenance\"\xc7\x01\n" +
 	"\x12GetIntegersRequest\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x03R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x03R\x03max\x12\x14\n" +
 	"\x05count\x18\x03 \x01(\rR\x05count\x129\n" +
-	"\faccept_kinds\x18\x04 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"i\n" +
+	"\faccept_kinds\x18\x04 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x05 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"i\n" +
 	"\x13GetIntegersResponse\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x03R\x06values\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"c\n" +
+	"provenance\"\xa1\x01\n" +
 	"\x10GetFloatsRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x129\n" +
-	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"g\n" +
+	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"g\n" +
 	"\x11GetFloatsResponse\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"b\n" +
+	"provenance\"\xa0\x01\n" +
 	"\x0fGetUuidsRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x129\n" +
-	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"d\n" +
+	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"d\n" +
 	"\x10GetUuidsResponse\x12\x14\n" +
 	"\x05uuids\x18\x01 \x03(\tR\x05uuids\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
 	"provenance\"\x12\n" +
-	"\x10GetStatusRequest\"\xc4\a\n" +
+	"\x10GetStatusRequest\"\xae\b\n" +
 	"\x11GetStatusResponse\x12\x1d\n" +
 	"\n" +
 	"pool_bytes\x18\x01 \x01(\x04R\tpoolBytes\x12.\n" +
@@ -1631,7 +1737,9 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x0fmax_byte_age_ms\x18\x11 \x01(\x04R\fmaxByteAgeMs\x12.\n" +
 	"\x13evicted_bytes_total\x18\x12 \x01(\x04R\x11evictedBytesTotal\x122\n" +
 	"\x15discarded_bytes_total\x18\x13 \x01(\x04R\x13discardedBytesTotal\x12;\n" +
-	"\x1aquality_tested_bytes_total\x18\x14 \x01(\x04R\x17qualityTestedBytesTotalB\x14\n" +
+	"\x1aquality_tested_bytes_total\x18\x14 \x01(\x04R\x17qualityTestedBytesTotal\x125\n" +
+	"\x17drbg_served_bytes_total\x18\x15 \x01(\x04R\x14drbgServedBytesTotal\x121\n" +
+	"\x15drbg_seed_bytes_total\x18\x16 \x01(\x04R\x12drbgSeedBytesTotalB\x14\n" +
 	"\x12_last_chunk_age_ms\"P\n" +
 	"\n" +
 	"ClassLevel\x12,\n" +
@@ -1645,10 +1753,11 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x17contributed_bytes_total\x18\x05 \x01(\x04R\x15contributedBytesTotal\x12+\n" +
 	"\x12last_report_age_ms\x18\x06 \x01(\x04R\x0flastReportAgeMs\x123\n" +
 	"\vlast_mixing\x18\a \x01(\x0e2\x12.entropy.v1.MixingR\n" +
-	"lastMixing\"s\n" +
+	"lastMixing\"\xb1\x01\n" +
 	"\x13CheckQualityRequest\x12!\n" +
 	"\fsample_bytes\x18\x01 \x01(\rR\vsampleBytes\x129\n" +
-	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\"\x8f\x05\n" +
+	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
+	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"\x8f\x05\n" +
 	"\x14CheckQualityResponse\x12!\n" +
 	"\fsample_bytes\x18\x01 \x01(\x04R\vsampleBytes\x12:\n" +
 	"\n" +
@@ -1734,52 +1843,59 @@ var file_entropy_v1_entropy_proto_goTypes = []any{
 	(*MonteCarloPi)(nil),         // 17: entropy.v1.MonteCarloPi
 	(*Fips1402)(nil),             // 18: entropy.v1.Fips1402
 	(SourceKind)(0),              // 19: entropy.v1.SourceKind
-	(*DrawProvenance)(nil),       // 20: entropy.v1.DrawProvenance
-	(SourceHealth)(0),            // 21: entropy.v1.SourceHealth
-	(Mixing)(0),                  // 22: entropy.v1.Mixing
+	(Construction)(0),            // 20: entropy.v1.Construction
+	(*DrawProvenance)(nil),       // 21: entropy.v1.DrawProvenance
+	(SourceHealth)(0),            // 22: entropy.v1.SourceHealth
+	(Mixing)(0),                  // 23: entropy.v1.Mixing
 }
 var file_entropy_v1_entropy_proto_depIdxs = []int32{
 	0,  // 0: entropy.v1.GetRandomRequest.encoding:type_name -> entropy.v1.Encoding
 	19, // 1: entropy.v1.GetRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 2: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 3: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 4: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 5: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 6: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 7: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 8: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 9: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 10: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	14, // 11: entropy.v1.GetStatusResponse.sources:type_name -> entropy.v1.SourceStatus
-	13, // 12: entropy.v1.GetStatusResponse.pool_by_class:type_name -> entropy.v1.ClassLevel
-	19, // 13: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
-	19, // 14: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
-	21, // 15: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
-	22, // 16: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
-	19, // 17: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 18: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	17, // 19: entropy.v1.CheckQualityResponse.pi:type_name -> entropy.v1.MonteCarloPi
-	17, // 20: entropy.v1.CheckQualityResponse.pi_os_reference:type_name -> entropy.v1.MonteCarloPi
-	18, // 21: entropy.v1.CheckQualityResponse.fips140_2:type_name -> entropy.v1.Fips1402
-	1,  // 22: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
-	3,  // 23: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
-	5,  // 24: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
-	7,  // 25: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
-	9,  // 26: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
-	11, // 27: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
-	15, // 28: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
-	2,  // 29: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
-	4,  // 30: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
-	6,  // 31: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
-	8,  // 32: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
-	10, // 33: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
-	12, // 34: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
-	16, // 35: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
-	29, // [29:36] is the sub-list for method output_type
-	22, // [22:29] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	20, // 2: entropy.v1.GetRandomRequest.construction:type_name -> entropy.v1.Construction
+	21, // 3: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	19, // 4: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	20, // 5: entropy.v1.StreamRandomRequest.construction:type_name -> entropy.v1.Construction
+	21, // 6: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	19, // 7: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	20, // 8: entropy.v1.GetIntegersRequest.construction:type_name -> entropy.v1.Construction
+	21, // 9: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	19, // 10: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	20, // 11: entropy.v1.GetFloatsRequest.construction:type_name -> entropy.v1.Construction
+	21, // 12: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	19, // 13: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	20, // 14: entropy.v1.GetUuidsRequest.construction:type_name -> entropy.v1.Construction
+	21, // 15: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	14, // 16: entropy.v1.GetStatusResponse.sources:type_name -> entropy.v1.SourceStatus
+	13, // 17: entropy.v1.GetStatusResponse.pool_by_class:type_name -> entropy.v1.ClassLevel
+	19, // 18: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
+	19, // 19: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
+	22, // 20: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
+	23, // 21: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
+	19, // 22: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	20, // 23: entropy.v1.CheckQualityRequest.construction:type_name -> entropy.v1.Construction
+	21, // 24: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	17, // 25: entropy.v1.CheckQualityResponse.pi:type_name -> entropy.v1.MonteCarloPi
+	17, // 26: entropy.v1.CheckQualityResponse.pi_os_reference:type_name -> entropy.v1.MonteCarloPi
+	18, // 27: entropy.v1.CheckQualityResponse.fips140_2:type_name -> entropy.v1.Fips1402
+	1,  // 28: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
+	3,  // 29: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
+	5,  // 30: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
+	7,  // 31: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
+	9,  // 32: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
+	11, // 33: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
+	15, // 34: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
+	2,  // 35: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
+	4,  // 36: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
+	6,  // 37: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
+	8,  // 38: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
+	10, // 39: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
+	12, // 40: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
+	16, // 41: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
+	35, // [35:42] is the sub-list for method output_type
+	28, // [28:35] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_entropy_v1_entropy_proto_init() }

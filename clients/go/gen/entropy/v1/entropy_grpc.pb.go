@@ -1,7 +1,10 @@
 // The client-facing service: entropy handed out from the gateway's pool.
 //
 // Every byte a call returns comes from the pool and goes to that caller only, once: no byte is
-// ever served to two callers. A unary call that fails consumes nothing.
+// ever served to two callers. A unary call that fails consumes nothing. A call that asks for a
+// DRBG construction (`construction`) gets, instead, the output of a DRBG instance of its own,
+// seeded with pool bytes drawn for it under the same rule, and labelled as such in its
+// provenance; no call that does not ask for it ever gets DRBG output.
 //
 // Authentication: every EntropyService call carries `authorization: Bearer KEY` metadata
 // (`x-api-key: KEY` is accepted too). Keys are never taken from a request field or a URL.
@@ -9,7 +12,8 @@
 // Errors (grpc-status):
 //   INVALID_ARGUMENT    a field is out of range; the message names the field and its bounds.
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
-//   PERMISSION_DENIED   the key lacks the scope this call needs.
+//   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:drbg` for a DRBG
+//                       construction).
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the

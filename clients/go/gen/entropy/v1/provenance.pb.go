@@ -202,6 +202,226 @@ func (Mixing) EnumDescriptor() ([]byte, []int) {
 	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{2}
 }
 
+// How a response's bytes were made. RAW is the default, forever: a call that does not ask for a
+// DRBG construction never gets DRBG output.
+type Construction int32
+
+const (
+	// Not set: RAW.
+	Construction_CONSTRUCTION_UNSPECIFIED Construction = 0
+	// Bytes of the pool as the collectors delivered them (health-tested, mixed, signed, verified),
+	// each byte to one caller, once.
+	Construction_CONSTRUCTION_RAW Construction = 1
+	// Output of a deterministic random bit generator (NIST SP 800-90A Rev. 1; see `DrbgLabel`)
+	// that the gateway instantiates for this one call (a unary call) or this one stream, seeded
+	// and reseeded only with raw pool bytes drawn for the caller like any other draw (each seed
+	// byte served once, the key's fair share, its `accept_kinds`), never shared, wiped when the
+	// call or stream ends. It reseeds after `drbg_reseed_interval_bytes` of output or
+	// `drbg_reseed_interval_ms`, whichever comes first. Needs the key's `entropy:drbg` scope.
+	// Far more bytes than the sources make: the output is computationally, not physically,
+	// random (docs/security.md, "DRBG output").
+	Construction_CONSTRUCTION_DRBG Construction = 2
+	// As CONSTRUCTION_DRBG, with prediction resistance: the instance reseeds from the pool before
+	// every generate request (each at most 65536 bytes), so every 64 KiB of output depends on
+	// fresh pool bytes; it draws 32 pool bytes per 64 KiB.
+	Construction_CONSTRUCTION_DRBG_PREDICTION_RESISTANT Construction = 3
+)
+
+// Enum value maps for Construction.
+var (
+	Construction_name = map[int32]string{
+		0: "CONSTRUCTION_UNSPECIFIED",
+		1: "CONSTRUCTION_RAW",
+		2: "CONSTRUCTION_DRBG",
+		3: "CONSTRUCTION_DRBG_PREDICTION_RESISTANT",
+	}
+	Construction_value = map[string]int32{
+		"CONSTRUCTION_UNSPECIFIED":               0,
+		"CONSTRUCTION_RAW":                       1,
+		"CONSTRUCTION_DRBG":                      2,
+		"CONSTRUCTION_DRBG_PREDICTION_RESISTANT": 3,
+	}
+)
+
+func (x Construction) Enum() *Construction {
+	p := new(Construction)
+	*p = x
+	return p
+}
+
+func (x Construction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Construction) Descriptor() protoreflect.EnumDescriptor {
+	return file_entropy_v1_provenance_proto_enumTypes[3].Descriptor()
+}
+
+func (Construction) Type() protoreflect.EnumType {
+	return &file_entropy_v1_provenance_proto_enumTypes[3]
+}
+
+func (x Construction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Construction.Descriptor instead.
+func (Construction) EnumDescriptor() ([]byte, []int) {
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{3}
+}
+
+// An SP 800-90A DRBG mechanism.
+type DrbgMechanism int32
+
+const (
+	// Not set (RAW output).
+	DrbgMechanism_DRBG_MECHANISM_UNSPECIFIED DrbgMechanism = 0
+	// CTR_DRBG (SP 800-90A Rev. 1 section 10.2.1) with AES-256 and the derivation function.
+	DrbgMechanism_DRBG_MECHANISM_CTR_DRBG_AES_256 DrbgMechanism = 1
+)
+
+// Enum value maps for DrbgMechanism.
+var (
+	DrbgMechanism_name = map[int32]string{
+		0: "DRBG_MECHANISM_UNSPECIFIED",
+		1: "DRBG_MECHANISM_CTR_DRBG_AES_256",
+	}
+	DrbgMechanism_value = map[string]int32{
+		"DRBG_MECHANISM_UNSPECIFIED":      0,
+		"DRBG_MECHANISM_CTR_DRBG_AES_256": 1,
+	}
+)
+
+func (x DrbgMechanism) Enum() *DrbgMechanism {
+	p := new(DrbgMechanism)
+	*p = x
+	return p
+}
+
+func (x DrbgMechanism) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DrbgMechanism) Descriptor() protoreflect.EnumDescriptor {
+	return file_entropy_v1_provenance_proto_enumTypes[4].Descriptor()
+}
+
+func (DrbgMechanism) Type() protoreflect.EnumType {
+	return &file_entropy_v1_provenance_proto_enumTypes[4]
+}
+
+func (x DrbgMechanism) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DrbgMechanism.Descriptor instead.
+func (DrbgMechanism) EnumDescriptor() ([]byte, []int) {
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{4}
+}
+
+// The DRBG instance that produced a response's bytes (CONSTRUCTION_DRBG and
+// CONSTRUCTION_DRBG_PREDICTION_RESISTANT only).
+type DrbgLabel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The mechanism.
+	Mechanism DrbgMechanism `protobuf:"varint,1,opt,name=mechanism,proto3,enum=entropy.v1.DrbgMechanism" json:"mechanism,omitempty"`
+	// Its security strength in bits (256).
+	SecurityStrengthBits uint32 `protobuf:"varint,2,opt,name=security_strength_bits,json=securityStrengthBits,proto3" json:"security_strength_bits,omitempty"`
+	// An opaque id of the instance: 32 hex digits, random, fresh for every instance. Every message
+	// of one stream carries the same id; every unary call has an instance of its own.
+	InstanceId string `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Reseeds since the instance was instantiated (0: seeded once).
+	ReseedCount uint64 `protobuf:"varint,4,opt,name=reseed_count,json=reseedCount,proto3" json:"reseed_count,omitempty"`
+	// Bytes the instance produced since it was last seeded, before this response's bytes.
+	BytesSinceReseed uint64 `protobuf:"varint,5,opt,name=bytes_since_reseed,json=bytesSinceReseed,proto3" json:"bytes_since_reseed,omitempty"`
+	// Raw pool bytes drawn to seed the instance so far (its instantiation and every reseed),
+	// none of them served to anyone.
+	SeedBytes uint64 `protobuf:"varint,6,opt,name=seed_bytes,json=seedBytes,proto3" json:"seed_bytes,omitempty"`
+	// True when the instance reseeds before every generate request.
+	PredictionResistance bool `protobuf:"varint,7,opt,name=prediction_resistance,json=predictionResistance,proto3" json:"prediction_resistance,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *DrbgLabel) Reset() {
+	*x = DrbgLabel{}
+	mi := &file_entropy_v1_provenance_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrbgLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrbgLabel) ProtoMessage() {}
+
+func (x *DrbgLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_provenance_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrbgLabel.ProtoReflect.Descriptor instead.
+func (*DrbgLabel) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *DrbgLabel) GetMechanism() DrbgMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return DrbgMechanism_DRBG_MECHANISM_UNSPECIFIED
+}
+
+func (x *DrbgLabel) GetSecurityStrengthBits() uint32 {
+	if x != nil {
+		return x.SecurityStrengthBits
+	}
+	return 0
+}
+
+func (x *DrbgLabel) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *DrbgLabel) GetReseedCount() uint64 {
+	if x != nil {
+		return x.ReseedCount
+	}
+	return 0
+}
+
+func (x *DrbgLabel) GetBytesSinceReseed() uint64 {
+	if x != nil {
+		return x.BytesSinceReseed
+	}
+	return 0
+}
+
+func (x *DrbgLabel) GetSeedBytes() uint64 {
+	if x != nil {
+		return x.SeedBytes
+	}
+	return 0
+}
+
+func (x *DrbgLabel) GetPredictionResistance() bool {
+	if x != nil {
+		return x.PredictionResistance
+	}
+	return false
+}
+
 // One source as the collector reported it with a chunk.
 type SourceReport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -221,7 +441,7 @@ type SourceReport struct {
 
 func (x *SourceReport) Reset() {
 	*x = SourceReport{}
-	mi := &file_entropy_v1_provenance_proto_msgTypes[0]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +453,7 @@ func (x *SourceReport) String() string {
 func (*SourceReport) ProtoMessage() {}
 
 func (x *SourceReport) ProtoReflect() protoreflect.Message {
-	mi := &file_entropy_v1_provenance_proto_msgTypes[0]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +466,7 @@ func (x *SourceReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceReport.ProtoReflect.Descriptor instead.
 func (*SourceReport) Descriptor() ([]byte, []int) {
-	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{0}
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *SourceReport) GetName() string {
@@ -301,13 +521,20 @@ type DrawProvenance struct {
 	ChunkCount uint32 `protobuf:"varint,6,opt,name=chunk_count,json=chunkCount,proto3" json:"chunk_count,omitempty"`
 	// How long the oldest of these bytes had been in the gateway's pool, in milliseconds.
 	OldestByteAgeMs uint64 `protobuf:"varint,7,opt,name=oldest_byte_age_ms,json=oldestByteAgeMs,proto3" json:"oldest_byte_age_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How these bytes were made: CONSTRUCTION_RAW, or a DRBG construction. For DRBG output the
+	// fields above describe the raw pool bytes that seeded the instance so far (every seed since
+	// its instantiation: their kinds, collectors, first and last chunk; the age is the oldest
+	// seed byte's when it was drawn), and `drbg` names the instance.
+	Construction Construction `protobuf:"varint,8,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// The DRBG instance, for DRBG output; absent for RAW.
+	Drbg          *DrbgLabel `protobuf:"bytes,9,opt,name=drbg,proto3" json:"drbg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DrawProvenance) Reset() {
 	*x = DrawProvenance{}
-	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +546,7 @@ func (x *DrawProvenance) String() string {
 func (*DrawProvenance) ProtoMessage() {}
 
 func (x *DrawProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_entropy_v1_provenance_proto_msgTypes[1]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +559,7 @@ func (x *DrawProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrawProvenance.ProtoReflect.Descriptor instead.
 func (*DrawProvenance) Descriptor() ([]byte, []int) {
-	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{1}
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *DrawProvenance) GetKinds() []SourceKind {
@@ -384,6 +611,20 @@ func (x *DrawProvenance) GetOldestByteAgeMs() uint64 {
 	return 0
 }
 
+func (x *DrawProvenance) GetConstruction() Construction {
+	if x != nil {
+		return x.Construction
+	}
+	return Construction_CONSTRUCTION_UNSPECIFIED
+}
+
+func (x *DrawProvenance) GetDrbg() *DrbgLabel {
+	if x != nil {
+		return x.Drbg
+	}
+	return nil
+}
+
 // One chunk, as its collector signed it.
 type ChunkRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -401,7 +642,7 @@ type ChunkRef struct {
 
 func (x *ChunkRef) Reset() {
 	*x = ChunkRef{}
-	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +654,7 @@ func (x *ChunkRef) String() string {
 func (*ChunkRef) ProtoMessage() {}
 
 func (x *ChunkRef) ProtoReflect() protoreflect.Message {
-	mi := &file_entropy_v1_provenance_proto_msgTypes[2]
+	mi := &file_entropy_v1_provenance_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +667,7 @@ func (x *ChunkRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkRef.ProtoReflect.Descriptor instead.
 func (*ChunkRef) Descriptor() ([]byte, []int) {
-	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{2}
+	return file_entropy_v1_provenance_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ChunkRef) GetCollectorId() string {
@@ -462,12 +703,22 @@ var File_entropy_v1_provenance_proto protoreflect.FileDescriptor
 const file_entropy_v1_provenance_proto_rawDesc = "" +
 	"\n" +
 	"\x1bentropy/v1/provenance.proto\x12\n" +
-	"entropy.v1\"\xa2\x01\n" +
+	"entropy.v1\"\xc0\x02\n" +
+	"\tDrbgLabel\x127\n" +
+	"\tmechanism\x18\x01 \x01(\x0e2\x19.entropy.v1.DrbgMechanismR\tmechanism\x124\n" +
+	"\x16security_strength_bits\x18\x02 \x01(\rR\x14securityStrengthBits\x12\x1f\n" +
+	"\vinstance_id\x18\x03 \x01(\tR\n" +
+	"instanceId\x12!\n" +
+	"\freseed_count\x18\x04 \x01(\x04R\vreseedCount\x12,\n" +
+	"\x12bytes_since_reseed\x18\x05 \x01(\x04R\x10bytesSinceReseed\x12\x1d\n" +
+	"\n" +
+	"seed_bytes\x18\x06 \x01(\x04R\tseedBytes\x123\n" +
+	"\x15prediction_resistance\x18\a \x01(\bR\x14predictionResistance\"\xa2\x01\n" +
 	"\fSourceReport\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x16.entropy.v1.SourceKindR\x04kind\x120\n" +
 	"\x06health\x18\x03 \x01(\x0e2\x18.entropy.v1.SourceHealthR\x06health\x12 \n" +
-	"\vcontributed\x18\x04 \x01(\bR\vcontributed\"\xb3\x02\n" +
+	"\vcontributed\x18\x04 \x01(\bR\vcontributed\"\x9c\x03\n" +
 	"\x0eDrawProvenance\x12,\n" +
 	"\x05kinds\x18\x01 \x03(\x0e2\x16.entropy.v1.SourceKindR\x05kinds\x12\x14\n" +
 	"\x05mixed\x18\x02 \x01(\bR\x05mixed\x12#\n" +
@@ -478,7 +729,9 @@ const file_entropy_v1_provenance_proto_rawDesc = "" +
 	"last_chunk\x18\x05 \x01(\v2\x14.entropy.v1.ChunkRefR\tlastChunk\x12\x1f\n" +
 	"\vchunk_count\x18\x06 \x01(\rR\n" +
 	"chunkCount\x12+\n" +
-	"\x12oldest_byte_age_ms\x18\a \x01(\x04R\x0foldestByteAgeMs\"\x8a\x01\n" +
+	"\x12oldest_byte_age_ms\x18\a \x01(\x04R\x0foldestByteAgeMs\x12<\n" +
+	"\fconstruction\x18\b \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12)\n" +
+	"\x04drbg\x18\t \x01(\v2\x15.entropy.v1.DrbgLabelR\x04drbg\"\x8a\x01\n" +
 	"\bChunkRef\x12!\n" +
 	"\fcollector_id\x18\x01 \x01(\tR\vcollectorId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
@@ -501,7 +754,15 @@ const file_entropy_v1_provenance_proto_rawDesc = "" +
 	"\vMIXING_NONE\x10\x01\x12\x0e\n" +
 	"\n" +
 	"MIXING_XOR\x10\x02\x12\x16\n" +
-	"\x12MIXING_HKDF_SHA256\x10\x03B\xb6\x01\n" +
+	"\x12MIXING_HKDF_SHA256\x10\x03*\x85\x01\n" +
+	"\fConstruction\x12\x1c\n" +
+	"\x18CONSTRUCTION_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10CONSTRUCTION_RAW\x10\x01\x12\x15\n" +
+	"\x11CONSTRUCTION_DRBG\x10\x02\x12*\n" +
+	"&CONSTRUCTION_DRBG_PREDICTION_RESISTANT\x10\x03*T\n" +
+	"\rDrbgMechanism\x12\x1e\n" +
+	"\x1aDRBG_MECHANISM_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fDRBG_MECHANISM_CTR_DRBG_AES_256\x10\x01B\xb6\x01\n" +
 	"\x0ecom.entropy.v1B\x0fProvenanceProtoP\x01ZJgithub.com/entropy-diode/entropy-diode/clients/go/gen/entropy/v1;entropyv1\xa2\x02\x03EXX\xaa\x02\n" +
 	"Entropy.V1\xca\x02\n" +
 	"Entropy\\V1\xe2\x02\x16Entropy\\V1\\GPBMetadata\xea\x02\vEntropy::V1b\x06proto3"
@@ -518,27 +779,33 @@ func file_entropy_v1_provenance_proto_rawDescGZIP() []byte {
 	return file_entropy_v1_provenance_proto_rawDescData
 }
 
-var file_entropy_v1_provenance_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_entropy_v1_provenance_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_entropy_v1_provenance_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_entropy_v1_provenance_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_entropy_v1_provenance_proto_goTypes = []any{
 	(SourceKind)(0),        // 0: entropy.v1.SourceKind
 	(SourceHealth)(0),      // 1: entropy.v1.SourceHealth
 	(Mixing)(0),            // 2: entropy.v1.Mixing
-	(*SourceReport)(nil),   // 3: entropy.v1.SourceReport
-	(*DrawProvenance)(nil), // 4: entropy.v1.DrawProvenance
-	(*ChunkRef)(nil),       // 5: entropy.v1.ChunkRef
+	(Construction)(0),      // 3: entropy.v1.Construction
+	(DrbgMechanism)(0),     // 4: entropy.v1.DrbgMechanism
+	(*DrbgLabel)(nil),      // 5: entropy.v1.DrbgLabel
+	(*SourceReport)(nil),   // 6: entropy.v1.SourceReport
+	(*DrawProvenance)(nil), // 7: entropy.v1.DrawProvenance
+	(*ChunkRef)(nil),       // 8: entropy.v1.ChunkRef
 }
 var file_entropy_v1_provenance_proto_depIdxs = []int32{
-	0, // 0: entropy.v1.SourceReport.kind:type_name -> entropy.v1.SourceKind
-	1, // 1: entropy.v1.SourceReport.health:type_name -> entropy.v1.SourceHealth
-	0, // 2: entropy.v1.DrawProvenance.kinds:type_name -> entropy.v1.SourceKind
-	5, // 3: entropy.v1.DrawProvenance.first_chunk:type_name -> entropy.v1.ChunkRef
-	5, // 4: entropy.v1.DrawProvenance.last_chunk:type_name -> entropy.v1.ChunkRef
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 0: entropy.v1.DrbgLabel.mechanism:type_name -> entropy.v1.DrbgMechanism
+	0, // 1: entropy.v1.SourceReport.kind:type_name -> entropy.v1.SourceKind
+	1, // 2: entropy.v1.SourceReport.health:type_name -> entropy.v1.SourceHealth
+	0, // 3: entropy.v1.DrawProvenance.kinds:type_name -> entropy.v1.SourceKind
+	8, // 4: entropy.v1.DrawProvenance.first_chunk:type_name -> entropy.v1.ChunkRef
+	8, // 5: entropy.v1.DrawProvenance.last_chunk:type_name -> entropy.v1.ChunkRef
+	3, // 6: entropy.v1.DrawProvenance.construction:type_name -> entropy.v1.Construction
+	5, // 7: entropy.v1.DrawProvenance.drbg:type_name -> entropy.v1.DrbgLabel
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_entropy_v1_provenance_proto_init() }
@@ -551,8 +818,8 @@ func file_entropy_v1_provenance_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_entropy_v1_provenance_proto_rawDesc), len(file_entropy_v1_provenance_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   3,
+			NumEnums:      5,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

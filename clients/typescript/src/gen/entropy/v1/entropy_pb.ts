@@ -1,7 +1,10 @@
 // The client-facing service: entropy handed out from the gateway's pool.
 //
 // Every byte a call returns comes from the pool and goes to that caller only, once: no byte is
-// ever served to two callers. A unary call that fails consumes nothing.
+// ever served to two callers. A unary call that fails consumes nothing. A call that asks for a
+// DRBG construction (`construction`) gets, instead, the output of a DRBG instance of its own,
+// seeded with pool bytes drawn for it under the same rule, and labelled as such in its
+// provenance; no call that does not ask for it ever gets DRBG output.
 //
 // Authentication: every EntropyService call carries `authorization: Bearer KEY` metadata
 // (`x-api-key: KEY` is accepted too). Keys are never taken from a request field or a URL.
@@ -9,7 +12,8 @@
 // Errors (grpc-status):
 //   INVALID_ARGUMENT    a field is out of range; the message names the field and its bounds.
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
-//   PERMISSION_DENIED   the key lacks the scope this call needs.
+//   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:drbg` for a DRBG
+//                       construction).
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
@@ -45,7 +49,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { DrawProvenance, Mixing, SourceHealth, SourceKind } from "./provenance_pb.js";
+import type { Construction, DrawProvenance, Mixing, SourceHealth, SourceKind } from "./provenance_pb.js";
 import { file_entropy_v1_provenance } from "./provenance_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -53,7 +57,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file entropy/v1/entropy.proto.
  */
 export const file_entropy_v1_entropy: GenFile = /*@__PURE__*/
-  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEiewoQR2V0UmFuZG9tUmVxdWVzdBIRCgludW1fYnl0ZXMYASABKA0SJgoIZW5jb2RpbmcYAiABKA4yFC5lbnRyb3B5LnYxLkVuY29kaW5nEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZCJfChFHZXRSYW5kb21SZXNwb25zZRIMCgRkYXRhGAEgASgMEgwKBHRleHQYAiABKAkSLgoKcHJvdmVuYW5jZRgDIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UibQoTU3RyZWFtUmFuZG9tUmVxdWVzdBITCgtjaHVua19ieXRlcxgBIAEoDRITCgt0b3RhbF9ieXRlcxgCIAEoBBIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQiVAoUU3RyZWFtUmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSJrChJHZXRJbnRlZ2Vyc1JlcXVlc3QSCwoDbWluGAEgASgDEgsKA21heBgCIAEoAxINCgVjb3VudBgDIAEoDRIsCgxhY2NlcHRfa2luZHMYBCADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQiVQoTR2V0SW50ZWdlcnNSZXNwb25zZRIOCgZ2YWx1ZXMYASADKAMSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UiTwoQR2V0RmxvYXRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQiUwoRR2V0RmxvYXRzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygBEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIk4KD0dldFV1aWRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQiUQoQR2V0VXVpZHNSZXNwb25zZRINCgV1dWlkcxgBIAMoCRIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSISChBHZXRTdGF0dXNSZXF1ZXN0IvQEChFHZXRTdGF0dXNSZXNwb25zZRISCgpwb29sX2J5dGVzGAEgASgEEhsKE3Bvb2xfY2FwYWNpdHlfYnl0ZXMYAiABKAQSIAoYcG9vbF9sb3dfd2F0ZXJtYXJrX2J5dGVzGAMgASgEEg8KB3dhaXRlcnMYBCABKAQSHAoUaW5nZXN0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSc2VydmVkX2J5dGVzX3RvdGFsGAYgASgEEh0KFWNodW5rc19hY2NlcHRlZF90b3RhbBgHIAEoBBIdChVjaHVua3NfcmVqZWN0ZWRfdG90YWwYCCABKAQSEQoJdXB0aW1lX21zGAkgASgEEh4KEWxhc3RfY2h1bmtfYWdlX21zGAogASgESACIAQESKQoHc291cmNlcxgLIAMoCzIYLmVudHJvcHkudjEuU291cmNlU3RhdHVzEg8KB3NlcnZpbmcYDCABKAgSHQoVY2h1bmtzX2RlZmVycmVkX3RvdGFsGA0gASgEEhoKEm5vdF9zZXJ2aW5nX3JlYXNvbhgOIAEoCRItCg1wb29sX2J5X2NsYXNzGA8gAygLMhYuZW50cm9weS52MS5DbGFzc0xldmVsEhsKE2V4cGlyZWRfYnl0ZXNfdG90YWwYECABKAQSFwoPbWF4X2J5dGVfYWdlX21zGBEgASgEEhsKE2V2aWN0ZWRfYnl0ZXNfdG90YWwYEiABKAQSHQoVZGlzY2FyZGVkX2J5dGVzX3RvdGFsGBMgASgEEiIKGnF1YWxpdHlfdGVzdGVkX2J5dGVzX3RvdGFsGBQgASgEQhQKEl9sYXN0X2NodW5rX2FnZV9tcyJCCgpDbGFzc0xldmVsEiUKBWtpbmRzGAEgAygOMhYuZW50cm9weS52MS5Tb3VyY2VLaW5kEg0KBWJ5dGVzGAIgASgEIugBCgxTb3VyY2VTdGF0dXMSFAoMY29sbGVjdG9yX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSJAoEa2luZBgDIAEoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIoCgZoZWFsdGgYBCABKA4yGC5lbnRyb3B5LnYxLlNvdXJjZUhlYWx0aBIfChdjb250cmlidXRlZF9ieXRlc190b3RhbBgFIAEoBBIaChJsYXN0X3JlcG9ydF9hZ2VfbXMYBiABKAQSJwoLbGFzdF9taXhpbmcYByABKA4yEi5lbnRyb3B5LnYxLk1peGluZyJZChNDaGVja1F1YWxpdHlSZXF1ZXN0EhQKDHNhbXBsZV9ieXRlcxgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQi1AMKFENoZWNrUXVhbGl0eVJlc3BvbnNlEhQKDHNhbXBsZV9ieXRlcxgBIAEoBBIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZRIlCh1zaGFubm9uX2VudHJvcHlfYml0c19wZXJfYnl0ZRgDIAEoARIhChltaW5fZW50cm9weV9iaXRzX3Blcl9ieXRlGAQgASgBEhIKCmNoaV9zcXVhcmUYBSABKAESGgoSY2hpX3NxdWFyZV9wX3ZhbHVlGAYgASgBEgwKBG1lYW4YByABKAESHwoSc2VyaWFsX2NvcnJlbGF0aW9uGAggASgBSACIAQESJAoCcGkYCSABKAsyGC5lbnRyb3B5LnYxLk1vbnRlQ2FybG9QaRIxCg9waV9vc19yZWZlcmVuY2UYCiABKAsyGC5lbnRyb3B5LnYxLk1vbnRlQ2FybG9QaRInCglmaXBzMTQwXzIYCyABKAsyFC5lbnRyb3B5LnYxLkZpcHMxNDAyEg4KBnBhc3NlZBgMIAEoCBIQCghmYWlsdXJlcxgNIAMoCRISCgp0aHJlc2hvbGRzGA4gAygJQhUKE19zZXJpYWxfY29ycmVsYXRpb24iVwoMTW9udGVDYXJsb1BpEhAKCGVzdGltYXRlGAEgASgBEg0KBWVycm9yGAIgASgBEhYKDnN0YW5kYXJkX2Vycm9yGAMgASgBEg4KBnBvaW50cxgEIAEoBCKVAQoIRmlwczE0MDISDgoGYmxvY2tzGAEgASgEEhgKEG1vbm9iaXRfZmFpbHVyZXMYAiABKAQSFgoOcG9rZXJfZmFpbHVyZXMYAyABKAQSFQoNcnVuc19mYWlsdXJlcxgEIAEoBBIZChFsb25nX3J1bl9mYWlsdXJlcxgFIAEoBBIVCg1ibG9ja3NfZmFpbGVkGAYgASgEKksKCEVuY29kaW5nEhgKFEVOQ09ESU5HX1VOU1BFQ0lGSUVEEAASEAoMRU5DT0RJTkdfSEVYEAESEwoPRU5DT0RJTkdfQkFTRTY0EAIyrQQKDkVudHJvcHlTZXJ2aWNlEkgKCUdldFJhbmRvbRIcLmVudHJvcHkudjEuR2V0UmFuZG9tUmVxdWVzdBodLmVudHJvcHkudjEuR2V0UmFuZG9tUmVzcG9uc2USUwoMU3RyZWFtUmFuZG9tEh8uZW50cm9weS52MS5TdHJlYW1SYW5kb21SZXF1ZXN0GiAuZW50cm9weS52MS5TdHJlYW1SYW5kb21SZXNwb25zZTABEk4KC0dldEludGVnZXJzEh4uZW50cm9weS52MS5HZXRJbnRlZ2Vyc1JlcXVlc3QaHy5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVzcG9uc2USSAoJR2V0RmxvYXRzEhwuZW50cm9weS52MS5HZXRGbG9hdHNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRGbG9hdHNSZXNwb25zZRJFCghHZXRVdWlkcxIbLmVudHJvcHkudjEuR2V0VXVpZHNSZXF1ZXN0GhwuZW50cm9weS52MS5HZXRVdWlkc1Jlc3BvbnNlEkgKCUdldFN0YXR1cxIcLmVudHJvcHkudjEuR2V0U3RhdHVzUmVxdWVzdBodLmVudHJvcHkudjEuR2V0U3RhdHVzUmVzcG9uc2USUQoMQ2hlY2tRdWFsaXR5Eh8uZW50cm9weS52MS5DaGVja1F1YWxpdHlSZXF1ZXN0GiAuZW50cm9weS52MS5DaGVja1F1YWxpdHlSZXNwb25zZWIGcHJvdG8z", [file_entropy_v1_provenance]);
+  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEiqwEKEEdldFJhbmRvbVJlcXVlc3QSEQoJbnVtX2J5dGVzGAEgASgNEiYKCGVuY29kaW5nGAIgASgOMhQuZW50cm9weS52MS5FbmNvZGluZxIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAQgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iXwoRR2V0UmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIMCgR0ZXh0GAIgASgJEi4KCnByb3ZlbmFuY2UYAyABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIp0BChNTdHJlYW1SYW5kb21SZXF1ZXN0EhMKC2NodW5rX2J5dGVzGAEgASgNEhMKC3RvdGFsX2J5dGVzGAIgASgEEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBCABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiJUChRTdHJlYW1SYW5kb21SZXNwb25zZRIMCgRkYXRhGAEgASgMEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIpsBChJHZXRJbnRlZ2Vyc1JlcXVlc3QSCwoDbWluGAEgASgDEgsKA21heBgCIAEoAxINCgVjb3VudBgDIAEoDRIsCgxhY2NlcHRfa2luZHMYBCADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAUgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iVQoTR2V0SW50ZWdlcnNSZXNwb25zZRIOCgZ2YWx1ZXMYASADKAMSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UifwoQR2V0RmxvYXRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUwoRR2V0RmxvYXRzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygBEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIn4KD0dldFV1aWRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUQoQR2V0VXVpZHNSZXNwb25zZRINCgV1dWlkcxgBIAMoCRIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSISChBHZXRTdGF0dXNSZXF1ZXN0IrQFChFHZXRTdGF0dXNSZXNwb25zZRISCgpwb29sX2J5dGVzGAEgASgEEhsKE3Bvb2xfY2FwYWNpdHlfYnl0ZXMYAiABKAQSIAoYcG9vbF9sb3dfd2F0ZXJtYXJrX2J5dGVzGAMgASgEEg8KB3dhaXRlcnMYBCABKAQSHAoUaW5nZXN0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSc2VydmVkX2J5dGVzX3RvdGFsGAYgASgEEh0KFWNodW5rc19hY2NlcHRlZF90b3RhbBgHIAEoBBIdChVjaHVua3NfcmVqZWN0ZWRfdG90YWwYCCABKAQSEQoJdXB0aW1lX21zGAkgASgEEh4KEWxhc3RfY2h1bmtfYWdlX21zGAogASgESACIAQESKQoHc291cmNlcxgLIAMoCzIYLmVudHJvcHkudjEuU291cmNlU3RhdHVzEg8KB3NlcnZpbmcYDCABKAgSHQoVY2h1bmtzX2RlZmVycmVkX3RvdGFsGA0gASgEEhoKEm5vdF9zZXJ2aW5nX3JlYXNvbhgOIAEoCRItCg1wb29sX2J5X2NsYXNzGA8gAygLMhYuZW50cm9weS52MS5DbGFzc0xldmVsEhsKE2V4cGlyZWRfYnl0ZXNfdG90YWwYECABKAQSFwoPbWF4X2J5dGVfYWdlX21zGBEgASgEEhsKE2V2aWN0ZWRfYnl0ZXNfdG90YWwYEiABKAQSHQoVZGlzY2FyZGVkX2J5dGVzX3RvdGFsGBMgASgEEiIKGnF1YWxpdHlfdGVzdGVkX2J5dGVzX3RvdGFsGBQgASgEEh8KF2RyYmdfc2VydmVkX2J5dGVzX3RvdGFsGBUgASgEEh0KFWRyYmdfc2VlZF9ieXRlc190b3RhbBgWIAEoBEIUChJfbGFzdF9jaHVua19hZ2VfbXMiQgoKQ2xhc3NMZXZlbBIlCgVraW5kcxgBIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBINCgVieXRlcxgCIAEoBCLoAQoMU291cmNlU3RhdHVzEhQKDGNvbGxlY3Rvcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEiQKBGtpbmQYAyABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAQgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSHwoXY29udHJpYnV0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSbGFzdF9yZXBvcnRfYWdlX21zGAYgASgEEicKC2xhc3RfbWl4aW5nGAcgASgOMhIuZW50cm9weS52MS5NaXhpbmciiQEKE0NoZWNrUXVhbGl0eVJlcXVlc3QSFAoMc2FtcGxlX2J5dGVzGAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiLUAwoUQ2hlY2tRdWFsaXR5UmVzcG9uc2USFAoMc2FtcGxlX2J5dGVzGAEgASgEEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEiUKHXNoYW5ub25fZW50cm9weV9iaXRzX3Blcl9ieXRlGAMgASgBEiEKGW1pbl9lbnRyb3B5X2JpdHNfcGVyX2J5dGUYBCABKAESEgoKY2hpX3NxdWFyZRgFIAEoARIaChJjaGlfc3F1YXJlX3BfdmFsdWUYBiABKAESDAoEbWVhbhgHIAEoARIfChJzZXJpYWxfY29ycmVsYXRpb24YCCABKAFIAIgBARIkCgJwaRgJIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEjEKD3BpX29zX3JlZmVyZW5jZRgKIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEicKCWZpcHMxNDBfMhgLIAEoCzIULmVudHJvcHkudjEuRmlwczE0MDISDgoGcGFzc2VkGAwgASgIEhAKCGZhaWx1cmVzGA0gAygJEhIKCnRocmVzaG9sZHMYDiADKAlCFQoTX3NlcmlhbF9jb3JyZWxhdGlvbiJXCgxNb250ZUNhcmxvUGkSEAoIZXN0aW1hdGUYASABKAESDQoFZXJyb3IYAiABKAESFgoOc3RhbmRhcmRfZXJyb3IYAyABKAESDgoGcG9pbnRzGAQgASgEIpUBCghGaXBzMTQwMhIOCgZibG9ja3MYASABKAQSGAoQbW9ub2JpdF9mYWlsdXJlcxgCIAEoBBIWCg5wb2tlcl9mYWlsdXJlcxgDIAEoBBIVCg1ydW5zX2ZhaWx1cmVzGAQgASgEEhkKEWxvbmdfcnVuX2ZhaWx1cmVzGAUgASgEEhUKDWJsb2Nrc19mYWlsZWQYBiABKAQqSwoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIQCgxFTkNPRElOR19IRVgQARITCg9FTkNPRElOR19CQVNFNjQQAjKtBAoORW50cm9weVNlcnZpY2USSAoJR2V0UmFuZG9tEhwuZW50cm9weS52MS5HZXRSYW5kb21SZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRSYW5kb21SZXNwb25zZRJTCgxTdHJlYW1SYW5kb20SHy5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlcXVlc3QaIC5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlc3BvbnNlMAESTgoLR2V0SW50ZWdlcnMSHi5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVxdWVzdBofLmVudHJvcHkudjEuR2V0SW50ZWdlcnNSZXNwb25zZRJICglHZXRGbG9hdHMSHC5lbnRyb3B5LnYxLkdldEZsb2F0c1JlcXVlc3QaHS5lbnRyb3B5LnYxLkdldEZsb2F0c1Jlc3BvbnNlEkUKCEdldFV1aWRzEhsuZW50cm9weS52MS5HZXRVdWlkc1JlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFV1aWRzUmVzcG9uc2USSAoJR2V0U3RhdHVzEhwuZW50cm9weS52MS5HZXRTdGF0dXNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRTdGF0dXNSZXNwb25zZRJRCgxDaGVja1F1YWxpdHkSHy5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlcXVlc3QaIC5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlc3BvbnNlYgZwcm90bzM", [file_entropy_v1_provenance]);
 
 /**
  * Request for GetRandom.
@@ -89,6 +93,17 @@ export type GetRandomRequest = Message<"entropy.v1.GetRandomRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 3;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 4;
+   */
+  construction: Construction;
 };
 
 /**
@@ -173,6 +188,17 @@ export type StreamRandomRequest = Message<"entropy.v1.StreamRandomRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 3;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 4;
+   */
+  construction: Construction;
 };
 
 /**
@@ -252,6 +278,17 @@ export type GetIntegersRequest = Message<"entropy.v1.GetIntegersRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 4;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 5;
+   */
+  construction: Construction;
 };
 
 /**
@@ -315,6 +352,17 @@ export type GetFloatsRequest = Message<"entropy.v1.GetFloatsRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 2;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 3;
+   */
+  construction: Construction;
 };
 
 /**
@@ -378,6 +426,17 @@ export type GetUuidsRequest = Message<"entropy.v1.GetUuidsRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 2;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 3;
+   */
+  construction: Construction;
 };
 
 /**
@@ -585,6 +644,21 @@ export type GetStatusResponse = Message<"entropy.v1.GetStatusResponse"> & {
    * @generated from field: uint64 quality_tested_bytes_total = 20;
    */
   qualityTestedBytesTotal: bigint;
+
+  /**
+   * DRBG output served (a DRBG construction's responses whose last byte was written to the
+   * caller's connection). Not counted in `served_bytes_total`, which counts pool bytes only.
+   *
+   * @generated from field: uint64 drbg_served_bytes_total = 21;
+   */
+  drbgServedBytesTotal: bigint;
+
+  /**
+   * Pool bytes drawn to seed and reseed DRBG instances: wiped once used, never served.
+   *
+   * @generated from field: uint64 drbg_seed_bytes_total = 22;
+   */
+  drbgSeedBytesTotal: bigint;
 };
 
 /**
@@ -708,6 +782,17 @@ export type CheckQualityRequest = Message<"entropy.v1.CheckQualityRequest"> & {
    * @generated from field: repeated entropy.v1.SourceKind accept_kinds = 2;
    */
   acceptKinds: SourceKind[];
+
+  /**
+   * RAW (the default) or a DRBG construction seeded from the pool (see `Construction`). A DRBG
+   * construction needs the key's `entropy:drbg` scope (PERMISSION_DENIED otherwise, nothing
+   * drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
+   * draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
+   * came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
+   *
+   * @generated from field: entropy.v1.Construction construction = 3;
+   */
+  construction: Construction;
 };
 
 /**

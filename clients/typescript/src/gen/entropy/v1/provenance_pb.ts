@@ -15,7 +15,73 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file entropy/v1/provenance.proto.
  */
 export const file_entropy_v1_provenance: GenFile = /*@__PURE__*/
-  fileDesc("ChtlbnRyb3B5L3YxL3Byb3ZlbmFuY2UucHJvdG8SCmVudHJvcHkudjEigQEKDFNvdXJjZVJlcG9ydBIMCgRuYW1lGAEgASgJEiQKBGtpbmQYAiABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAMgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSEwoLY29udHJpYnV0ZWQYBCABKAgi4wEKDkRyYXdQcm92ZW5hbmNlEiUKBWtpbmRzGAEgAygOMhYuZW50cm9weS52MS5Tb3VyY2VLaW5kEg0KBW1peGVkGAIgASgIEhUKDWNvbGxlY3Rvcl9pZHMYAyADKAkSKQoLZmlyc3RfY2h1bmsYBCABKAsyFC5lbnRyb3B5LnYxLkNodW5rUmVmEigKCmxhc3RfY2h1bmsYBSABKAsyFC5lbnRyb3B5LnYxLkNodW5rUmVmEhMKC2NodW5rX2NvdW50GAYgASgNEhoKEm9sZGVzdF9ieXRlX2FnZV9tcxgHIAEoBCJcCghDaHVua1JlZhIUCgxjb2xsZWN0b3JfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSEAoIc2VxdWVuY2UYAyABKAQSGQoRc2lnbmVkX2F0X3VuaXhfbXMYBCABKAMqcAoKU291cmNlS2luZBIbChdTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NPVVJDRV9LSU5EX1FVQU5UVU0QARIYChRTT1VSQ0VfS0lORF9IQVJEV0FSRRACEhIKDlNPVVJDRV9LSU5EX09TEAMqogEKDFNvdXJjZUhlYWx0aBIdChlTT1VSQ0VfSEVBTFRIX1VOU1BFQ0lGSUVEEAASGQoVU09VUkNFX0hFQUxUSF9IRUFMVEhZEAESGgoWU09VUkNFX0hFQUxUSF9TVEFSVElORxACEh0KGVNPVVJDRV9IRUFMVEhfUVVBUkFOVElORUQQAxIdChlTT1VSQ0VfSEVBTFRIX1VOUkVBQ0hBQkxFEAQqWQoGTWl4aW5nEhYKEk1JWElOR19VTlNQRUNJRklFRBAAEg8KC01JWElOR19OT05FEAESDgoKTUlYSU5HX1hPUhACEhYKEk1JWElOR19IS0RGX1NIQTI1NhADYgZwcm90bzM");
+  fileDesc("ChtlbnRyb3B5L3YxL3Byb3ZlbmFuY2UucHJvdG8SCmVudHJvcHkudjEi0wEKCURyYmdMYWJlbBIsCgltZWNoYW5pc20YASABKA4yGS5lbnRyb3B5LnYxLkRyYmdNZWNoYW5pc20SHgoWc2VjdXJpdHlfc3RyZW5ndGhfYml0cxgCIAEoDRITCgtpbnN0YW5jZV9pZBgDIAEoCRIUCgxyZXNlZWRfY291bnQYBCABKAQSGgoSYnl0ZXNfc2luY2VfcmVzZWVkGAUgASgEEhIKCnNlZWRfYnl0ZXMYBiABKAQSHQoVcHJlZGljdGlvbl9yZXNpc3RhbmNlGAcgASgIIoEBCgxTb3VyY2VSZXBvcnQSDAoEbmFtZRgBIAEoCRIkCgRraW5kGAIgASgOMhYuZW50cm9weS52MS5Tb3VyY2VLaW5kEigKBmhlYWx0aBgDIAEoDjIYLmVudHJvcHkudjEuU291cmNlSGVhbHRoEhMKC2NvbnRyaWJ1dGVkGAQgASgIIrgCCg5EcmF3UHJvdmVuYW5jZRIlCgVraW5kcxgBIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBINCgVtaXhlZBgCIAEoCBIVCg1jb2xsZWN0b3JfaWRzGAMgAygJEikKC2ZpcnN0X2NodW5rGAQgASgLMhQuZW50cm9weS52MS5DaHVua1JlZhIoCgpsYXN0X2NodW5rGAUgASgLMhQuZW50cm9weS52MS5DaHVua1JlZhITCgtjaHVua19jb3VudBgGIAEoDRIaChJvbGRlc3RfYnl0ZV9hZ2VfbXMYByABKAQSLgoMY29uc3RydWN0aW9uGAggASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24SIwoEZHJiZxgJIAEoCzIVLmVudHJvcHkudjEuRHJiZ0xhYmVsIlwKCENodW5rUmVmEhQKDGNvbGxlY3Rvcl9pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIQCghzZXF1ZW5jZRgDIAEoBBIZChFzaWduZWRfYXRfdW5peF9tcxgEIAEoAypwCgpTb3VyY2VLaW5kEhsKF1NPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTU09VUkNFX0tJTkRfUVVBTlRVTRABEhgKFFNPVVJDRV9LSU5EX0hBUkRXQVJFEAISEgoOU09VUkNFX0tJTkRfT1MQAyqiAQoMU291cmNlSGVhbHRoEh0KGVNPVVJDRV9IRUFMVEhfVU5TUEVDSUZJRUQQABIZChVTT1VSQ0VfSEVBTFRIX0hFQUxUSFkQARIaChZTT1VSQ0VfSEVBTFRIX1NUQVJUSU5HEAISHQoZU09VUkNFX0hFQUxUSF9RVUFSQU5USU5FRBADEh0KGVNPVVJDRV9IRUFMVEhfVU5SRUFDSEFCTEUQBCpZCgZNaXhpbmcSFgoSTUlYSU5HX1VOU1BFQ0lGSUVEEAASDwoLTUlYSU5HX05PTkUQARIOCgpNSVhJTkdfWE9SEAISFgoSTUlYSU5HX0hLREZfU0hBMjU2EAMqhQEKDENvbnN0cnVjdGlvbhIcChhDT05TVFJVQ1RJT05fVU5TUEVDSUZJRUQQABIUChBDT05TVFJVQ1RJT05fUkFXEAESFQoRQ09OU1RSVUNUSU9OX0RSQkcQAhIqCiZDT05TVFJVQ1RJT05fRFJCR19QUkVESUNUSU9OX1JFU0lTVEFOVBADKlQKDURyYmdNZWNoYW5pc20SHgoaRFJCR19NRUNIQU5JU01fVU5TUEVDSUZJRUQQABIjCh9EUkJHX01FQ0hBTklTTV9DVFJfRFJCR19BRVNfMjU2EAFiBnByb3RvMw");
+
+/**
+ * The DRBG instance that produced a response's bytes (CONSTRUCTION_DRBG and
+ * CONSTRUCTION_DRBG_PREDICTION_RESISTANT only).
+ *
+ * @generated from message entropy.v1.DrbgLabel
+ */
+export type DrbgLabel = Message<"entropy.v1.DrbgLabel"> & {
+  /**
+   * The mechanism.
+   *
+   * @generated from field: entropy.v1.DrbgMechanism mechanism = 1;
+   */
+  mechanism: DrbgMechanism;
+
+  /**
+   * Its security strength in bits (256).
+   *
+   * @generated from field: uint32 security_strength_bits = 2;
+   */
+  securityStrengthBits: number;
+
+  /**
+   * An opaque id of the instance: 32 hex digits, random, fresh for every instance. Every message
+   * of one stream carries the same id; every unary call has an instance of its own.
+   *
+   * @generated from field: string instance_id = 3;
+   */
+  instanceId: string;
+
+  /**
+   * Reseeds since the instance was instantiated (0: seeded once).
+   *
+   * @generated from field: uint64 reseed_count = 4;
+   */
+  reseedCount: bigint;
+
+  /**
+   * Bytes the instance produced since it was last seeded, before this response's bytes.
+   *
+   * @generated from field: uint64 bytes_since_reseed = 5;
+   */
+  bytesSinceReseed: bigint;
+
+  /**
+   * Raw pool bytes drawn to seed the instance so far (its instantiation and every reseed),
+   * none of them served to anyone.
+   *
+   * @generated from field: uint64 seed_bytes = 6;
+   */
+  seedBytes: bigint;
+
+  /**
+   * True when the instance reseeds before every generate request.
+   *
+   * @generated from field: bool prediction_resistance = 7;
+   */
+  predictionResistance: boolean;
+};
+
+/**
+ * Describes the message entropy.v1.DrbgLabel.
+ * Use `create(DrbgLabelSchema)` to create a new message.
+ */
+export const DrbgLabelSchema: GenMessage<DrbgLabel> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_provenance, 0);
 
 /**
  * One source as the collector reported it with a chunk.
@@ -59,7 +125,7 @@ export type SourceReport = Message<"entropy.v1.SourceReport"> & {
  * Use `create(SourceReportSchema)` to create a new message.
  */
 export const SourceReportSchema: GenMessage<SourceReport> = /*@__PURE__*/
-  messageDesc(file_entropy_v1_provenance, 0);
+  messageDesc(file_entropy_v1_provenance, 1);
 
 /**
  * Where the bytes of one response came from. Every response that carries entropy has one
@@ -122,6 +188,23 @@ export type DrawProvenance = Message<"entropy.v1.DrawProvenance"> & {
    * @generated from field: uint64 oldest_byte_age_ms = 7;
    */
   oldestByteAgeMs: bigint;
+
+  /**
+   * How these bytes were made: CONSTRUCTION_RAW, or a DRBG construction. For DRBG output the
+   * fields above describe the raw pool bytes that seeded the instance so far (every seed since
+   * its instantiation: their kinds, collectors, first and last chunk; the age is the oldest
+   * seed byte's when it was drawn), and `drbg` names the instance.
+   *
+   * @generated from field: entropy.v1.Construction construction = 8;
+   */
+  construction: Construction;
+
+  /**
+   * The DRBG instance, for DRBG output; absent for RAW.
+   *
+   * @generated from field: entropy.v1.DrbgLabel drbg = 9;
+   */
+  drbg?: DrbgLabel | undefined;
 };
 
 /**
@@ -129,7 +212,7 @@ export type DrawProvenance = Message<"entropy.v1.DrawProvenance"> & {
  * Use `create(DrawProvenanceSchema)` to create a new message.
  */
 export const DrawProvenanceSchema: GenMessage<DrawProvenance> = /*@__PURE__*/
-  messageDesc(file_entropy_v1_provenance, 1);
+  messageDesc(file_entropy_v1_provenance, 2);
 
 /**
  * One chunk, as its collector signed it.
@@ -171,7 +254,7 @@ export type ChunkRef = Message<"entropy.v1.ChunkRef"> & {
  * Use `create(ChunkRefSchema)` to create a new message.
  */
 export const ChunkRefSchema: GenMessage<ChunkRef> = /*@__PURE__*/
-  messageDesc(file_entropy_v1_provenance, 2);
+  messageDesc(file_entropy_v1_provenance, 3);
 
 /**
  * What kind of physical process a source draws on. Only QUANTUM sources are quantum; the others
@@ -303,4 +386,83 @@ export enum Mixing {
  */
 export const MixingSchema: GenEnum<Mixing> = /*@__PURE__*/
   enumDesc(file_entropy_v1_provenance, 2);
+
+/**
+ * How a response's bytes were made. RAW is the default, forever: a call that does not ask for a
+ * DRBG construction never gets DRBG output.
+ *
+ * @generated from enum entropy.v1.Construction
+ */
+export enum Construction {
+  /**
+   * Not set: RAW.
+   *
+   * @generated from enum value: CONSTRUCTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Bytes of the pool as the collectors delivered them (health-tested, mixed, signed, verified),
+   * each byte to one caller, once.
+   *
+   * @generated from enum value: CONSTRUCTION_RAW = 1;
+   */
+  RAW = 1,
+
+  /**
+   * Output of a deterministic random bit generator (NIST SP 800-90A Rev. 1; see `DrbgLabel`)
+   * that the gateway instantiates for this one call (a unary call) or this one stream, seeded
+   * and reseeded only with raw pool bytes drawn for the caller like any other draw (each seed
+   * byte served once, the key's fair share, its `accept_kinds`), never shared, wiped when the
+   * call or stream ends. It reseeds after `drbg_reseed_interval_bytes` of output or
+   * `drbg_reseed_interval_ms`, whichever comes first. Needs the key's `entropy:drbg` scope.
+   * Far more bytes than the sources make: the output is computationally, not physically,
+   * random (docs/security.md, "DRBG output").
+   *
+   * @generated from enum value: CONSTRUCTION_DRBG = 2;
+   */
+  DRBG = 2,
+
+  /**
+   * As CONSTRUCTION_DRBG, with prediction resistance: the instance reseeds from the pool before
+   * every generate request (each at most 65536 bytes), so every 64 KiB of output depends on
+   * fresh pool bytes; it draws 32 pool bytes per 64 KiB.
+   *
+   * @generated from enum value: CONSTRUCTION_DRBG_PREDICTION_RESISTANT = 3;
+   */
+  DRBG_PREDICTION_RESISTANT = 3,
+}
+
+/**
+ * Describes the enum entropy.v1.Construction.
+ */
+export const ConstructionSchema: GenEnum<Construction> = /*@__PURE__*/
+  enumDesc(file_entropy_v1_provenance, 3);
+
+/**
+ * An SP 800-90A DRBG mechanism.
+ *
+ * @generated from enum entropy.v1.DrbgMechanism
+ */
+export enum DrbgMechanism {
+  /**
+   * Not set (RAW output).
+   *
+   * @generated from enum value: DRBG_MECHANISM_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * CTR_DRBG (SP 800-90A Rev. 1 section 10.2.1) with AES-256 and the derivation function.
+   *
+   * @generated from enum value: DRBG_MECHANISM_CTR_DRBG_AES_256 = 1;
+   */
+  CTR_DRBG_AES_256 = 1,
+}
+
+/**
+ * Describes the enum entropy.v1.DrbgMechanism.
+ */
+export const DrbgMechanismSchema: GenEnum<DrbgMechanism> = /*@__PURE__*/
+  enumDesc(file_entropy_v1_provenance, 4);
 

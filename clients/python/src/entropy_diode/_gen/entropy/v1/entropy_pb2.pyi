@@ -18,14 +18,16 @@ ENCODING_HEX: Encoding
 ENCODING_BASE64: Encoding
 
 class GetRandomRequest(_message.Message):
-    __slots__ = ("num_bytes", "encoding", "accept_kinds")
+    __slots__ = ("num_bytes", "encoding", "accept_kinds", "construction")
     NUM_BYTES_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     num_bytes: int
     encoding: Encoding
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class GetRandomResponse(_message.Message):
     __slots__ = ("data", "text", "provenance")
@@ -38,14 +40,16 @@ class GetRandomResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., text: _Optional[str] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class StreamRandomRequest(_message.Message):
-    __slots__ = ("chunk_bytes", "total_bytes", "accept_kinds")
+    __slots__ = ("chunk_bytes", "total_bytes", "accept_kinds", "construction")
     CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     chunk_bytes: int
     total_bytes: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class StreamRandomResponse(_message.Message):
     __slots__ = ("data", "provenance")
@@ -56,16 +60,18 @@ class StreamRandomResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetIntegersRequest(_message.Message):
-    __slots__ = ("min", "max", "count", "accept_kinds")
+    __slots__ = ("min", "max", "count", "accept_kinds", "construction")
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     min: int
     max: int
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class GetIntegersResponse(_message.Message):
     __slots__ = ("values", "provenance")
@@ -76,12 +82,14 @@ class GetIntegersResponse(_message.Message):
     def __init__(self, values: _Optional[_Iterable[int]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetFloatsRequest(_message.Message):
-    __slots__ = ("count", "accept_kinds")
+    __slots__ = ("count", "accept_kinds", "construction")
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class GetFloatsResponse(_message.Message):
     __slots__ = ("values", "provenance")
@@ -92,12 +100,14 @@ class GetFloatsResponse(_message.Message):
     def __init__(self, values: _Optional[_Iterable[float]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetUuidsRequest(_message.Message):
-    __slots__ = ("count", "accept_kinds")
+    __slots__ = ("count", "accept_kinds", "construction")
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class GetUuidsResponse(_message.Message):
     __slots__ = ("uuids", "provenance")
@@ -112,7 +122,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms", "evicted_bytes_total", "discarded_bytes_total", "quality_tested_bytes_total")
+    __slots__ = ("pool_bytes", "pool_capacity_bytes", "pool_low_watermark_bytes", "waiters", "ingested_bytes_total", "served_bytes_total", "chunks_accepted_total", "chunks_rejected_total", "uptime_ms", "last_chunk_age_ms", "sources", "serving", "chunks_deferred_total", "not_serving_reason", "pool_by_class", "expired_bytes_total", "max_byte_age_ms", "evicted_bytes_total", "discarded_bytes_total", "quality_tested_bytes_total", "drbg_served_bytes_total", "drbg_seed_bytes_total")
     POOL_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     POOL_LOW_WATERMARK_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +143,8 @@ class GetStatusResponse(_message.Message):
     EVICTED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DISCARDED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     QUALITY_TESTED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DRBG_SERVED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DRBG_SEED_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     pool_bytes: int
     pool_capacity_bytes: int
     pool_low_watermark_bytes: int
@@ -153,7 +165,9 @@ class GetStatusResponse(_message.Message):
     evicted_bytes_total: int
     discarded_bytes_total: int
     quality_tested_bytes_total: int
-    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ..., evicted_bytes_total: _Optional[int] = ..., discarded_bytes_total: _Optional[int] = ..., quality_tested_bytes_total: _Optional[int] = ...) -> None: ...
+    drbg_served_bytes_total: int
+    drbg_seed_bytes_total: int
+    def __init__(self, pool_bytes: _Optional[int] = ..., pool_capacity_bytes: _Optional[int] = ..., pool_low_watermark_bytes: _Optional[int] = ..., waiters: _Optional[int] = ..., ingested_bytes_total: _Optional[int] = ..., served_bytes_total: _Optional[int] = ..., chunks_accepted_total: _Optional[int] = ..., chunks_rejected_total: _Optional[int] = ..., uptime_ms: _Optional[int] = ..., last_chunk_age_ms: _Optional[int] = ..., sources: _Optional[_Iterable[_Union[SourceStatus, _Mapping]]] = ..., serving: _Optional[bool] = ..., chunks_deferred_total: _Optional[int] = ..., not_serving_reason: _Optional[str] = ..., pool_by_class: _Optional[_Iterable[_Union[ClassLevel, _Mapping]]] = ..., expired_bytes_total: _Optional[int] = ..., max_byte_age_ms: _Optional[int] = ..., evicted_bytes_total: _Optional[int] = ..., discarded_bytes_total: _Optional[int] = ..., quality_tested_bytes_total: _Optional[int] = ..., drbg_served_bytes_total: _Optional[int] = ..., drbg_seed_bytes_total: _Optional[int] = ...) -> None: ...
 
 class ClassLevel(_message.Message):
     __slots__ = ("kinds", "bytes")
@@ -182,12 +196,14 @@ class SourceStatus(_message.Message):
     def __init__(self, collector_id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[_provenance_pb2.SourceKind, str]] = ..., health: _Optional[_Union[_provenance_pb2.SourceHealth, str]] = ..., contributed_bytes_total: _Optional[int] = ..., last_report_age_ms: _Optional[int] = ..., last_mixing: _Optional[_Union[_provenance_pb2.Mixing, str]] = ...) -> None: ...
 
 class CheckQualityRequest(_message.Message):
-    __slots__ = ("sample_bytes", "accept_kinds")
+    __slots__ = ("sample_bytes", "accept_kinds", "construction")
     SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     sample_bytes: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
-    def __init__(self, sample_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ...) -> None: ...
+    construction: _provenance_pb2.Construction
+    def __init__(self, sample_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
 
 class CheckQualityResponse(_message.Message):
     __slots__ = ("sample_bytes", "provenance", "shannon_entropy_bits_per_byte", "min_entropy_bits_per_byte", "chi_square", "chi_square_p_value", "mean", "serial_correlation", "pi", "pi_os_reference", "fips140_2", "passed", "failures", "thresholds")

@@ -24,23 +24,29 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x65ntropy/v1/provenance.proto\x12\nentropy.v1\"\x81\x01\n\x0cSourceReport\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.entropy.v1.SourceKind\x12(\n\x06health\x18\x03 \x01(\x0e\x32\x18.entropy.v1.SourceHealth\x12\x13\n\x0b\x63ontributed\x18\x04 \x01(\x08\"\xe3\x01\n\x0e\x44rawProvenance\x12%\n\x05kinds\x18\x01 \x03(\x0e\x32\x16.entropy.v1.SourceKind\x12\r\n\x05mixed\x18\x02 \x01(\x08\x12\x15\n\rcollector_ids\x18\x03 \x03(\t\x12)\n\x0b\x66irst_chunk\x18\x04 \x01(\x0b\x32\x14.entropy.v1.ChunkRef\x12(\n\nlast_chunk\x18\x05 \x01(\x0b\x32\x14.entropy.v1.ChunkRef\x12\x13\n\x0b\x63hunk_count\x18\x06 \x01(\r\x12\x1a\n\x12oldest_byte_age_ms\x18\x07 \x01(\x04\"\\\n\x08\x43hunkRef\x12\x14\n\x0c\x63ollector_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\x12\x19\n\x11signed_at_unix_ms\x18\x04 \x01(\x03*p\n\nSourceKind\x12\x1b\n\x17SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13SOURCE_KIND_QUANTUM\x10\x01\x12\x18\n\x14SOURCE_KIND_HARDWARE\x10\x02\x12\x12\n\x0eSOURCE_KIND_OS\x10\x03*\xa2\x01\n\x0cSourceHealth\x12\x1d\n\x19SOURCE_HEALTH_UNSPECIFIED\x10\x00\x12\x19\n\x15SOURCE_HEALTH_HEALTHY\x10\x01\x12\x1a\n\x16SOURCE_HEALTH_STARTING\x10\x02\x12\x1d\n\x19SOURCE_HEALTH_QUARANTINED\x10\x03\x12\x1d\n\x19SOURCE_HEALTH_UNREACHABLE\x10\x04*Y\n\x06Mixing\x12\x16\n\x12MIXING_UNSPECIFIED\x10\x00\x12\x0f\n\x0bMIXING_NONE\x10\x01\x12\x0e\n\nMIXING_XOR\x10\x02\x12\x16\n\x12MIXING_HKDF_SHA256\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x65ntropy/v1/provenance.proto\x12\nentropy.v1\"\xd3\x01\n\tDrbgLabel\x12,\n\tmechanism\x18\x01 \x01(\x0e\x32\x19.entropy.v1.DrbgMechanism\x12\x1e\n\x16security_strength_bits\x18\x02 \x01(\r\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x14\n\x0creseed_count\x18\x04 \x01(\x04\x12\x1a\n\x12\x62ytes_since_reseed\x18\x05 \x01(\x04\x12\x12\n\nseed_bytes\x18\x06 \x01(\x04\x12\x1d\n\x15prediction_resistance\x18\x07 \x01(\x08\"\x81\x01\n\x0cSourceReport\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.entropy.v1.SourceKind\x12(\n\x06health\x18\x03 \x01(\x0e\x32\x18.entropy.v1.SourceHealth\x12\x13\n\x0b\x63ontributed\x18\x04 \x01(\x08\"\xb8\x02\n\x0e\x44rawProvenance\x12%\n\x05kinds\x18\x01 \x03(\x0e\x32\x16.entropy.v1.SourceKind\x12\r\n\x05mixed\x18\x02 \x01(\x08\x12\x15\n\rcollector_ids\x18\x03 \x03(\t\x12)\n\x0b\x66irst_chunk\x18\x04 \x01(\x0b\x32\x14.entropy.v1.ChunkRef\x12(\n\nlast_chunk\x18\x05 \x01(\x0b\x32\x14.entropy.v1.ChunkRef\x12\x13\n\x0b\x63hunk_count\x18\x06 \x01(\r\x12\x1a\n\x12oldest_byte_age_ms\x18\x07 \x01(\x04\x12.\n\x0c\x63onstruction\x18\x08 \x01(\x0e\x32\x18.entropy.v1.Construction\x12#\n\x04\x64rbg\x18\t \x01(\x0b\x32\x15.entropy.v1.DrbgLabel\"\\\n\x08\x43hunkRef\x12\x14\n\x0c\x63ollector_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\x12\x19\n\x11signed_at_unix_ms\x18\x04 \x01(\x03*p\n\nSourceKind\x12\x1b\n\x17SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13SOURCE_KIND_QUANTUM\x10\x01\x12\x18\n\x14SOURCE_KIND_HARDWARE\x10\x02\x12\x12\n\x0eSOURCE_KIND_OS\x10\x03*\xa2\x01\n\x0cSourceHealth\x12\x1d\n\x19SOURCE_HEALTH_UNSPECIFIED\x10\x00\x12\x19\n\x15SOURCE_HEALTH_HEALTHY\x10\x01\x12\x1a\n\x16SOURCE_HEALTH_STARTING\x10\x02\x12\x1d\n\x19SOURCE_HEALTH_QUARANTINED\x10\x03\x12\x1d\n\x19SOURCE_HEALTH_UNREACHABLE\x10\x04*Y\n\x06Mixing\x12\x16\n\x12MIXING_UNSPECIFIED\x10\x00\x12\x0f\n\x0bMIXING_NONE\x10\x01\x12\x0e\n\nMIXING_XOR\x10\x02\x12\x16\n\x12MIXING_HKDF_SHA256\x10\x03*\x85\x01\n\x0c\x43onstruction\x12\x1c\n\x18\x43ONSTRUCTION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43ONSTRUCTION_RAW\x10\x01\x12\x15\n\x11\x43ONSTRUCTION_DRBG\x10\x02\x12*\n&CONSTRUCTION_DRBG_PREDICTION_RESISTANT\x10\x03*T\n\rDrbgMechanism\x12\x1e\n\x1a\x44RBG_MECHANISM_UNSPECIFIED\x10\x00\x12#\n\x1f\x44RBG_MECHANISM_CTR_DRBG_AES_256\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'entropy.v1.provenance_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SOURCEKIND']._serialized_start=499
-  _globals['_SOURCEKIND']._serialized_end=611
-  _globals['_SOURCEHEALTH']._serialized_start=614
-  _globals['_SOURCEHEALTH']._serialized_end=776
-  _globals['_MIXING']._serialized_start=778
-  _globals['_MIXING']._serialized_end=867
-  _globals['_SOURCEREPORT']._serialized_start=44
-  _globals['_SOURCEREPORT']._serialized_end=173
-  _globals['_DRAWPROVENANCE']._serialized_start=176
-  _globals['_DRAWPROVENANCE']._serialized_end=403
-  _globals['_CHUNKREF']._serialized_start=405
-  _globals['_CHUNKREF']._serialized_end=497
+  _globals['_SOURCEKIND']._serialized_start=798
+  _globals['_SOURCEKIND']._serialized_end=910
+  _globals['_SOURCEHEALTH']._serialized_start=913
+  _globals['_SOURCEHEALTH']._serialized_end=1075
+  _globals['_MIXING']._serialized_start=1077
+  _globals['_MIXING']._serialized_end=1166
+  _globals['_CONSTRUCTION']._serialized_start=1169
+  _globals['_CONSTRUCTION']._serialized_end=1302
+  _globals['_DRBGMECHANISM']._serialized_start=1304
+  _globals['_DRBGMECHANISM']._serialized_end=1388
+  _globals['_DRBGLABEL']._serialized_start=44
+  _globals['_DRBGLABEL']._serialized_end=255
+  _globals['_SOURCEREPORT']._serialized_start=258
+  _globals['_SOURCEREPORT']._serialized_end=387
+  _globals['_DRAWPROVENANCE']._serialized_start=390
+  _globals['_DRAWPROVENANCE']._serialized_end=702
+  _globals['_CHUNKREF']._serialized_start=704
+  _globals['_CHUNKREF']._serialized_end=796
 # @@protoc_insertion_point(module_scope)
