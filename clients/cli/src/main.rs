@@ -10,6 +10,8 @@
 //! entropy status
 //! entropy check --sample 1MiB                  # statistics and a verdict on bytes drawn for it
 //! entropy --accept quantum bytes 32 --hex      # only bytes all of whose sources are quantum
+//! entropy --construction drbg stream --total 10GiB > out.bin   # DRBG output seeded from the
+//!                                              # pool (needs the key's entropy:drbg scope)
 //! ```
 //!
 //! Endpoint, key and CA come from `--endpoint`/`--api-key`/`--ca-file` or `ENTROPY_ENDPOINT`/
@@ -23,7 +25,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use entropy_diode_client::{ClientBuilder, DrawProvenance, Error, QualityReport, SourceKind};
+use entropy_diode_client::{
+    ClientBuilder, Construction, DrawProvenance, Error, QualityReport, SourceKind,
+};
 use tokio::io::AsyncWriteExt;
 
 /// Quantum random bytes, integers, floats and UUIDs from an Entropy Diode gateway.
@@ -46,6 +50,11 @@ struct Cli {
     /// hardware, os); default any.
     #[arg(long, global = true, value_delimiter = ',', value_name = "KINDS")]
     accept: Vec<Kind>,
+    /// How the bytes are made: raw (pool bytes, each served once; the default), drbg (the
+    /// output of a DRBG instance of the call's own, seeded from the pool; needs the key's
+    /// entropy:drbg scope) or drbg-prediction-resistant (reseeded before every 64 KiB).
+    #[arg(long, global = true, value_enum, default_value_t = ConstructionArg::Raw)]
+    construction: ConstructionArg,
     #[command(subcommand)]
     command: Command,
 }
@@ -131,6 +140,27 @@ impl From<Kind> for SourceKind {
     }
 }
 
+/// A construction, as `--construction` spells it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ConstructionArg {
+    /// Pool bytes as the collectors delivered them.
+    Raw,
+    /// DRBG output seeded from the pool.
+    Drbg,
+    /// DRBG output, reseeded from the pool before every 64 KiB.
+    DrbgPredictionResistant,
+}
+
+impl From<ConstructionArg> for Construction {
+    fn from(c: ConstructionArg) -> Self {
+        match c {
+            ConstructionArg::Raw => Construction::Raw,
+            ConstructionArg::Drbg => Construction::Drbg,
+            ConstructionArg::DrbgPredictionResistant => Construction::DrbgPredictionResistant,
+        }
+    }
+}
+
 /// The sample failed the quality verdict (exit code 3).
 #[derive(Debug, thiserror::Error)]
 #[error("the sample failed the quality check")]
@@ -187,6 +217,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         builder = builder.ca_file(ca);
     }
     builder = builder.accept_kinds(cli.accept.iter().map(|&k| SourceKind::from(k)));
+    builder = builder.construction(cli.construction.into());
     let client = builder.connect().await.map_err(|e| anyhow::anyhow!("{}: {e}", cli.endpoint))?;
     let mut out = std::io::stdout().lock();
     match cli.command {
@@ -313,7 +344,23 @@ fn print_provenance(out: &mut impl Write, p: Option<&DrawProvenance>) -> std::io
         chunk(p.first_chunk.as_ref()),
         chunk(p.last_chunk.as_ref()),
         p.oldest_byte_age_ms
-    )
+    )?;
+    if let Some(d) = &p.drbg {
+        writeln!(
+            out,
+            "construction:   DRBG ({}, {} bits{}), instance {}, {} reseed(s), {} bytes since, \
+             seeded with {} pool bytes (above)",
+            entropy_diode_client::proto::DrbgMechanism::try_from(d.mechanism)
+                .map_or("?", |m| m.as_str_name()),
+            d.security_strength_bits,
+            if d.prediction_resistance { ", prediction resistance" } else { "" },
+            d.instance_id,
+            d.reseed_count,
+            d.bytes_since_reseed,
+            d.seed_bytes
+        )?;
+    }
+    Ok(())
 }
 
 fn print_report(out: &mut impl Write, r: &QualityReport) -> std::io::Result<()> {

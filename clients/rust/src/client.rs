@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::{
-    CheckQualityRequest, CheckQualityResponse, DrawProvenance, GetFloatsRequest,
+    CheckQualityRequest, CheckQualityResponse, Construction, DrawProvenance, GetFloatsRequest,
     GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
     SourceKind,
 };
@@ -41,7 +41,16 @@ pub(crate) type Inner = EntropyServiceClient<InterceptedService<Channel, BearerK
 pub struct Client {
     inner: Inner,
     timeout: Option<Duration>,
-    accept_kinds: Vec<i32>,
+    want: Want,
+}
+
+/// What every entropy call and stream of a client asks for, besides its size.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Want {
+    /// The source kinds accepted (`accept_kinds`); empty: any.
+    pub(crate) accept_kinds: Vec<i32>,
+    /// RAW (0, the default) or a DRBG construction (`construction`).
+    pub(crate) construction: i32,
 }
 
 /// Bytes and where they came from (see [`Client::draw`]).
@@ -71,7 +80,7 @@ pub struct ClientBuilder {
     ca_file: Option<PathBuf>,
     timeout: Option<Duration>,
     connect_timeout: Duration,
-    accept_kinds: Vec<i32>,
+    want: Want,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -94,7 +103,7 @@ impl ClientBuilder {
             ca_file: None,
             timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: Duration::from_secs(10),
-            accept_kinds: Vec::new(),
+            want: Want::default(),
         }
     }
 
@@ -132,7 +141,17 @@ impl ClientBuilder {
     /// stream (`accept_kinds`); empty (the default) accepts any. A gateway fed none of them
     /// answers [`Error::FailedPrecondition`] naming what its pool holds.
     pub fn accept_kinds(mut self, kinds: impl IntoIterator<Item = SourceKind>) -> Self {
-        self.accept_kinds = kinds.into_iter().map(|k| k as i32).collect();
+        self.want.accept_kinds = kinds.into_iter().map(|k| k as i32).collect();
+        self
+    }
+
+    /// Ask for `construction` on every entropy call and stream: [`Construction::Raw`] (the
+    /// default: pool bytes, each served once) or a DRBG construction (the output of a DRBG
+    /// instance of the call's or stream's own, seeded from the pool, labelled in each
+    /// response's provenance, `drbg`). A DRBG construction needs the key's `entropy:drbg`
+    /// scope ([`Error::PermissionDenied`] otherwise). Streams keep it across reconnects.
+    pub fn construction(mut self, construction: Construction) -> Self {
+        self.want.construction = construction as i32;
         self
     }
 
@@ -177,7 +196,7 @@ impl ClientBuilder {
         let channel = endpoint.connect_lazy();
         let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
             .max_decoding_message_size(4 << 20);
-        Ok(Client { inner, timeout: self.timeout, accept_kinds: self.accept_kinds })
+        Ok(Client { inner, timeout: self.timeout, want: self.want })
     }
 }
 
@@ -185,6 +204,16 @@ impl Client {
     /// Connects to `endpoint` with `api_key` and default settings (see [`ClientBuilder`]).
     pub async fn connect(endpoint: &str, api_key: &str) -> Result<Self, Error> {
         ClientBuilder::new(endpoint, api_key).connect().await
+    }
+
+    /// This client (sharing its connection) asking for `construction` instead: pool bytes
+    /// ([`Construction::Raw`]) or DRBG output seeded from the pool (see
+    /// [`ClientBuilder::construction`]).
+    #[must_use]
+    pub fn with_construction(&self, construction: Construction) -> Self {
+        let mut client = self.clone();
+        client.want.construction = construction as i32;
+        client
     }
 
     fn request<T>(&self, message: T) -> tonic::Request<T> {
@@ -226,12 +255,14 @@ impl Client {
     }
 
     /// Exactly `n` random bytes (1..=1048576) with their provenance: the source kinds,
-    /// collectors and chunks behind them, and how long the oldest waited in the gateway.
+    /// collectors and chunks behind them, and how long the oldest waited in the gateway; for
+    /// a DRBG construction, the instance that made them (`drbg`) and where its seeds came from.
     pub async fn draw(&self, n: u32) -> Result<Draw, Error> {
         let request = self.request(GetRandomRequest {
             num_bytes: n,
             encoding: 0,
-            accept_kinds: self.accept_kinds.clone(),
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
         });
         let response = self.call(self.inner.clone().get_random(request)).await?;
         Ok(Draw { data: response.data, provenance: response.provenance })
@@ -241,8 +272,11 @@ impl Client {
     /// gateway's statistics on them with one verdict (`passed`, `failures`, `thresholds`).
     /// Needs the `quality:check` scope.
     pub async fn check_quality(&self, sample_bytes: u32) -> Result<CheckQualityResponse, Error> {
-        let request = self
-            .request(CheckQualityRequest { sample_bytes, accept_kinds: self.accept_kinds.clone() });
+        let request = self.request(CheckQualityRequest {
+            sample_bytes,
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
+        });
         self.call(self.inner.clone().check_quality(request)).await
     }
 
@@ -252,22 +286,29 @@ impl Client {
             min,
             max,
             count,
-            accept_kinds: self.accept_kinds.clone(),
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
         });
         Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
     }
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
-        let request =
-            self.request(GetFloatsRequest { count, accept_kinds: self.accept_kinds.clone() });
+        let request = self.request(GetFloatsRequest {
+            count,
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
+        });
         Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
-        let request =
-            self.request(GetUuidsRequest { count, accept_kinds: self.accept_kinds.clone() });
+        let request = self.request(GetUuidsRequest {
+            count,
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
+        });
         let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids
             .iter()
@@ -294,6 +335,6 @@ impl Client {
 
     /// [`Client::stream`] with its message size and reconnect rule given.
     pub fn stream_with(&self, total: Option<u64>, options: StreamOptions) -> RandomStream {
-        RandomStream::new(self.inner.clone(), total, options, self.accept_kinds.clone())
+        RandomStream::new(self.inner.clone(), total, options, self.want.clone())
     }
 }

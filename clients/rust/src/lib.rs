@@ -29,7 +29,9 @@ pub use client::{Client, ClientBuilder, Draw};
 pub use endpoint::Endpoint;
 pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
-pub use entropy_proto::v1::{CheckQualityResponse as QualityReport, DrawProvenance, SourceKind};
+pub use entropy_proto::v1::{
+    CheckQualityResponse as QualityReport, Construction, DrawProvenance, DrbgLabel, SourceKind,
+};
 pub use error::Error;
 pub use reconnect::StreamOptions;
 pub use rng::PrefetchedRng;

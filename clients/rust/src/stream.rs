@@ -23,7 +23,7 @@ use tokio::time::{Instant, timeout_at};
 use tokio_util::io::StreamReader;
 use tonic::{Code, Status, Streaming};
 
-use crate::client::Inner;
+use crate::client::{Inner, Want};
 use crate::error::Error;
 use crate::reconnect::{Next, Outage, StreamOptions};
 
@@ -67,8 +67,8 @@ impl From<Status> for Failure {
 struct State {
     inner: Inner,
     options: StreamOptions,
-    /// Sent on every attempt: the source kinds the caller accepts.
-    accept_kinds: Vec<i32>,
+    /// Sent on every attempt: the source kinds the caller accepts, and its construction.
+    want: Want,
     /// Bytes still owed; `None` for an endless stream.
     remaining: Option<u64>,
     received: u64,
@@ -83,7 +83,7 @@ impl RandomStream {
         inner: Inner,
         total: Option<u64>,
         options: StreamOptions,
-        accept_kinds: Vec<i32>,
+        want: Want,
     ) -> Self {
         let reconnects = Arc::new(AtomicU32::new(0));
         let chunks = match options.check() {
@@ -92,7 +92,7 @@ impl RandomStream {
                 let state = State {
                     inner,
                     options,
-                    accept_kinds,
+                    want,
                     remaining: total,
                     received: 0,
                     current: None,
@@ -154,7 +154,8 @@ impl State {
         let request = StreamRandomRequest {
             chunk_bytes: self.options.chunk_bytes,
             total_bytes: self.remaining.unwrap_or(0),
-            accept_kinds: self.accept_kinds.clone(),
+            accept_kinds: self.want.accept_kinds.clone(),
+            construction: self.want.construction,
         };
         let replies = timeout_at(first_by, self.inner.stream_random(request))
             .await

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use entropy_bench::{Window, authorize, connect, percentiles};
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
-use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, StreamRandomRequest};
+use entropy_proto::v1::{Construction, GetRandomRequest, GetStatusRequest, StreamRandomRequest};
 use tokio::sync::Mutex;
 use tonic::transport::Channel;
 
@@ -84,6 +84,9 @@ enum Command {
         /// Gap between messages (ms) that starts a new burst, reported for stream 0.
         #[arg(long, default_value_t = 0)]
         burst_gap_ms: u64,
+        /// Ask for DRBG output seeded from the pool (`CONSTRUCTION_DRBG`) instead of pool bytes.
+        #[arg(long)]
+        drbg: bool,
     },
     /// GetStatus counters as JSON.
     Status,
@@ -113,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
             max_bytes,
             window,
             burst_gap_ms,
+            drbg,
         } => {
             let opts = StreamOpts {
                 streams,
@@ -122,6 +126,7 @@ async fn main() -> anyhow::Result<()> {
                 max_bytes,
                 window,
                 burst_gap: Duration::from_millis(burst_gap_ms),
+                drbg,
             };
             stream(&cli.addr, key, opts).await?
         }
@@ -224,6 +229,7 @@ struct StreamOpts {
     max_bytes: u64,
     window: Window,
     burst_gap: Duration,
+    drbg: bool,
 }
 
 async fn stream(addr: &str, key: Option<&str>, o: StreamOpts) -> anyhow::Result<serde_json::Value> {
@@ -239,6 +245,7 @@ async fn stream(addr: &str, key: Option<&str>, o: StreamOpts) -> anyhow::Result<
         let mut req = tonic::Request::new(StreamRandomRequest {
             chunk_bytes: o.chunk_bytes,
             total_bytes: 0,
+            construction: if o.drbg { Construction::Drbg as i32 } else { 0 },
             ..Default::default()
         });
         authorize(&mut req, key)?;
@@ -299,6 +306,7 @@ async fn stream(addr: &str, key: Option<&str>, o: StreamOpts) -> anyhow::Result<
     Ok(serde_json::json!({
         "streams": o.streams,
         "chunk_bytes": o.chunk_bytes,
+        "drbg": o.drbg,
         "connections": o.connections,
         "elapsed_secs": secs,
         "total_bytes": total,
