@@ -21,8 +21,8 @@
 //! least two SHA-256 compressions on every 32 bytes of output (this implementation, which keys
 //! a fresh HMAC per block, four); CTR_DRBG spends one AES-256 block encryption on every 16
 //! bytes, and its output blocks, E(K, V+1), E(K, V+2), …, are independent, so [`CtrDrbg`]
-//! encrypts them eight at a time and AES-NI pipelines the eight. The measured numbers are in
-//! the crate's README (`examples/throughput.rs`).
+//! encrypts them in large batches that the `aes` crate's AES-NI or VAES backend processes in
+//! parallel. The measured numbers are in the crate's README (`examples/throughput.rs`).
 //!
 //! The derivation function is what lets CTR_DRBG take inputs of any length (up to the spec's
 //! 2^35 bits): without it, the mechanism needs full-entropy input of exactly `seedlen` bits (384
