@@ -5,7 +5,7 @@
 //! it.
 //!
 //! - [`CtrDrbg`]: CTR_DRBG (§10.2.1) with AES-256 and the block-cipher derivation function
-//!   (§10.3.2). **The mechanism the gateway uses.**
+//!   (§10.3.2). **The mechanism the gateway uses** (once this crate is wired in).
 //! - [`HmacDrbg`]: HMAC_DRBG (§10.1.2) with HMAC-SHA-256, kept as the reference the decision
 //!   was measured against.
 //!
