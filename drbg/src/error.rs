@@ -7,8 +7,8 @@ use std::fmt;
 use thiserror::Error;
 
 use crate::limits::{
-    MAX_BYTES_PER_REQUEST, MAX_INPUT_BYTES, MAX_RESEED_INTERVAL, MIN_COMBINED_ENTROPY_INPUT_BYTES,
-    MIN_ENTROPY_INPUT_BYTES, MIN_NONCE_BYTES,
+    MAX_BYTES_PER_REQUEST, MAX_DF_INPUT_BYTES, MAX_INPUT_BYTES, MAX_RESEED_INTERVAL,
+    MIN_COMBINED_ENTROPY_INPUT_BYTES, MIN_ENTROPY_INPUT_BYTES, MIN_NONCE_BYTES,
 };
 
 /// A refused instantiate, reseed or generate call.
@@ -16,7 +16,7 @@ use crate::limits::{
 pub enum DrbgError {
     /// The entropy input of an instantiate or reseed is shorter than the security strength.
     #[error(
-        "entropy input is {len} bytes; HMAC_DRBG at 256-bit strength needs at least {}",
+        "entropy input is {len} bytes; SP 800-90A at 256-bit strength needs at least {}",
         MIN_ENTROPY_INPUT_BYTES
     )]
     EntropyInputTooShort {
@@ -27,7 +27,7 @@ pub enum DrbgError {
     /// The nonce is shorter than half the security strength and the entropy input does not
     /// carry the nonce's share either.
     #[error(
-        "nonce is {len} bytes with {entropy_input_len} bytes of entropy input; HMAC_DRBG at \
+        "nonce is {len} bytes with {entropy_input_len} bytes of entropy input; SP 800-90A at \
          256-bit strength needs a nonce of at least {} bytes, or at least {} bytes of entropy \
          input that include the nonce's share",
         MIN_NONCE_BYTES,
@@ -50,6 +50,19 @@ pub enum DrbgError {
         input: Input,
         /// Its length, in bytes.
         len: usize,
+    },
+
+    /// The seed material given to CTR_DRBG's derivation function in one call is longer than
+    /// its 32-bit length field can state.
+    #[error(
+        "derivation function input is {len} bytes; CTR_DRBG's Block_Cipher_df writes its length \
+         in 32 bits, so at most {} bytes (entropy input, nonce and personalization string \
+         together at instantiate; entropy input and additional input at reseed)",
+        MAX_DF_INPUT_BYTES
+    )]
+    DfInputTooLong {
+        /// Length of the seed material, all its pieces together, in bytes.
+        len: u64,
     },
 
     /// A generate call asked for more than `max_number_of_bits_per_request`.

@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(err, DrbgError::EntropyInputTooShort { len: 16 });
         assert_eq!(
             err.to_string(),
-            "entropy input is 16 bytes; HMAC_DRBG at 256-bit strength needs at least 32"
+            "entropy input is 16 bytes; SP 800-90A at 256-bit strength needs at least 32"
         );
         let mut drbg = drbg();
         assert_eq!(drbg.reseed(&[0; 31], &[]), Err(DrbgError::EntropyInputTooShort { len: 31 }));

@@ -1,16 +1,21 @@
-//! The bounds SP 800-90A Rev. 1 sets on HMAC_DRBG (Table 2 of §10.1) at this crate's one
-//! security strength, 256 bits, and the checks that enforce them. They live apart from the
-//! mechanism so that each bound is written once, in bytes, next to where the spec states it.
+//! The bounds SP 800-90A Rev. 1 sets on HMAC_DRBG (Table 2 of §10.1) and on CTR_DRBG with a
+//! derivation function (Table 3 of §10.2.1) at this crate's one security strength, 256 bits,
+//! and the checks that enforce them. The two tables agree on every bound this crate enforces
+//! (for CTR_DRBG with AES-256 and a 128-bit counter, `max_number_of_bits_per_request` is
+//! min(B, 2^19) with B far above 2^19), so both mechanisms share these constants; CTR_DRBG's
+//! derivation function adds one of its own, [`MAX_DF_INPUT_BYTES`]. They live apart from the
+//! mechanisms so that each bound is written once, in bytes, next to where the spec states it.
 //!
 //! Every length bound of the spec is in bits; inputs here are byte strings, so each constant is
 //! the spec's bound divided by 8, and its doc gives the bound in bits.
 
 use crate::error::{DrbgError, Input};
 
-/// The security strength this crate instantiates at, in bits: SHA-256's, per SP 800-57.
+/// The security strength this crate instantiates at, in bits: that of SHA-256 and of AES-256,
+/// per SP 800-57.
 pub const SECURITY_STRENGTH_BITS: usize = 256;
 
-/// Output length of the HMAC (`outlen`), in bytes: the size of K and V.
+/// Output length of the HMAC (`outlen`), in bytes: the size of HMAC_DRBG's K and V.
 pub const OUTLEN_BYTES: usize = 32;
 
 /// The fewest bytes of entropy input for instantiate and reseed: `security_strength` (256
@@ -27,8 +32,16 @@ pub const MIN_COMBINED_ENTROPY_INPUT_BYTES: usize = MIN_ENTROPY_INPUT_BYTES + MI
 
 /// The most bytes of any one input (entropy input, nonce, personalization string, additional
 /// input): 2^35 bits. SP 800-90A bounds entropy input, personalization and additional input at
-/// 2^35 bits for HMAC_DRBG; the nonce is part of the same seed material, so it gets the same.
+/// 2^35 bits for HMAC_DRBG and for CTR_DRBG with a derivation function; the nonce is part of
+/// the same seed material, so it gets the same.
 pub const MAX_INPUT_BYTES: u64 = 1 << (35 - 3);
+
+/// The most bytes CTR_DRBG's derivation function takes in one call: 2^32 − 1. Block_Cipher_df
+/// (§10.3.2 step 2) writes the length of its input string, in bytes, as a 32-bit integer L, so
+/// the seed material it derives from (entropy input, nonce and personalization string together
+/// at instantiate; entropy input and additional input at reseed; additional input at generate)
+/// must fit that field. One byte short of [`MAX_INPUT_BYTES`], and it bounds the concatenation.
+pub const MAX_DF_INPUT_BYTES: u64 = u32::MAX as u64;
 
 /// The most bytes one generate call returns: `max_number_of_bits_per_request`, 2^19 bits.
 pub const MAX_BYTES_PER_REQUEST: usize = 1 << (19 - 3);
@@ -38,7 +51,8 @@ pub const MAX_RESEED_INTERVAL: u64 = 1 << 48;
 
 /// How many generate calls an instance answers between seedings, from 1 to
 /// [`MAX_RESEED_INTERVAL`]. Once that many calls have been answered since instantiate or the
-/// last reseed, [`HmacDrbg::generate`](crate::HmacDrbg::generate) refuses with
+/// last reseed, [`CtrDrbg::generate`](crate::CtrDrbg::generate) and
+/// [`HmacDrbg::generate`](crate::HmacDrbg::generate) refuse with
 /// [`DrbgError::ReseedRequired`] until the caller reseeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReseedInterval(u64);
@@ -94,6 +108,14 @@ pub(crate) fn check_nonce(len: usize, entropy_input_len: usize) -> Result<(), Dr
     check_max_len(Input::Nonce, len)
 }
 
+/// Refuses derivation-function input (the seed material of one call, given as the lengths of
+/// its pieces) longer than [`MAX_DF_INPUT_BYTES`].
+pub(crate) fn check_df_input(piece_lens: &[usize]) -> Result<(), DrbgError> {
+    // In u64: each piece is at most 2^32 bytes (checked before), so the sum cannot overflow.
+    let len = piece_lens.iter().map(|&piece| piece as u64).sum::<u64>();
+    if len > MAX_DF_INPUT_BYTES { Err(DrbgError::DfInputTooLong { len }) } else { Ok(()) }
+}
+
 /// Refuses a request for more than [`MAX_BYTES_PER_REQUEST`] bytes.
 pub(crate) fn check_request(len: usize) -> Result<(), DrbgError> {
     if len > MAX_BYTES_PER_REQUEST { Err(DrbgError::RequestTooLarge { len }) } else { Ok(()) }
@@ -112,6 +134,30 @@ mod tests {
         assert_eq!(MAX_BYTES_PER_REQUEST * 8, 1 << 19);
         assert_eq!(MAX_BYTES_PER_REQUEST, 65_536);
         assert_eq!(MAX_RESEED_INTERVAL, 281_474_976_710_656);
+        assert_eq!(MAX_DF_INPUT_BYTES, (1 << 32) - 1);
+    }
+
+    #[test]
+    fn df_input_bound_is_on_the_sum_of_the_pieces() {
+        let max = usize::try_from(MAX_DF_INPUT_BYTES).unwrap();
+        assert_eq!(check_df_input(&[max]), Ok(()));
+        assert_eq!(check_df_input(&[32, 16, max - 48]), Ok(()));
+        // An additional input at the 2^35-bit bound is one byte too long for the df's L.
+        assert_eq!(
+            check_df_input(&[max + 1]),
+            Err(DrbgError::DfInputTooLong { len: MAX_DF_INPUT_BYTES + 1 })
+        );
+        assert_eq!(
+            check_df_input(&[32, 16, max - 47]),
+            Err(DrbgError::DfInputTooLong { len: MAX_DF_INPUT_BYTES + 1 })
+        );
+        assert_eq!(
+            DrbgError::DfInputTooLong { len: 1 << 32 }.to_string(),
+            "derivation function input is 4294967296 bytes; CTR_DRBG's Block_Cipher_df writes \
+             its length in 32 bits, so at most 4294967295 bytes (entropy input, nonce and \
+             personalization string together at instantiate; entropy input and additional input \
+             at reseed)"
+        );
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! NIST CAVP known-answer tests: every `[SHA-256]` case of the three HMAC_DRBG response files
-//! (no reseed, reseed without prediction resistance, prediction resistance), run through the
-//! public API exactly as the CAVP readmes and SP 800-90A describe. Where the vectors came from
-//! and how they were cut: `testdata/README.md`.
+//! and every `[AES-256 use df]` case of the three CTR_DRBG response files (no reseed, reseed
+//! without prediction resistance, prediction resistance), run through the public API exactly
+//! as the CAVP readmes and SP 800-90A describe. Where the vectors came from and how they were
+//! cut: `testdata/README.md`.
+//!
+//! The two mechanisms share one parser and one runner: the files have the same layout and the
+//! same call sequences, and only the section name (`[SHA-256]`, `[AES-256 use df]`) and the
+//! DRBG behind the calls (the `Mechanism` trait) differ.
 //!
 //! The parser accepts only the field sequences the three files use, in their order, and the
 //! tests count the cases they ran against a plain count of `COUNT = ` lines in each file, so a
@@ -10,15 +15,64 @@
 // Test harness code panics on malformed vectors by design.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use entropy_drbg::HmacDrbg;
+use entropy_drbg::{CtrDrbg, DrbgError, HmacDrbg};
 
-const NO_RESEED: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_no_reseed.rsp");
-const PR_FALSE: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_pr_false.rsp");
-const PR_TRUE: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_pr_true.rsp");
+const HMAC_NO_RESEED: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_no_reseed.rsp");
+const HMAC_PR_FALSE: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_pr_false.rsp");
+const HMAC_PR_TRUE: &str = include_str!("../testdata/HMAC_DRBG_SHA-256_pr_true.rsp");
 
-/// Cases per file: 16 `[SHA-256]` sections (the four combinations of personalization string
+const CTR_NO_RESEED: &str = include_str!("../testdata/CTR_DRBG_AES-256_use_df_no_reseed.rsp");
+const CTR_PR_FALSE: &str = include_str!("../testdata/CTR_DRBG_AES-256_use_df_pr_false.rsp");
+const CTR_PR_TRUE: &str = include_str!("../testdata/CTR_DRBG_AES-256_use_df_pr_true.rsp");
+
+/// Cases per file, in all six: 16 sections (the four combinations of personalization string
 /// and additional input, 0 or 256 bits, each four times) of 15 cases each.
 const CASES_PER_FILE: usize = 16 * 15;
+
+/// What the runner needs of a DRBG: the three calls, through the crate's public API, and the
+/// name of the response-file sections that test it.
+trait Mechanism: Sized {
+    /// The section header naming the mechanism, without brackets.
+    const SECTION: &'static str;
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8])
+    -> Result<Self, DrbgError>;
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) -> Result<(), DrbgError>;
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), DrbgError>;
+}
+
+impl Mechanism for HmacDrbg {
+    const SECTION: &'static str = "SHA-256";
+    fn instantiate(
+        entropy: &[u8],
+        nonce: &[u8],
+        personalization: &[u8],
+    ) -> Result<Self, DrbgError> {
+        HmacDrbg::instantiate(entropy, nonce, personalization)
+    }
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) -> Result<(), DrbgError> {
+        HmacDrbg::reseed(self, entropy, additional)
+    }
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), DrbgError> {
+        HmacDrbg::generate(self, out, additional)
+    }
+}
+
+impl Mechanism for CtrDrbg {
+    const SECTION: &'static str = "AES-256 use df";
+    fn instantiate(
+        entropy: &[u8],
+        nonce: &[u8],
+        personalization: &[u8],
+    ) -> Result<Self, DrbgError> {
+        CtrDrbg::instantiate(entropy, nonce, personalization)
+    }
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) -> Result<(), DrbgError> {
+        CtrDrbg::reseed(self, entropy, additional)
+    }
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), DrbgError> {
+        CtrDrbg::generate(self, out, additional)
+    }
+}
 
 /// One test case, with its inputs in the order the DRBG consumes them.
 #[derive(Debug)]
@@ -55,7 +109,7 @@ enum Case {
     },
 }
 
-/// A `[SHA-256]` section's header: the lengths of every case in it, in bits.
+/// A section's header: the lengths of every case in it, in bits.
 #[derive(Debug)]
 struct Section {
     entropy_input_bits: usize,
@@ -155,9 +209,10 @@ impl Kind {
     }
 }
 
-/// Parses a response file into its `[SHA-256]` sections and their cases. Panics on anything it
-/// does not expect: another hash, a field out of order, a count out of sequence.
-fn parse(text: &str, kind: Kind) -> Vec<(Section, Vec<Case>)> {
+/// Parses a response file into its sections for mechanism `M` and their cases. Panics on
+/// anything it does not expect: another hash or cipher, a field out of order, a count out of
+/// sequence.
+fn parse<M: Mechanism>(text: &str, kind: Kind) -> Vec<(Section, Vec<Case>)> {
     let mut sections: Vec<(Section, Vec<Case>)> = Vec::new();
     let mut header: Vec<(String, String)> = Vec::new();
     let mut fields: Vec<(&str, &str)> = Vec::new();
@@ -174,7 +229,7 @@ fn parse(text: &str, kind: Kind) -> Vec<(Section, Vec<Case>)> {
         }
         if line.is_empty() {
             if !header.is_empty() {
-                sections.push((section_from(&header, kind), Vec::new()));
+                sections.push((section_from(&header, kind, M::SECTION), Vec::new()));
                 header.clear();
             }
             if !fields.is_empty() {
@@ -201,12 +256,12 @@ fn parse(text: &str, kind: Kind) -> Vec<(Section, Vec<Case>)> {
     sections
 }
 
-fn section_from(header: &[(String, String)], kind: Kind) -> Section {
+fn section_from(header: &[(String, String)], kind: Kind, mechanism: &str) -> Section {
     let names: Vec<&str> = header.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         names,
         [
-            "SHA-256",
+            mechanism,
             "PredictionResistance",
             "EntropyInputLen",
             "NonceLen",
@@ -269,10 +324,10 @@ fn case_from(fields: &[(&str, &str)], kind: Kind) -> Case {
 }
 
 /// Runs one case and returns the output of its second generate call.
-fn run(case: &Case) -> Vec<u8> {
+fn run<M: Mechanism>(case: &Case) -> Vec<u8> {
     match case {
         Case::NoReseed { entropy, nonce, personalization, additional, returned, .. } => {
-            let mut drbg = HmacDrbg::instantiate(entropy, nonce, personalization).unwrap();
+            let mut drbg = M::instantiate(entropy, nonce, personalization).unwrap();
             let mut out = vec![0; returned.len()];
             drbg.generate(&mut out, &additional[0]).unwrap();
             drbg.generate(&mut out, &additional[1]).unwrap();
@@ -288,7 +343,7 @@ fn run(case: &Case) -> Vec<u8> {
             returned,
             ..
         } => {
-            let mut drbg = HmacDrbg::instantiate(entropy, nonce, personalization).unwrap();
+            let mut drbg = M::instantiate(entropy, nonce, personalization).unwrap();
             drbg.reseed(entropy_reseed, additional_reseed).unwrap();
             let mut out = vec![0; returned.len()];
             drbg.generate(&mut out, &additional[0]).unwrap();
@@ -307,7 +362,7 @@ fn run(case: &Case) -> Vec<u8> {
             // SP 800-90A §9.3.1 step 7, prediction resistance requested: reseed with fresh
             // entropy input and the call's additional input, then generate with the additional
             // input set to Null. CAVP supplies that entropy as EntropyInputPR, one per call.
-            let mut drbg = HmacDrbg::instantiate(entropy, nonce, personalization).unwrap();
+            let mut drbg = M::instantiate(entropy, nonce, personalization).unwrap();
             let mut out = vec![0; returned.len()];
             for (entropy_pr, additional) in entropy_pr.iter().zip(additional) {
                 drbg.reseed(entropy_pr, additional).unwrap();
@@ -318,9 +373,10 @@ fn run(case: &Case) -> Vec<u8> {
     }
 }
 
-/// Runs every case of a file and returns how many ran; panics listing any that failed.
-fn run_file(text: &str, kind: Kind) -> usize {
-    let sections = parse(text, kind);
+/// Runs every case of a file through mechanism `M` and returns how many ran; panics listing any
+/// that failed.
+fn run_file<M: Mechanism>(text: &str, kind: Kind) -> usize {
+    let sections = parse::<M>(text, kind);
     let mut ran = 0;
     let mut failures = Vec::new();
     for (section, cases) in &sections {
@@ -331,7 +387,7 @@ fn run_file(text: &str, kind: Kind) -> usize {
                 | Case::Reseed { returned, .. }
                 | Case::PredictionResistance { returned, .. } => returned,
             };
-            if run(case) != *returned {
+            if run::<M>(case) != *returned {
                 failures.push(format!("{section:?} {case:?}"));
             }
             ran += 1;
@@ -339,8 +395,9 @@ fn run_file(text: &str, kind: Kind) -> usize {
     }
     assert!(
         failures.is_empty(),
-        "{} of {ran} {kind:?} cases failed; the first:\n{}",
+        "{} of {ran} {} {kind:?} cases failed; the first:\n{}",
         failures.len(),
+        M::SECTION,
         failures[0]
     );
     ran
@@ -352,36 +409,70 @@ fn count_lines(text: &str) -> usize {
 }
 
 #[test]
-fn no_reseed_sha256_all_cases() {
-    assert_eq!(count_lines(NO_RESEED), CASES_PER_FILE);
-    assert_eq!(run_file(NO_RESEED, Kind::NoReseed), CASES_PER_FILE);
+fn hmac_no_reseed_sha256_all_cases() {
+    assert_eq!(count_lines(HMAC_NO_RESEED), CASES_PER_FILE);
+    assert_eq!(run_file::<HmacDrbg>(HMAC_NO_RESEED, Kind::NoReseed), CASES_PER_FILE);
 }
 
 #[test]
-fn pr_false_sha256_all_cases() {
-    assert_eq!(count_lines(PR_FALSE), CASES_PER_FILE);
-    assert_eq!(run_file(PR_FALSE, Kind::PrFalse), CASES_PER_FILE);
+fn hmac_pr_false_sha256_all_cases() {
+    assert_eq!(count_lines(HMAC_PR_FALSE), CASES_PER_FILE);
+    assert_eq!(run_file::<HmacDrbg>(HMAC_PR_FALSE, Kind::PrFalse), CASES_PER_FILE);
 }
 
 #[test]
-fn pr_true_sha256_all_cases() {
-    assert_eq!(count_lines(PR_TRUE), CASES_PER_FILE);
-    assert_eq!(run_file(PR_TRUE, Kind::PrTrue), CASES_PER_FILE);
+fn hmac_pr_true_sha256_all_cases() {
+    assert_eq!(count_lines(HMAC_PR_TRUE), CASES_PER_FILE);
+    assert_eq!(run_file::<HmacDrbg>(HMAC_PR_TRUE, Kind::PrTrue), CASES_PER_FILE);
+}
+
+#[test]
+fn ctr_no_reseed_aes256_df_all_cases() {
+    assert_eq!(count_lines(CTR_NO_RESEED), CASES_PER_FILE);
+    assert_eq!(run_file::<CtrDrbg>(CTR_NO_RESEED, Kind::NoReseed), CASES_PER_FILE);
+}
+
+#[test]
+fn ctr_pr_false_aes256_df_all_cases() {
+    assert_eq!(count_lines(CTR_PR_FALSE), CASES_PER_FILE);
+    assert_eq!(run_file::<CtrDrbg>(CTR_PR_FALSE, Kind::PrFalse), CASES_PER_FILE);
+}
+
+#[test]
+fn ctr_pr_true_aes256_df_all_cases() {
+    assert_eq!(count_lines(CTR_PR_TRUE), CASES_PER_FILE);
+    assert_eq!(run_file::<CtrDrbg>(CTR_PR_TRUE, Kind::PrTrue), CASES_PER_FILE);
+}
+
+/// The sorted, distinct (personalization, additional input) lengths of a file's sections.
+fn combinations<M: Mechanism>(text: &str, kind: Kind) -> Vec<(usize, usize)> {
+    let mut combinations: Vec<(usize, usize)> = parse::<M>(text, kind)
+        .iter()
+        .map(|(s, _)| (s.personalization_bits, s.additional_input_bits))
+        .collect();
+    combinations.sort_unstable();
+    combinations.dedup();
+    combinations
 }
 
 #[test]
 fn every_combination_of_personalization_and_additional_input_is_covered() {
     // Each file has all four combinations of a 0- or 256-bit personalization string and
-    // additional input, so the empty (Null) and non-empty paths of update are both exercised.
-    for (text, kind) in
-        [(NO_RESEED, Kind::NoReseed), (PR_FALSE, Kind::PrFalse), (PR_TRUE, Kind::PrTrue)]
-    {
-        let mut combinations: Vec<(usize, usize)> = parse(text, kind)
-            .iter()
-            .map(|(s, _)| (s.personalization_bits, s.additional_input_bits))
-            .collect();
-        combinations.sort_unstable();
-        combinations.dedup();
-        assert_eq!(combinations, [(0, 0), (0, 256), (256, 0), (256, 256)], "{kind:?}");
+    // additional input, so the empty (Null) and non-empty paths of update (and, for CTR_DRBG,
+    // of the derivation function on additional input) are both exercised.
+    let all = [(0, 0), (0, 256), (256, 0), (256, 256)];
+    for (text, kind) in [
+        (HMAC_NO_RESEED, Kind::NoReseed),
+        (HMAC_PR_FALSE, Kind::PrFalse),
+        (HMAC_PR_TRUE, Kind::PrTrue),
+    ] {
+        assert_eq!(combinations::<HmacDrbg>(text, kind), all, "HMAC_DRBG {kind:?}");
+    }
+    for (text, kind) in [
+        (CTR_NO_RESEED, Kind::NoReseed),
+        (CTR_PR_FALSE, Kind::PrFalse),
+        (CTR_PR_TRUE, Kind::PrTrue),
+    ] {
+        assert_eq!(combinations::<CtrDrbg>(text, kind), all, "CTR_DRBG {kind:?}");
     }
 }
