@@ -1,7 +1,8 @@
 //! DRBG output seeded from the pool: the `CONSTRUCTION_DRBG` calls.
 //!
-//! A caller that asks for it gets the output of an SP 800-90A DRBG instance of its own instead
-//! of pool bytes: one instance per unary call, one per stream, never shared and never reused,
+//! A caller that asks for it gets the output of an SP 800-90A CTR_DRBG instance (AES-256, the
+//! derivation function, 256-bit strength: [`entropy_drbg::CtrDrbg`], about 40 times faster than
+//! its HMAC_DRBG, drbg/README.md) of its own instead of pool bytes: one instance per unary call, one per stream, never shared and never reused,
 //! its state wiped when it drops ([`entropy_drbg`]). The instance is instantiated from
 //! [`SEED_BYTES`] pool bytes and reseeded with [`RESEED_BYTES`] more, each drawn for the caller
 //! like any draw (served once, the key's fair share, the call's accepted kinds), so a seed byte
@@ -16,7 +17,7 @@
 
 use std::time::Duration;
 
-use entropy_drbg::HmacDrbg;
+use entropy_drbg::CtrDrbg;
 use tokio::time::Instant;
 
 use super::pool::Provenance;
@@ -85,7 +86,7 @@ pub(crate) struct Label {
 
 /// A DRBG instance of one call or stream.
 pub(crate) struct Instance {
-    drbg: HmacDrbg,
+    drbg: CtrDrbg,
     id: String,
     reseeds: u64,
     since_reseed: u64,
@@ -124,7 +125,7 @@ impl Instance {
         reseeding: Reseeding,
     ) -> Result<Self, SeedRefused> {
         let (entropy, nonce) = seed.split_at(seed.len().min(RESEED_BYTES));
-        let drbg = HmacDrbg::instantiate(entropy, nonce, b"entropy-diode gateway")?;
+        let drbg = CtrDrbg::instantiate(entropy, nonce, b"entropy-diode gateway")?;
         Ok(Self {
             drbg,
             id: instance_id(),
