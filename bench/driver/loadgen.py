@@ -31,9 +31,12 @@ def varint(n: int) -> bytes:
             return bytes(out)
 
 
-def grpc_frame(num_bytes: int) -> bytes:
-    """A GetRandomRequest{num_bytes} as one uncompressed gRPC message (5-byte prefix)."""
+def grpc_frame(num_bytes: int, construction: int = 0) -> bytes:
+    """A GetRandomRequest{num_bytes, construction} as one uncompressed gRPC message (5-byte
+    prefix); construction 0 (RAW) is left out, as protobuf leaves out defaults."""
     msg = b"\x08" + varint(num_bytes)
+    if construction:
+        msg += b"\x20" + varint(construction)  # field 4, varint
     return b"\x00" + struct.pack(">I", len(msg)) + msg
 
 
@@ -49,10 +52,10 @@ def grpc_headers(auth: bool) -> list[str]:
     return h
 
 
-def frame_file(work: Path, num_bytes: int) -> Path:
-    p = work / f"getrandom-{num_bytes}.bin"
+def frame_file(work: Path, num_bytes: int, construction: int = 0) -> Path:
+    p = work / f"getrandom-{num_bytes}-{construction}.bin"
     if not p.exists():
-        p.write_bytes(grpc_frame(num_bytes))
+        p.write_bytes(grpc_frame(num_bytes, construction))
     return p
 
 
@@ -112,9 +115,11 @@ def run_h2load(raw: Path, tag: str, args: list[str], url: str) -> dict:
 
 def h2load(work: Path, raw: Path, tag: str, addr: str, num_bytes: int, connections: int,
            streams: int, duration_s: float | None = None, requests: int | None = None,
-           auth: bool = True) -> dict:
-    """GetRandom(num_bytes) under h2load (gRPC over HTTP/2)."""
-    args = ["-c", str(connections), "-m", str(streams), "-d", str(frame_file(work, num_bytes))]
+           auth: bool = True, construction: int = 0) -> dict:
+    """GetRandom(num_bytes) under h2load (gRPC over HTTP/2); `construction` 2 asks for DRBG
+    output."""
+    frame = frame_file(work, num_bytes, construction)
+    args = ["-c", str(connections), "-m", str(streams), "-d", str(frame)]
     args += grpc_headers(auth)
     args += ["-D", str(duration_s)] if duration_s else ["-n", str(requests)]
     h = run_h2load(raw, tag, args, f"http://{addr}{METHOD}")

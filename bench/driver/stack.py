@@ -151,10 +151,12 @@ class Gateway:
 
 def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
                   extra: list[str] | None = None, wrapper: list[str] | None = None,
-                  start_timeout: float = 20.0, keys: dict[str, str] | None = None) -> Gateway:
+                  start_timeout: float = 20.0, keys: dict[str, str] | None = None,
+                  drbg: bool = False) -> Gateway:
     """Starts a gateway on ephemeral loopback ports, pinned to the server core (optionally
     under `wrapper`, e.g. valgrind). `keys` (name -> secret) adds client keys beside the bench
-    key."""
+    key; with `drbg` the bench key may ask for DRBG output too (a gateway that knows the
+    `entropy:drbg` scope)."""
     work.mkdir(parents=True, exist_ok=True)
     exe = server_bin() / "entropy-gateway"
     cmd = SERVER_CPU + (wrapper or []) + [str(exe)]
@@ -171,8 +173,10 @@ def start_gateway(work: Path, name: str, capacity: int, dev: bool = False,
             mac_file.write_text(secrets.token_hex(32) + "\n")
         entries = {"bench": API_KEY, **(keys or {})}
         keys_file = work / "keys.toml"
+        scopes = 'scopes = ["entropy:read", "status:read", "entropy:drbg"]\n' if drbg else ""
         keys_file.write_text("".join(
             f'[[key]]\nname = "{n}"\nsha256 = "{hashlib.sha256(secret.encode()).hexdigest()}"\n'
+            + (scopes if n == "bench" else "")
             for n, secret in entries.items()))
         # A new ingest lease (the first start on a state_dir) accepts chunks from the start plus
         # max_future_skew_ms on: keep that short. Each gateway name keeps its own lease.
