@@ -38,7 +38,7 @@ SUITES = {
         rtt_s=1.5, ingest_sizes=[KiB, MiB], ingest_budget=64 * MiB, ingest_max_chunks=5000,
         e2e=[(1, 8 * KiB)], e2e_s=3, criterion=["--warm-up-time", "0.1", "--measurement-time", "0.2",
                                        "--sample-size", "10"],
-        urandom_bytes=16 * MiB, fairness=(3, 16 * KiB)),
+        urandom_bytes=16 * MiB, fairness=(3, 16 * KiB), drbg_s=3),
     # quick: every scenario with short points: ~4.5 min with the build cached, ~11 min from a
     # fresh clone on 2 cores (bench/README.md); `full` is the one for precise figures.
     "quick": dict(
@@ -50,7 +50,7 @@ SUITES = {
         ingest_budget=256 * MiB, ingest_max_chunks=30000, e2e=[(1, 8 * KiB), (2, 8 * KiB), (4, 8 * KiB), (1, 64 * KiB)],
         e2e_s=5,
         criterion=["--warm-up-time", "0.2", "--measurement-time", "0.4"], urandom_bytes=128 * MiB,
-        fairness=(15, 64 * KiB)),
+        fairness=(15, 64 * KiB), drbg_s=10),
     "full": dict(
         sustained_s=600, burst_s=30, levels=[10, 25, 50, 75, 100, 150, 200],
         sweep_bytes=[32, 1024], sweep_s=10, ghz_levels=[1, 10, 50, 100],
@@ -61,11 +61,11 @@ SUITES = {
         rtt_s=10, ingest_sizes=[KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB],
         ingest_budget=2 * GiB, ingest_max_chunks=300000,
         e2e=[(1, 8 * KiB), (2, 8 * KiB), (4, 8 * KiB), (8, 8 * KiB), (1, 64 * KiB)], e2e_s=60,
-        criterion=[], urandom_bytes=GiB, fairness=(60, 256 * KiB)),
+        criterion=[], urandom_bytes=GiB, fairness=(60, 256 * KiB), drbg_s=30),
 }
 
 SCENARIOS = ["baselines", "sustained", "burst", "concurrency", "payload", "streaming", "rtt",
-             "ingest", "e2e", "fairness", "micro", "profile"]
+             "ingest", "e2e", "fairness", "drbg", "micro", "profile"]
 
 
 def in_flight_shape(n: int) -> tuple[int, int]:
@@ -539,6 +539,56 @@ def fairness(ctx: Ctx) -> None:
             p.stop()
 
 
+DRBG_RAW_KEY = {"raw": "bench-raw-0123456789abcdef"}
+
+
+def drbg(ctx: Ctx) -> None:
+    """Beyond the appliance's rate: one entropy-simulator at 80 KB/s -> collector -> gateway,
+    read at once by 16 StreamRandom readers of DRBG output in 64 KiB messages (the bench key,
+    with `entropy:drbg`: each stream one CTR_DRBG instance seeded from the pool) and one reader
+    of pool bytes in 16 KiB messages (key `raw`). Reports each caller's rate over the source's
+    (issue 29: the DRBG readers together at 1 GiB/s, over 13,000 times the source, while the raw
+    reader keeps its share of the source)."""
+    seconds = ctx.p["drbg_s"]
+    rate = 80_000
+    work = ctx.work / "drbg"
+    work.mkdir(parents=True, exist_ok=True)
+    gw = stack.start_gateway(work, "gateway-drbg", 16 * MiB, keys=DRBG_RAW_KEY, drbg=True,
+                             extra=["--max-chunk-bytes", str(MiB)])
+    procs = [gw.proc]
+    try:
+        procs += start_feed(work, gw, 1, rate, 16 * KiB)
+        loads = {
+            "drbg": (stack.API_KEY, ["stream", "--streams", "16", "--chunk-bytes", str(64 * KiB),
+                                     "--duration-s", str(seconds), "--drbg"]),
+            "raw": (DRBG_RAW_KEY["raw"], ["stream", "--streams", "1", "--chunk-bytes",
+                                          str(16 * KiB), "--duration-s", str(seconds)]),
+        }
+        running = {
+            name: subprocess.Popen(LOAD_CPU + [str(BIN / "grpc-load"), "--addr", gw.public,
+                                               "--key", key] + args,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for name, (key, args) in loads.items()}
+        results = {}
+        for name, proc in running.items():
+            out, err = proc.communicate(timeout=seconds * 4 + 120)
+            if proc.returncode != 0:
+                raise BenchError(f"drbg {name}: grpc-load failed: {err[-400:]}")
+            results[name] = json.loads(out)
+            ctx.check("drbg", name, results[name])
+        ctx.write("drbg", [
+            {"caller": "drbg", "shape": "16 DRBG streams x 64 KiB",
+             "bytes_per_s": results["drbg"]["bytes_per_s"], "source_bytes_per_s": rate,
+             "over_source": results["drbg"]["bytes_per_s"] / rate},
+            {"caller": "raw", "shape": "1 raw stream x 16 KiB",
+             "bytes_per_s": results["raw"]["bytes_per_s"], "source_bytes_per_s": rate,
+             "over_source": results["raw"]["bytes_per_s"] / rate},
+        ])
+    finally:
+        for p in reversed(procs):
+            p.stop()
+
+
 def e2e(ctx: Ctx) -> None:
     """Simulators at appliance rate -> collector -> gateway -> one draining client."""
     rows = []
@@ -731,7 +781,8 @@ def top_lines(annotate: str, n: int) -> str:
 
 RUNNERS = {"baselines": baselines, "sustained": sustained, "burst": burst,
            "concurrency": concurrency, "payload": payload, "streaming": streaming, "rtt": rtt,
-           "ingest": ingest, "e2e": e2e, "fairness": fairness, "micro": micro, "profile": profile}
+           "ingest": ingest, "e2e": e2e, "fairness": fairness, "drbg": drbg, "micro": micro,
+           "profile": profile}
 
 
 def main() -> int:
