@@ -34,15 +34,18 @@ type Client struct {
 	endpoint Endpoint
 	// acceptKinds is sent as accept_kinds on every entropy call (nil: any kind).
 	acceptKinds []entropyv1.SourceKind
+	// construction is sent on every entropy call (0: raw).
+	construction entropyv1.Construction
 }
 
 type config struct {
-	tls      *tls.Config
-	caFile   string
-	insecure bool
-	timeout  time.Duration
-	dialOpts []grpc.DialOption
-	kinds    []SourceKind
+	tls          *tls.Config
+	caFile       string
+	insecure     bool
+	timeout      time.Duration
+	dialOpts     []grpc.DialOption
+	kinds        []SourceKind
+	construction Construction
 }
 
 // Option configures New and NewFromEnv.
@@ -78,6 +81,17 @@ func WithAcceptKinds(kinds ...SourceKind) Option {
 	return func(c *config) { c.kinds = append([]SourceKind(nil), kinds...) }
 }
 
+// WithConstruction makes every entropy call of the client (Bytes, Draw, Integers, Floats,
+// UUIDs, CheckQuality, and readers) ask for bytes made this way: ConstructionRaw (the default:
+// pool bytes, each served once) or a DRBG construction (the output of a DRBG instance of the
+// call's or stream's own, seeded from the pool, labelled in the provenance's DRBG). A DRBG
+// construction needs the key's `entropy:drbg` scope (ErrPermissionDenied otherwise).
+// WithStreamConstruction overrides it for one reader. The value is sent as given; the gateway
+// answers ErrInvalidArgument (naming `construction`) for one it does not know.
+func WithConstruction(construction Construction) Option {
+	return func(c *config) { c.construction = construction }
+}
+
 // WithDialOptions passes extra options to grpc.NewClient (interceptors, window sizes, ...).
 // They come after this package's own, so they win.
 func WithDialOptions(opts ...grpc.DialOption) Option {
@@ -90,7 +104,7 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // unreachable gateway shows up as ErrUnavailable there. A bad endpoint, key or CA file is an
 // *Error with codes.InvalidArgument.
 func New(endpoint, apiKey string, opts ...Option) (*Client, error) {
-	cfg := config{timeout: DefaultTimeout}
+	cfg := config{timeout: DefaultTimeout, construction: ConstructionRaw}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -146,7 +160,7 @@ func New(endpoint, apiKey string, opts ...Option) (*Client, error) {
 	}
 	return &Client{
 		conn: conn, rpc: entropyv1.NewEntropyServiceClient(conn), timeout: cfg.timeout, endpoint: ep,
-		acceptKinds: kindsToPB(cfg.kinds),
+		acceptKinds: kindsToPB(cfg.kinds), construction: entropyv1.Construction(cfg.construction),
 	}, nil
 }
 
@@ -174,6 +188,9 @@ func (c *Client) Endpoint() Endpoint { return c.endpoint }
 // AcceptKinds is the client's source filter (WithAcceptKinds); nil accepts any kind.
 func (c *Client) AcceptKinds() []SourceKind { return kindsFromPB(c.acceptKinds) }
 
+// Construction is how the client's calls ask their bytes to be made (WithConstruction).
+func (c *Client) Construction() Construction { return Construction(c.construction) }
+
 func loadCAFile(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
@@ -195,19 +212,23 @@ func (c *Client) Bytes(ctx context.Context, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{NumBytes: num, AcceptKinds: c.acceptKinds})
+	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{
+		NumBytes: num, AcceptKinds: c.acceptKinds, Construction: c.construction,
+	})
 	return resp.GetData(), err
 }
 
 // Draw returns exactly n random bytes (1..=1048576) together with their provenance: the kinds
 // of the sources behind them, the collectors and chunks they came from, and how long they had
-// waited in the pool.
+// waited in the pool; for a DRBG construction, the instance that made them (Provenance.DRBG).
 func (c *Client) Draw(ctx context.Context, n int) (*Draw, error) {
 	num, err := toUint32("num_bytes", n)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{NumBytes: num, AcceptKinds: c.acceptKinds})
+	resp, err := unary(c, ctx, c.rpc.GetRandom, &entropyv1.GetRandomRequest{
+		NumBytes: num, AcceptKinds: c.acceptKinds, Construction: c.construction,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +242,9 @@ func (c *Client) Integers(ctx context.Context, low, high int64, count int) ([]in
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetIntegers, &entropyv1.GetIntegersRequest{Min: low, Max: high, Count: n, AcceptKinds: c.acceptKinds})
+	resp, err := unary(c, ctx, c.rpc.GetIntegers, &entropyv1.GetIntegersRequest{
+		Min: low, Max: high, Count: n, AcceptKinds: c.acceptKinds, Construction: c.construction,
+	})
 	return resp.GetValues(), err
 }
 
@@ -231,7 +254,9 @@ func (c *Client) Floats(ctx context.Context, count int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetFloats, &entropyv1.GetFloatsRequest{Count: n, AcceptKinds: c.acceptKinds})
+	resp, err := unary(c, ctx, c.rpc.GetFloats, &entropyv1.GetFloatsRequest{
+		Count: n, AcceptKinds: c.acceptKinds, Construction: c.construction,
+	})
 	return resp.GetValues(), err
 }
 
@@ -241,7 +266,9 @@ func (c *Client) UUIDs(ctx context.Context, count int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := unary(c, ctx, c.rpc.GetUuids, &entropyv1.GetUuidsRequest{Count: n, AcceptKinds: c.acceptKinds})
+	resp, err := unary(c, ctx, c.rpc.GetUuids, &entropyv1.GetUuidsRequest{
+		Count: n, AcceptKinds: c.acceptKinds, Construction: c.construction,
+	})
 	return resp.GetUuids(), err
 }
 

@@ -56,9 +56,19 @@
 // the last message read. CheckQuality has the gateway draw and test a sample (it needs the
 // quality:check scope) and returns a *QualityReport; Status reports the pool by class.
 //
+// # DRBG output
+//
+// WithConstruction(ConstructionDRBG) makes every entropy call of a client get the output of a
+// DRBG instance of its own (one per unary call, one per stream), seeded only with pool bytes
+// drawn for it, instead of pool bytes (WithStreamConstruction for one reader; readers ask for
+// it again on every reconnect). It needs the key's entropy:drbg scope (ErrPermissionDenied
+// otherwise). Provenance.Construction says how a response's bytes were made, and
+// Provenance.DRBG names the instance (mechanism, strength, instance id, reseeds, seed bytes);
+// the rest of the provenance describes the seeds' sources.
+//
 // Files: client.go (connection and unary calls), endpoint.go (the endpoint syntax), apikey.go
 // (key checks), reader.go (the stream reader and its reconnect rule), errors.go (typed errors),
-// status.go (GetStatus as Go types), provenance.go (source kinds and provenance), quality.go
-// (CheckQuality). The generated code is in ../gen/entropy/v1
+// status.go (GetStatus as Go types), provenance.go (source kinds and provenance), drbg.go
+// (constructions and DRBG labels), quality.go (CheckQuality). The generated code is in ../gen/entropy/v1
 // (clients/generate.sh).
 package entropy

@@ -45,14 +45,23 @@ type fakeEntropy struct {
 	script   []step
 	requests [][2]uint64 // (chunk_bytes, total_bytes) of each StreamRandom call
 	sent     []byte
-	// kinds is the accept_kinds of each call, in order, as "Method:[kinds]".
-	kinds []string
+	// kinds is the accept_kinds of each call, in order, as "Method:[kinds]"; constructions its
+	// construction, as "Method:CONSTRUCTION_X".
+	kinds         []string
+	constructions []string
 }
 
-func (f *fakeEntropy) record(method string, kinds []entropyv1.SourceKind) {
+func (f *fakeEntropy) record(method string, kinds []entropyv1.SourceKind, construction entropyv1.Construction) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.kinds = append(f.kinds, fmt.Sprintf("%s:%v", method, kinds))
+	f.constructions = append(f.constructions, fmt.Sprintf("%s:%v", method, construction))
+}
+
+func (f *fakeEntropy) constructionsSeen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.constructions...)
 }
 
 func (f *fakeEntropy) kindsSeen() []string {
@@ -73,7 +82,7 @@ func (f *fakeEntropy) messageProvenance(seq uint64) *entropyv1.DrawProvenance {
 }
 
 func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.ServerStreamingServer[entropyv1.StreamRandomResponse]) error {
-	f.record("StreamRandom", req.AcceptKinds)
+	f.record("StreamRandom", req.AcceptKinds, req.Construction)
 	f.mu.Lock()
 	f.requests = append(f.requests, [2]uint64{uint64(req.ChunkBytes), req.TotalBytes})
 	st := step{chunks: -1}
@@ -117,7 +126,7 @@ func (f *fakeEntropy) StreamRandom(req *entropyv1.StreamRandomRequest, s grpc.Se
 }
 
 func (f *fakeEntropy) GetRandom(ctx context.Context, req *entropyv1.GetRandomRequest) (*entropyv1.GetRandomResponse, error) {
-	f.record("GetRandom", req.AcceptKinds)
+	f.record("GetRandom", req.AcceptKinds, req.Construction)
 	if f.unaryErr != nil {
 		_ = grpc.SetTrailer(ctx, f.trailer)
 		return nil, f.unaryErr
@@ -128,22 +137,22 @@ func (f *fakeEntropy) GetRandom(ctx context.Context, req *entropyv1.GetRandomReq
 }
 
 func (f *fakeEntropy) GetIntegers(_ context.Context, req *entropyv1.GetIntegersRequest) (*entropyv1.GetIntegersResponse, error) {
-	f.record("GetIntegers", req.AcceptKinds)
+	f.record("GetIntegers", req.AcceptKinds, req.Construction)
 	return &entropyv1.GetIntegersResponse{Values: make([]int64, req.Count), Provenance: f.provenance}, f.unaryErr
 }
 
 func (f *fakeEntropy) GetFloats(_ context.Context, req *entropyv1.GetFloatsRequest) (*entropyv1.GetFloatsResponse, error) {
-	f.record("GetFloats", req.AcceptKinds)
+	f.record("GetFloats", req.AcceptKinds, req.Construction)
 	return &entropyv1.GetFloatsResponse{Values: make([]float64, req.Count), Provenance: f.provenance}, f.unaryErr
 }
 
 func (f *fakeEntropy) GetUuids(_ context.Context, req *entropyv1.GetUuidsRequest) (*entropyv1.GetUuidsResponse, error) {
-	f.record("GetUuids", req.AcceptKinds)
+	f.record("GetUuids", req.AcceptKinds, req.Construction)
 	return &entropyv1.GetUuidsResponse{Uuids: make([]string, req.Count), Provenance: f.provenance}, f.unaryErr
 }
 
 func (f *fakeEntropy) CheckQuality(_ context.Context, req *entropyv1.CheckQualityRequest) (*entropyv1.CheckQualityResponse, error) {
-	f.record("CheckQuality", req.AcceptKinds)
+	f.record("CheckQuality", req.AcceptKinds, req.Construction)
 	if f.unaryErr != nil {
 		return nil, f.unaryErr
 	}

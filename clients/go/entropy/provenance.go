@@ -78,6 +78,13 @@ type Provenance struct {
 	ChunkCount uint32
 	// OldestByteAgeMs is how long the oldest of these bytes had been in the gateway's pool.
 	OldestByteAgeMs uint64
+	// Construction is how the bytes were made: ConstructionRaw (pool bytes), or
+	// ConstructionDRBG / ConstructionDRBGPredictionResistant: the output of the DRBG instance
+	// DRBG, whose seeds the fields above describe (ConstructionUnspecified from a gateway too
+	// old to say).
+	Construction Construction
+	// DRBG is the instance that made the bytes; nil for raw pool bytes.
+	DRBG *DRBGLabel
 }
 
 // ChunkRef is one chunk, as its collector signed it.
@@ -105,6 +112,8 @@ func provenanceFromPB(m *entropyv1.DrawProvenance) *Provenance {
 		LastChunk:       chunkRefFromPB(m.GetLastChunk()),
 		ChunkCount:      m.GetChunkCount(),
 		OldestByteAgeMs: m.GetOldestByteAgeMs(),
+		Construction:    Construction(m.GetConstruction()),
+		DRBG:            drbgFromPB(m.GetDrbg()),
 	}
 }
 

@@ -65,7 +65,8 @@ type FIPS140_2 struct {
 
 // CheckQuality has the gateway draw sampleBytes (2500..=4194304) from its pool, never to be
 // served to anyone, and report how random they look. kinds, when given, are the source kinds
-// the sample may come from (instead of the client's WithAcceptKinds). It needs a key with the
+// the sample may come from (instead of the client's WithAcceptKinds); the client's
+// WithConstruction applies (a DRBG construction tests DRBG output). It needs a key with the
 // `quality:check` scope (ErrPermissionDenied otherwise), and the drawn bytes count against the
 // key's byte quota. An out-of-range size is ErrInvalidArgument naming `sample_bytes` and the
 // bound.
@@ -78,7 +79,9 @@ func (c *Client) CheckQuality(ctx context.Context, sampleBytes int, kinds ...Sou
 	if len(kinds) > 0 {
 		accept = kindsToPB(kinds)
 	}
-	resp, err := unary(c, ctx, c.rpc.CheckQuality, &entropyv1.CheckQualityRequest{SampleBytes: n, AcceptKinds: accept})
+	resp, err := unary(c, ctx, c.rpc.CheckQuality, &entropyv1.CheckQualityRequest{
+		SampleBytes: n, AcceptKinds: accept, Construction: c.construction,
+	})
 	if err != nil {
 		return nil, err
 	}

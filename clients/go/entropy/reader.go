@@ -40,6 +40,8 @@ type streamConfig struct {
 	backoffMin, backoffMax time.Duration
 	kinds                  []SourceKind
 	kindsSet               bool // kinds given for this reader, overriding the client's
+	construction           Construction
+	constructionSet        bool // construction given for this reader, overriding the client's
 	err                    error
 }
 
@@ -100,6 +102,17 @@ func WithStreamAcceptKinds(kinds ...SourceKind) StreamOption {
 	}
 }
 
+// WithStreamConstruction makes this reader ask for bytes made this way (ConstructionRaw or a
+// DRBG construction), on its first stream and every reconnect, instead of the client's
+// WithConstruction. A DRBG stream has an instance of its own, so every message of one stream
+// names the same Provenance.DRBG.InstanceID, and a reconnect gets a new one. Without the
+// key's `entropy:drbg` scope Read returns ErrPermissionDenied at once.
+func WithStreamConstruction(construction Construction) StreamOption {
+	return func(c *streamConfig) {
+		c.construction, c.constructionSet = construction, true
+	}
+}
+
 func (c *streamConfig) fail(format string, args ...any) {
 	if c.err == nil {
 		c.err = &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf(format, args...)}
@@ -123,6 +136,8 @@ type Reader struct {
 	chunk  uint32
 	cfg    streamConfig
 	kinds  []entropyv1.SourceKind // accept_kinds of every stream
+	// construction of every stream
+	construction entropyv1.Construction
 
 	lastProvenance *entropyv1.DrawProvenance // of the last message received
 
@@ -178,7 +193,14 @@ func (c *Client) NewReader(ctx context.Context, totalBytes uint64, chunkBytes ui
 	if cfg.kindsSet {
 		kinds = kindsToPB(cfg.kinds)
 	}
-	return &Reader{client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg, kinds: kinds}
+	construction := c.construction
+	if cfg.constructionSet {
+		construction = entropyv1.Construction(cfg.construction)
+	}
+	return &Reader{
+		client: c, ctx: ctx, total: totalBytes, chunk: chunkBytes, cfg: cfg,
+		kinds: kinds, construction: construction,
+	}
 }
 
 // Provenance is where the bytes of the last message received came from: the message the bytes
@@ -323,7 +345,7 @@ func (r *Reader) open(ctx context.Context) error {
 	r.opens++
 	stop := a.watch(ctx, timeout)
 	stream, err := r.client.rpc.StreamRandom(sctx, &entropyv1.StreamRandomRequest{
-		ChunkBytes: r.chunk, TotalBytes: remaining, AcceptKinds: r.kinds,
+		ChunkBytes: r.chunk, TotalBytes: remaining, AcceptKinds: r.kinds, Construction: r.construction,
 	}, grpc.WaitForReady(true))
 	stop()
 	if err == nil && a.dead.Load() {

@@ -9,9 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,24 @@ def blocks16(data: bytes) -> list[bytes]:
 def assert_no_repeated_block(data: bytes) -> None:
     blocks = blocks16(data)
     assert len(set(blocks)) == len(blocks), "a 16-byte block appeared twice"
+
+
+def entropy_calls(client: EntropyClient, **kw: Any) -> dict[str, Callable[[], object]]:
+    """Every call that draws entropy, with `kw` (accept_kinds=..., construction=...) or the
+    client's defaults."""
+    return {
+        "get_bytes": lambda: client.get_bytes(16, **kw),
+        "draw": lambda: client.draw(16, **kw),
+        "get_integers": lambda: client.get_integers(1, 6, 3, **kw),
+        "get_floats": lambda: client.get_floats(3, **kw),
+        "get_uuids": lambda: client.get_uuids(3, **kw),
+        "check_quality": lambda: client.check_quality(2500, **kw),
+        "reader": lambda: read_stream(client, 1000, **kw),
+    }
+
+
+def read_stream(client: EntropyClient, n: int, **kw: Any) -> bytes:
+    with client.reader(n, **kw) as reader:
+        data = reader.read()
+    assert len(data) == n
+    return data

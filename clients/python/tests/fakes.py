@@ -1,7 +1,7 @@
 """A scripted in-process EntropyService, for what a live gateway cannot be made to do on cue:
 fail a stream after exactly k chunks, end it early, answer with a given status, report a
 provenance of several kinds and collectors, or a quality report that failed. It records the
-`accept_kinds` of every call."""
+`accept_kinds` and `construction` of every call."""
 
 from __future__ import annotations
 
@@ -57,13 +57,16 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     sent: bytearray = field(default_factory=bytearray)
     # (method, accept_kinds) of every call, in order.
     kinds: list[tuple[str, list[int]]] = field(default_factory=list)
+    # (method, construction) of every call, in order.
+    constructions: list[tuple[str, int]] = field(default_factory=list)
     # What CheckQuality and GetStatus answer.
     quality: pb.CheckQualityResponse = field(default_factory=pb.CheckQualityResponse)
     status: pb.GetStatusResponse = field(default_factory=pb.GetStatusResponse)
 
     def _unary(self, method: str, request: object, context: grpc.ServicerContext) -> None:
-        """Records the call's accept_kinds; raises the scripted error, if any."""
+        """Records the call's accept_kinds and construction; raises the scripted error, if any."""
         self.kinds.append((method, list(getattr(request, "accept_kinds", []))))
+        self.constructions.append((method, getattr(request, "construction", 0)))
         if self.unary_error is not None:
             code, details, trailers = self.unary_error
             context.set_trailing_metadata(trailers)
@@ -74,6 +77,7 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     ) -> Iterator[pb.StreamRandomResponse]:
         self.requests.append((request.chunk_bytes, request.total_bytes))
         self.kinds.append(("StreamRandom", list(request.accept_kinds)))
+        self.constructions.append(("StreamRandom", request.construction))
         step = self.script.pop(0) if self.script else Step(None)
         size = request.chunk_bytes or self.chunk_size
         left = request.total_bytes or None

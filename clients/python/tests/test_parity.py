@@ -13,6 +13,7 @@ import pytest
 
 from entropy_diode import (
     AsyncEntropyClient,
+    Construction,
     Draw,
     EntropyClient,
     InvalidArgumentError,
@@ -74,17 +75,18 @@ def test_each_method_has_the_same_signature_and_docs(name: str) -> None:
 
 def test_every_mapped_call_is_a_method_of_both() -> None:
     calls = {n for n, v in vars(Calls).items() if not n.startswith("_") and callable(v)}
-    calls.discard("kinds")  # the accept_kinds rule the calls and readers use, not a call
+    calls.discard("want")  # the accept_kinds and construction rule of calls and readers
     assert calls <= set(public(EntropyClient)) & set(public(AsyncEntropyClient))
 
 
-# (method, args, kwargs): every unary call, with the client's default filter and a call's own.
+# (method, args, kwargs): every unary call, with the client's default filter and construction
+# and a call's own.
 CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("get_bytes", (16,), {}),
-    ("draw", (8,), {"accept_kinds": []}),
+    ("draw", (8,), {"accept_kinds": [], "construction": Construction.RAW}),
     ("get_integers", (-(2**63), 6), {"count": 3}),
     ("get_floats", (2,), {"accept_kinds": [SourceKind.OS, SourceKind.QUANTUM]}),
-    ("get_uuids", (2,), {}),
+    ("get_uuids", (2,), {"construction": Construction.DRBG_PREDICTION_RESISTANT}),
     ("status", (), {}),
     ("check_quality", (2500,), {"timeout": 5.0}),
 ]
@@ -101,18 +103,22 @@ async def test_both_clients_send_and_map_every_call_the_same_way() -> None:
     fake = FakeEntropy()
     fake.status = pb.GetStatusResponse(pool_bytes=5, serving=True, not_serving_reason="")
     kinds = [SourceKind.QUANTUM]
+    drbg = Construction.DRBG
     with FakeServer(fake) as target:
-        with EntropyClient(target, "k", accept_kinds=kinds) as client:
+        with EntropyClient(target, "k", accept_kinds=kinds, construction=drbg) as client:
             sync = [comparable(getattr(client, m)(*a, **kw)) for m, a, kw in CASES]
-        sync_calls = list(fake.kinds)
+        sync_calls = list(zip(fake.kinds, fake.constructions))
         fake.kinds.clear()
-        async with AsyncEntropyClient(target, "k", accept_kinds=kinds) as aclient:
-            aio = [comparable(await getattr(aclient, m)(*a, **kw)) for m, a, kw in CASES]
-        aio_calls = list(fake.kinds)
+        fake.constructions.clear()
+        async with AsyncEntropyClient(target, "k", accept_kinds=kinds, construction=drbg) as ac:
+            aio = [comparable(await getattr(ac, m)(*a, **kw)) for m, a, kw in CASES]
+        aio_calls = list(zip(fake.kinds, fake.constructions))
     assert [type(v) for v in sync] == [int, tuple, list, list, list, Status, QualityReport]
     assert sync == aio
     assert sync_calls == aio_calls
-    assert [k for _, k in sync_calls] == [[1], [], [1], [3, 1], [1], [], [1]]
+    assert [k for (_, k), _ in sync_calls] == [[1], [], [1], [3, 1], [1], [], [1]]
+    # GetStatus has no construction: 0, as for a request without the field.
+    assert [c for _, (_, c) in sync_calls] == [2, 1, 2, 2, 3, 0, 2]
 
 
 async def test_both_clients_refuse_the_same_arguments_the_same_way() -> None:

@@ -1,6 +1,7 @@
 """Issue #15 against a live dev gateway (one OS source, collector "dev-collector"): quality
 checks, provenance, the source filter (`accept_kinds`) and FAILED_PRECONDITION, the pool by
-class in the status; and the `quality:check` scope on a gateway with a keys file."""
+class in the status; and the `quality:check` and `entropy:drbg` scopes on a gateway with a keys
+file."""
 
 from __future__ import annotations
 
@@ -9,15 +10,21 @@ import os
 import secrets
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
 import pytest
 
-from conftest import Gateway, assert_no_repeated_block, free_port, gateway_binary, stop_gateway
+from conftest import (
+    Gateway,
+    assert_no_repeated_block,
+    entropy_calls,
+    free_port,
+    gateway_binary,
+    stop_gateway,
+)
 from entropy_diode import (
     AsyncEntropyClient,
+    Construction,
     EntropyClient,
     EntropyError,
     FailedPreconditionError,
@@ -99,26 +106,6 @@ def test_the_stream_reader_reports_its_provenance(client: EntropyClient) -> None
         p = reader.provenance
     assert p is not None and p.kinds == (OS,) and p.collector_ids == ("dev-collector",)
     assert p.first_chunk is not None and p.first_chunk.collector_id == "dev-collector"
-
-
-def entropy_calls(client: EntropyClient, **kw: Any) -> dict[str, Callable[[], object]]:
-    """Every call that draws entropy, with `kw` (accept_kinds=...) or the client's default."""
-    return {
-        "get_bytes": lambda: client.get_bytes(16, **kw),
-        "draw": lambda: client.draw(16, **kw),
-        "get_integers": lambda: client.get_integers(1, 6, 3, **kw),
-        "get_floats": lambda: client.get_floats(3, **kw),
-        "get_uuids": lambda: client.get_uuids(3, **kw),
-        "check_quality": lambda: client.check_quality(2500, **kw),
-        "reader": lambda: read_stream(client, 1000, **kw),
-    }
-
-
-def read_stream(client: EntropyClient, n: int, **kw: Any) -> bytes:
-    with client.reader(n, **kw) as reader:
-        data = reader.read()
-    assert len(data) == n
-    return data
 
 
 def assert_names_the_pool(e: EntropyError) -> None:
@@ -271,3 +258,25 @@ def test_check_quality_needs_the_quality_scope(keys_gateway: tuple[str, str, str
     with EntropyClient(target, quality) as client:
         with pytest.raises(UnavailableError):
             client.check_quality(4096)
+
+
+def test_a_drbg_construction_needs_the_drbg_scope(keys_gateway: tuple[str, str, str]) -> None:
+    target, plain, quality = keys_gateway
+    # Neither key lists entropy:drbg. The scope is checked before anything is drawn, so the
+    # empty pool does not matter; a stream reader does not retry the refusal.
+    with EntropyClient(target, quality, construction=Construction.DRBG) as client:
+        for name, call in entropy_calls(client).items():
+            with pytest.raises(PermissionDeniedError) as e:
+                call()
+            assert "entropy:drbg" in e.value.details, (name, e.value.details)
+        with client.reader(chunk_bytes=1024) as reader:
+            with pytest.raises(PermissionDeniedError):
+                reader.read(1)
+            assert reader.streams_opened == 1
+    with EntropyClient(target, plain) as client:
+        pr = Construction.DRBG_PREDICTION_RESISTANT
+        with pytest.raises(PermissionDeniedError, match="entropy:drbg"):
+            client.get_bytes(8, construction=pr)
+        # RAW needs no more than entropy:read: the empty pool answers, as for any draw.
+        with pytest.raises(UnavailableError):
+            client.get_bytes(8, construction=Construction.RAW)

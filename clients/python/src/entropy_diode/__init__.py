@@ -9,7 +9,7 @@ Layout: _calls.py (each call's request and response mapping, and the constructio
 clients share), client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom
 reader that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
 rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status,
-provenance and quality-report views, SourceKind), _gen/ (generated from proto/ by
+provenance and quality-report views, SourceKind, Construction), _gen/ (generated from proto/ by
 clients/generate.sh).
 """
 
@@ -31,6 +31,7 @@ from .stream import StreamReader
 from .types import (
     ChunkRef,
     ClassLevel,
+    Construction,
     Draw,
     DrbgLabel,
     Fips1402,
@@ -48,6 +49,7 @@ __all__ = [
     "AuthenticationError",
     "ChunkRef",
     "ClassLevel",
+    "Construction",
     "DeadlineExceededError",
     "Draw",
     "DrbgLabel",

@@ -1,10 +1,10 @@
 """The one mapping between the clients' methods and EntropyService, so the sync and asyncio
 clients cannot drift apart: `Calls` turns each method's arguments into its checked request (with
-the client's default `accept_kinds`) and says how the response becomes what the method returns;
-`ClientCore` is how both clients are constructed (arguments checked, channel opened, key
-metadata, deadlines). `EntropyClient` (client.py) and `AsyncEntropyClient` (aio.py) only send
-what this builds, one blocking and one awaited; tests/test_parity.py checks that both expose the
-same methods with the same signatures."""
+the client's default `accept_kinds` and `construction`) and says how the response becomes what
+the method returns; `ClientCore` is how both clients are constructed (arguments checked, channel
+opened, key metadata, deadlines). `EntropyClient` (client.py) and `AsyncEntropyClient` (aio.py)
+only send what this builds, one blocking and one awaited; tests/test_parity.py checks that both
+expose the same methods with the same signatures."""
 
 from __future__ import annotations
 
@@ -18,11 +18,20 @@ from typing import Any, Generic, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from ._common import DEFAULT_TIMEOUT, Connection, build, check_kinds, connection
+from ._common import (
+    DEFAULT_TIMEOUT,
+    Connection,
+    Want,
+    build,
+    check_construction,
+    check_kinds,
+    connection,
+)
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1.entropy_pb2_grpc import EntropyServiceStub
 from .config import StreamOptions, from_environment
 from .types import (
+    Construction,
     Draw,
     QualityReport,
     SourceKind,
@@ -48,62 +57,92 @@ class Call(Generic[R]):
 
 
 class Calls:
-    """Every unary call's request and result mapping. `accept_kinds` is the client's default
-    source filter; each method's own `accept_kinds` (None: the default; `[]`: any) wins."""
+    """Every unary call's request and result mapping. `accept_kinds` and `construction` are the
+    client's defaults; each method's own (None: the default; `accept_kinds=[]`: any) wins."""
 
-    def __init__(self, accept_kinds: Iterable[SourceKind]) -> None:
-        self.accept_kinds = check_kinds(accept_kinds)
+    def __init__(self, accept_kinds: Iterable[SourceKind], construction: Construction) -> None:
+        self.default = Want(check_kinds(accept_kinds), check_construction(construction))
 
-    def kinds(self, override: Iterable[SourceKind] | None) -> list[int]:
-        """A call's `accept_kinds`: its own when given (empty: any), else the client's."""
-        return list(self.accept_kinds if override is None else check_kinds(override))
+    def want(
+        self,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
+    ) -> Want:
+        """What a call or reader asks for: each of its own when given, else the client's."""
+        return Want(
+            self.default.accept_kinds if accept_kinds is None else check_kinds(accept_kinds),
+            self.default.construction if construction is None else check_construction(construction),
+        )
 
-    def get_bytes(self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None) -> Call[bytes]:
-        return Call("GetRandom", self._random(num_bytes, accept_kinds), _data)
+    def get_bytes(
+        self,
+        num_bytes: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
+    ) -> Call[bytes]:
+        return Call("GetRandom", self._random(num_bytes, accept_kinds, construction), _data)
 
-    def draw(self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None) -> Call[Draw]:
-        return Call("GetRandom", self._random(num_bytes, accept_kinds), _draw)
+    def draw(
+        self,
+        num_bytes: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
+    ) -> Call[Draw]:
+        return Call("GetRandom", self._random(num_bytes, accept_kinds, construction), _draw)
 
     def check_quality(
-        self, sample_bytes: int, accept_kinds: Iterable[SourceKind] | None
+        self,
+        sample_bytes: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
     ) -> Call[QualityReport]:
-        req = build(
-            pb.CheckQualityRequest, sample_bytes=sample_bytes, accept_kinds=self.kinds(accept_kinds)
-        )
+        want = self.want(accept_kinds, construction)
+        req = build(pb.CheckQualityRequest, sample_bytes=sample_bytes, **want.fields())
         return Call("CheckQuality", req, quality_from_pb)
 
     def get_integers(
-        self, low: int, high: int, count: int, accept_kinds: Iterable[SourceKind] | None
+        self,
+        low: int,
+        high: int,
+        count: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
     ) -> Call[list[int]]:
-        req = build(
-            pb.GetIntegersRequest,
-            min=low,
-            max=high,
-            count=count,
-            accept_kinds=self.kinds(accept_kinds),
-        )
+        want = self.want(accept_kinds, construction)
+        req = build(pb.GetIntegersRequest, min=low, max=high, count=count, **want.fields())
         return Call("GetIntegers", req, _values)
 
     def get_floats(
-        self, count: int, accept_kinds: Iterable[SourceKind] | None
+        self,
+        count: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
     ) -> Call[list[float]]:
-        req = build(pb.GetFloatsRequest, count=count, accept_kinds=self.kinds(accept_kinds))
+        want = self.want(accept_kinds, construction)
+        req = build(pb.GetFloatsRequest, count=count, **want.fields())
         return Call("GetFloats", req, _values)
 
     def get_uuids(
-        self, count: int, accept_kinds: Iterable[SourceKind] | None
+        self,
+        count: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
     ) -> Call[list[uuid.UUID]]:
-        req = build(pb.GetUuidsRequest, count=count, accept_kinds=self.kinds(accept_kinds))
+        want = self.want(accept_kinds, construction)
+        req = build(pb.GetUuidsRequest, count=count, **want.fields())
         return Call("GetUuids", req, _uuids)
 
     def status(self) -> Call[Status]:
         return Call("GetStatus", pb.GetStatusRequest(), status_from_pb)
 
     def _random(
-        self, num_bytes: int, accept_kinds: Iterable[SourceKind] | None
+        self,
+        num_bytes: int,
+        accept_kinds: Iterable[SourceKind] | None,
+        construction: Construction | None,
     ) -> pb.GetRandomRequest:
-        kinds = self.kinds(accept_kinds)
-        return build(pb.GetRandomRequest, num_bytes=num_bytes, accept_kinds=kinds)
+        want = self.want(accept_kinds, construction)
+        return build(pb.GetRandomRequest, num_bytes=num_bytes, **want.fields())
 
 
 def _data(resp: pb.GetRandomResponse) -> bytes:
@@ -138,9 +177,10 @@ class ClientCore(ABC, Generic[ChannelT]):
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
         accept_kinds: Iterable[SourceKind] = (),
+        construction: Construction = Construction.RAW,
     ) -> None:
         conn = connection(endpoint, api_key, ca_file, credentials, options)
-        self._calls = Calls(accept_kinds)
+        self._calls = Calls(accept_kinds, construction)
         self.endpoint = conn.endpoint
         self._channel = self._open_channel(conn)
         self._stub = EntropyServiceStub(self._channel)  # type: ignore[no-untyped-call]
@@ -160,6 +200,7 @@ class ClientCore(ABC, Generic[ChannelT]):
         stream_options: StreamOptions | None = None,
         options: Sequence[tuple[str, Any]] = (),
         accept_kinds: Iterable[SourceKind] = (),
+        construction: Construction = Construction.RAW,
     ) -> CoreT:
         """A client configured by ENTROPY_ENDPOINT (default 127.0.0.1:50051), ENTROPY_API_KEY
         (required) and ENTROPY_CA_FILE; any argument given wins over its variable."""
@@ -173,12 +214,18 @@ class ClientCore(ABC, Generic[ChannelT]):
             stream_options=stream_options,
             options=options,
             accept_kinds=accept_kinds,
+            construction=construction,
         )
 
     @property
     def accept_kinds(self) -> tuple[SourceKind, ...]:
         """The source kinds every call accepts unless it says otherwise (empty: any)."""
-        return tuple(SourceKind(k) for k in self._calls.accept_kinds)
+        return tuple(SourceKind(k) for k in self._calls.default.accept_kinds)
+
+    @property
+    def construction(self) -> Construction:
+        """How every call's bytes are made unless it says otherwise (RAW: pool bytes)."""
+        return Construction(self._calls.default.construction)
 
     @abstractmethod
     def _open_channel(self, conn: Connection) -> ChannelT:

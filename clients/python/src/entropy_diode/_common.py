@@ -17,7 +17,7 @@ from . import errors
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from ._gen.entropy.v1 import provenance_pb2
 from .config import Endpoint, StreamOptions, check_api_key, parse_endpoint
-from .types import Provenance, SourceKind, provenance_from_pb
+from .types import Construction, Provenance, SourceKind, provenance_from_pb
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a unary call may take by default. The gateway itself answers UNAVAILABLE after its
@@ -147,6 +147,37 @@ def check_kinds(kinds: Iterable[SourceKind]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def check_construction(construction: Construction) -> int:
+    """`construction` as sent: a Construction (an int). Which values the gateway knows is its
+    to say (INVALID_ARGUMENT naming `construction`); here only that it is one, so a string
+    or a bool does not become a number by accident."""
+    if (
+        not isinstance(construction, int)
+        or isinstance(construction, bool)
+        or not -(2**31) <= construction < 2**31  # the wire's int32
+    ):
+        raise errors.InvalidArgumentError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"construction is {construction!r}, not a Construction"
+            " (Construction.RAW, DRBG or DRBG_PREDICTION_RESISTANT)",
+        )
+    return int(construction)
+
+
+@dataclass(frozen=True)
+class Want:
+    """What an entropy call or stream asks for besides its size, checked: the source kinds it
+    accepts (`accept_kinds`; empty: any) and how its bytes are made (`construction`; 0: RAW).
+    A stream reader sends the same on every stream it opens, reconnects included."""
+
+    accept_kinds: tuple[int, ...] = ()
+    construction: int = 0
+
+    def fields(self) -> dict[str, Any]:
+        """The request fields every entropy request carries."""
+        return {"accept_kinds": list(self.accept_kinds), "construction": self.construction}
+
+
 class StreamState:
     """Bytes received but not yet handed out, how many the server has sent, and the reconnect
     rule's clock.
@@ -162,13 +193,13 @@ class StreamState:
         chunk_bytes: int,
         options: StreamOptions,
         clock: Callable[[], float] = time.monotonic,
-        accept_kinds: Sequence[int] = (),
+        want: Want = Want(),
     ) -> None:
         if total_bytes is not None and total_bytes < 0:
             raise ValueError("total_bytes must be >= 0 (or None for an endless stream)")
         self.total = total_bytes
         self.chunk_bytes = chunk_bytes
-        self.accept_kinds = list(accept_kinds)
+        self.want = want
         self.options = options
         self.clock = clock
         self.received = 0
@@ -205,7 +236,7 @@ class StreamState:
             pb.StreamRandomRequest,
             chunk_bytes=self.chunk_bytes,
             total_bytes=remaining,
-            accept_kinds=self.accept_kinds,
+            **self.want.fields(),
         )
 
     def wait_timeout(self) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -15,10 +15,10 @@ import grpc.aio
 
 from . import errors
 from ._calls import Call, ClientCore
-from ._common import Connection, StreamState
+from ._common import Connection, StreamState, Want
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from .config import StreamOptions
-from .types import Draw, Provenance, QualityReport, SourceKind, Status
+from .types import Construction, Draw, Provenance, QualityReport, SourceKind, Status
 
 R = TypeVar("R")
 
@@ -32,7 +32,8 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
     ...     await client.get_bytes(32)
 
     Create it inside the running event loop (grpc.aio channels belong to one loop). The
-    arguments are those of `EntropyClient` (`accept_kinds` too), checked the same way;
+    arguments are those of `EntropyClient` (`accept_kinds` and `construction` too), checked
+    the same way;
     `from_env()` reads ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
     """
 
@@ -42,9 +43,11 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        return await self._call(self._calls.get_bytes(num_bytes, accept_kinds), timeout)
+        call = self._calls.get_bytes(num_bytes, accept_kinds, construction)
+        return await self._call(call, timeout)
 
     async def draw(
         self,
@@ -52,9 +55,10 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> Draw:
         """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
-        return await self._call(self._calls.draw(num_bytes, accept_kinds), timeout)
+        return await self._call(self._calls.draw(num_bytes, accept_kinds, construction), timeout)
 
     async def check_quality(
         self,
@@ -62,11 +66,13 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> QualityReport:
         """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
         served to anyone, and report how random they look. Needs a key with the
         `quality:check` scope; the bytes count against the key's quota."""
-        return await self._call(self._calls.check_quality(sample_bytes, accept_kinds), timeout)
+        call = self._calls.check_quality(sample_bytes, accept_kinds, construction)
+        return await self._call(call, timeout)
 
     async def get_integers(
         self,
@@ -76,9 +82,11 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        return await self._call(self._calls.get_integers(low, high, count, accept_kinds), timeout)
+        call = self._calls.get_integers(low, high, count, accept_kinds, construction)
+        return await self._call(call, timeout)
 
     async def get_floats(
         self,
@@ -86,9 +94,10 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        return await self._call(self._calls.get_floats(count, accept_kinds), timeout)
+        return await self._call(self._calls.get_floats(count, accept_kinds, construction), timeout)
 
     async def get_uuids(
         self,
@@ -96,9 +105,10 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        return await self._call(self._calls.get_uuids(count, accept_kinds), timeout)
+        return await self._call(self._calls.get_uuids(count, accept_kinds, construction), timeout)
 
     async def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
@@ -111,16 +121,18 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         chunk_bytes: int = 0,
         options: StreamOptions | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> AsyncStreamReader:
         """An async reader over StreamRandom; see `AsyncStreamReader`. `options` is its
         reconnect rule (default: the client's `stream_options`), `accept_kinds` its source filter
-        (default: the client's)."""
+        and `construction` how its bytes are made (default: the client's), sent on every stream
+        it opens."""
         return AsyncStreamReader(
             self._open_stream,
             total_bytes,
             chunk_bytes,
             options=options or self._stream_options,
-            accept_kinds=self._calls.kinds(accept_kinds),
+            want=self._calls.want(accept_kinds, construction),
         )
 
     async def close(self) -> None:
@@ -167,11 +179,11 @@ class AsyncStreamReader:
         *,
         options: StreamOptions | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        accept_kinds: Sequence[int] = (),
+        want: Want = Want(),
     ) -> None:
         self._open = open_stream
         self._state = StreamState(
-            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic, accept_kinds
+            total_bytes, chunk_bytes, options or StreamOptions(), time.monotonic, want
         )
         self._call: Any = None
         self._sleep = sleep

@@ -14,7 +14,7 @@ from ._calls import Call, ClientCore
 from ._common import Connection
 from .config import StreamOptions
 from .stream import StreamReader
-from .types import Draw, QualityReport, SourceKind, Status
+from .types import Construction, Draw, QualityReport, SourceKind, Status
 
 R = TypeVar("R")
 
@@ -39,7 +39,12 @@ class EntropyClient(ClientCore[grpc.Channel]):
     reconnect rule of the stream readers (`reader()`). `accept_kinds` (a list of
     `SourceKind`; empty: any) is the source filter every entropy call sends unless it passes
     its own `accept_kinds=` (`[]` there: any); a filter the pool cannot serve raises
-    `FailedPreconditionError`. Thread-safe.
+    `FailedPreconditionError`. `construction` (a `Construction`) is how every entropy call's
+    bytes are made unless it passes its own `construction=`: RAW (the default: pool bytes,
+    each served once) or DRBG / DRBG_PREDICTION_RESISTANT (the output of a DRBG instance of
+    the call's own, seeded from the pool, labelled in the provenance's `drbg`); a DRBG
+    construction needs the key's `entropy:drbg` scope (`PermissionDeniedError` otherwise).
+    Thread-safe.
     """
 
     def get_bytes(
@@ -48,9 +53,10 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> bytes:
         """Exactly `num_bytes` random bytes (1..=1048576)."""
-        return self._call(self._calls.get_bytes(num_bytes, accept_kinds), timeout)
+        return self._call(self._calls.get_bytes(num_bytes, accept_kinds, construction), timeout)
 
     def draw(
         self,
@@ -58,9 +64,10 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> Draw:
         """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
-        return self._call(self._calls.draw(num_bytes, accept_kinds), timeout)
+        return self._call(self._calls.draw(num_bytes, accept_kinds, construction), timeout)
 
     def check_quality(
         self,
@@ -68,11 +75,13 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> QualityReport:
         """Has the gateway draw `sample_bytes` (2500..=4194304) from its pool, never to be
         served to anyone, and report how random they look. Needs a key with the
         `quality:check` scope; the bytes count against the key's quota."""
-        return self._call(self._calls.check_quality(sample_bytes, accept_kinds), timeout)
+        call = self._calls.check_quality(sample_bytes, accept_kinds, construction)
+        return self._call(call, timeout)
 
     def get_integers(
         self,
@@ -82,9 +91,11 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[int]:
         """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        return self._call(self._calls.get_integers(low, high, count, accept_kinds), timeout)
+        call = self._calls.get_integers(low, high, count, accept_kinds, construction)
+        return self._call(call, timeout)
 
     def get_floats(
         self,
@@ -92,9 +103,10 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[float]:
         """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        return self._call(self._calls.get_floats(count, accept_kinds), timeout)
+        return self._call(self._calls.get_floats(count, accept_kinds, construction), timeout)
 
     def get_uuids(
         self,
@@ -102,9 +114,10 @@ class EntropyClient(ClientCore[grpc.Channel]):
         *,
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> list[uuid.UUID]:
         """`count` (1..=10000) random version 4 UUIDs."""
-        return self._call(self._calls.get_uuids(count, accept_kinds), timeout)
+        return self._call(self._calls.get_uuids(count, accept_kinds, construction), timeout)
 
     def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
@@ -117,18 +130,20 @@ class EntropyClient(ClientCore[grpc.Channel]):
         chunk_bytes: int = 0,
         options: StreamOptions | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
     ) -> StreamReader:
         """A file-like reader over StreamRandom: `total_bytes` in all (None: endless),
         `chunk_bytes` per message (0: the server's 16 KiB). It reconnects after transport
         errors without losing or repeating bytes, by `options` (default: the client's
-        `stream_options`), sending `accept_kinds` (default: the client's) on every stream it
-        opens. Close it (or use `with`) to stop the stream."""
+        `stream_options`), sending `accept_kinds` and `construction` (default: the client's)
+        on every stream it opens: a DRBG stream has one instance per stream opened. Close it
+        (or use `with`) to stop the stream."""
         return StreamReader(
             self._open_stream,
             total_bytes,
             chunk_bytes,
             options=options or self._stream_options,
-            accept_kinds=self._calls.kinds(accept_kinds),
+            want=self._calls.want(accept_kinds, construction),
         )
 
     def close(self) -> None:

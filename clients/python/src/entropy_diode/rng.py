@@ -19,7 +19,9 @@ class EntropyRandom(random.Random):
 
     Bytes are fetched `buffer_bytes` at a time and kept in this process until used: each byte is
     used once, here, and never by anyone else. Like SystemRandom, `seed()` does nothing and
-    there is no state to save (`getstate`/`setstate` raise NotImplementedError). Thread-safe.
+    there is no state to save (`getstate`/`setstate` raise NotImplementedError). The bytes are
+    what the client's calls get by default: its `accept_kinds` and `construction` (a client
+    made with `construction=Construction.DRBG` gives DRBG output). Thread-safe.
     """
 
     def __init__(self, client: EntropyClient, *, buffer_bytes: int = 4096) -> None:

@@ -16,13 +16,13 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import grpc
 
 from . import errors
-from ._common import StreamState
+from ._common import StreamState, Want
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from .config import StreamOptions
 from .types import Provenance
@@ -118,8 +118,9 @@ class StreamReader(io.BufferedIOBase):
     read is bounded: when the rule gives up it raises the last error (`UnavailableError` or
     `DeadlineExceededError`, a `TimeoutError`) saying how long it tried; any other status
     (a bad key, a quota, `FailedPreconditionError` for `accept_kinds` the gateway's pool
-    cannot serve) is raised at once. `accept_kinds` is sent on every stream it opens. Not
-    thread-safe: one reader at a time.
+    cannot serve, `PermissionDeniedError` for a DRBG construction without the scope) is raised
+    at once. `accept_kinds` and `construction` are sent on every stream it opens (a DRBG
+    stream gets a new instance on each). Not thread-safe: one reader at a time.
     """
 
     def __init__(
@@ -130,13 +131,11 @@ class StreamReader(io.BufferedIOBase):
         *,
         options: StreamOptions | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        accept_kinds: Sequence[int] = (),
+        want: Want = Want(),
     ) -> None:
         super().__init__()
         self._open = open_stream
-        self._state = StreamState(
-            total_bytes, chunk_bytes, options or StreamOptions(), accept_kinds=accept_kinds
-        )
+        self._state = StreamState(total_bytes, chunk_bytes, options or StreamOptions(), want=want)
         self._attempt: _Attempt | None = None
         self._sleep = sleep
 

@@ -12,7 +12,9 @@ from ._gen.entropy.v1 import entropy_pb2, provenance_pb2
 __all__ = [
     "ChunkRef",
     "ClassLevel",
+    "Construction",
     "Draw",
+    "DrbgLabel",
     "Fips1402",
     "MonteCarloPi",
     "Provenance",
@@ -42,6 +44,33 @@ class SourceKind(enum.IntEnum):
         return member
 
 
+class Construction(enum.IntEnum):
+    """How a response's bytes are made (proto `Construction`); the values are the wire's.
+
+    RAW: pool bytes as the collectors delivered them, each served to one caller, once (the
+    default, forever). DRBG: the output of an SP 800-90A CTR_DRBG instance of the call's own
+    (one per unary call, one per stream), seeded and reseeded only with pool bytes drawn for the
+    caller: far more bytes than the sources make, computationally rather than physically
+    random. DRBG_PREDICTION_RESISTANT: the same, reseeded before every 64 KiB. Asking for a DRBG
+    construction needs the key's `entropy:drbg` scope. UNSPECIFIED (0) asks for RAW, and in a
+    provenance means a gateway too old to say. A value this client does not know shows up as
+    a member named UNKNOWN_<number> rather than failing."""
+
+    UNSPECIFIED = 0
+    RAW = 1
+    DRBG = 2
+    DRBG_PREDICTION_RESISTANT = 3
+
+    @classmethod
+    def _missing_(cls, value: object) -> Construction | None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        member = int.__new__(cls, value)
+        member._name_ = f"UNKNOWN_{value}"
+        member._value_ = value
+        return member
+
+
 @dataclass(frozen=True)
 class ChunkRef:
     """One chunk, as its collector signed it."""
@@ -59,9 +88,9 @@ class Provenance:
     chunk mixed two or more sources; `collector_ids` in the order first served; the first and
     last chunk (None only from a gateway that did not say); how many chunks; and how long the
     oldest byte had been in the gateway's pool. A gateway too old to report provenance gives an
-    empty one (no kinds, `chunk_count` 0). `construction` is the proto's `Construction` (1 RAW:
-    pool bytes; 2 DRBG, 3 DRBG with prediction resistance: the output of a DRBG instance, `drbg`,
-    whose seeds the fields above describe; 0 from a gateway too old to say)."""
+    empty one (no kinds, `chunk_count` 0). `construction` says how the bytes were made: RAW (pool
+    bytes; `drbg` None), or DRBG / DRBG_PREDICTION_RESISTANT: the output of the DRBG instance
+    `drbg`, whose seeds the fields above describe (UNSPECIFIED from a gateway too old to say)."""
 
     kinds: tuple[SourceKind, ...]
     mixed: bool
@@ -70,7 +99,7 @@ class Provenance:
     last_chunk: ChunkRef | None
     chunk_count: int
     oldest_byte_age_ms: int
-    construction: int = 0
+    construction: Construction = Construction.UNSPECIFIED
     drbg: DrbgLabel | None = None
 
 
@@ -277,7 +306,7 @@ def provenance_from_pb(msg: provenance_pb2.DrawProvenance) -> Provenance:
         last_chunk=_chunk(msg.last_chunk) if msg.HasField("last_chunk") else None,
         chunk_count=msg.chunk_count,
         oldest_byte_age_ms=msg.oldest_byte_age_ms,
-        construction=msg.construction,
+        construction=Construction(msg.construction),
         drbg=_drbg(msg.drbg) if msg.HasField("drbg") else None,
     )
 
