@@ -10,7 +10,16 @@ import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endp
 import { fromServiceError, invalidArgument } from "./errors";
 import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
 import { grpcClient, type GrpcClient, type UnaryMethod } from "./grpc";
-import { checkKinds, type Provenance, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance";
+import {
+  callWant,
+  checkConstruction,
+  checkKinds,
+  Construction,
+  type Provenance,
+  provenanceFromPb,
+  type QualityReport,
+  qualityFromPb,
+} from "./provenance";
 import { type SourceKind, type Status, statusFromPb } from "./status";
 import { RandomStream, type StreamOptions } from "./stream";
 
@@ -50,6 +59,11 @@ export interface ClientOptions {
    * `acceptKinds`); empty or undefined: any. A filter the pool cannot serve rejects with
    * FailedPreconditionError. */
   acceptKinds?: readonly SourceKind[];
+  /** How every entropy call's bytes are made unless it says otherwise (its own `construction`):
+   * Construction.RAW (the default: pool bytes), or Construction.DRBG /
+   * DRBG_PREDICTION_RESISTANT (DRBG output seeded from the pool, labelled in each provenance's
+   * `drbg`; needs the key's `entropy:drbg` scope, PermissionDeniedError otherwise). */
+  construction?: Construction;
 }
 
 /** `EntropyClient.fromEnv` options: each given value wins over its environment variable. */
@@ -69,6 +83,9 @@ export interface CallOptions {
   /** The source kinds this call accepts (entropy calls only), instead of the client's
    * `acceptKinds`; `[]`: any. */
   acceptKinds?: readonly SourceKind[];
+  /** How this call's bytes are made (entropy calls only), instead of the client's
+   * `construction`. */
+  construction?: Construction;
 }
 
 /** Random bytes and where they came from (`EntropyClient.draw`). */
@@ -95,6 +112,9 @@ export class EntropyClient {
   readonly endpoint: string;
   /** The source kinds every entropy call accepts unless it says otherwise (empty: any). */
   readonly acceptKinds: readonly SourceKind[];
+  /** How every entropy call's bytes are made unless it says otherwise (Construction.RAW by
+   * default). */
+  readonly construction: Construction;
   private readonly rpc: GrpcClient<(typeof EntropyService)["method"]>;
   private readonly metadata: Metadata;
   private readonly streamMetadata: Metadata;
@@ -109,6 +129,7 @@ export class EntropyClient {
   constructor(endpoint: string, apiKey: string, options: ClientOptions = {}) {
     const key = validateApiKey(apiKey);
     this.acceptKinds = Object.freeze(checkKinds(options.acceptKinds ?? []));
+    this.construction = checkConstruction(options.construction ?? Construction.RAW);
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       throw invalidArgument(`timeoutMs is ${timeoutMs}, must be a number >= 0 (0: none)`);
@@ -153,7 +174,7 @@ export class EntropyClient {
 
   /** Exactly `numBytes` random bytes (1..=1048576) and where they came from. */
   async draw(numBytes: number, options?: CallOptions): Promise<Draw> {
-    const req = { numBytes: uint32("numBytes", numBytes), encoding: 0, acceptKinds: this.kinds(options) };
+    const req = { numBytes: uint32("numBytes", numBytes), encoding: 0, ...callWant(this, options) };
     const res = await this.unary(this.rpc.getRandom, req, options);
     return { data: Buffer.from(res.data), provenance: provenanceFromPb(res.provenance) };
   }
@@ -162,7 +183,7 @@ export class EntropyClient {
    * anyone, and report how random they look. Needs a key with the `quality:check` scope; the
    * bytes count against the key's quota. */
   async checkQuality(sampleBytes: number, options?: CallOptions): Promise<QualityReport> {
-    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), acceptKinds: this.kinds(options) };
+    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), ...callWant(this, options) };
     return qualityFromPb(await this.unary(this.rpc.checkQuality, req, options));
   }
 
@@ -180,7 +201,7 @@ export class EntropyClient {
       min: int64("min", min),
       max: int64("max", max),
       count: uint32("count", count),
-      acceptKinds: this.kinds(options),
+      ...callWant(this, options),
     };
     const res = await this.unary(this.rpc.getIntegers, req, options);
     // Bounds that are safe integers keep every value in between safe too.
@@ -189,14 +210,14 @@ export class EntropyClient {
 
   /** `count` (1..=10000) uniform floats in [0, 1), 53 random bits each. */
   async getFloats(count = 1, options?: CallOptions): Promise<number[]> {
-    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const req = { count: uint32("count", count), ...callWant(this, options) };
     const res = await this.unary(this.rpc.getFloats, req, options);
     return res.values;
   }
 
   /** `count` (1..=10000) random version 4 UUIDs, canonical lowercase. */
   async getUuids(count = 1, options?: CallOptions): Promise<string[]> {
-    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const req = { count: uint32("count", count), ...callWant(this, options) };
     const res = await this.unary(this.rpc.getUuids, req, options);
     return res.uuids;
   }
@@ -213,7 +234,7 @@ export class EntropyClient {
     // stream's attempt and stall timeouts and its reconnect budget instead.
     return new RandomStream(
       (req) => this.rpc.streamRandom(req, this.streamMetadata.clone()),
-      { ...options, acceptKinds: options.acceptKinds ?? this.acceptKinds },
+      { ...options, ...callWant(this, options) },
       () => {
         const state = this.rpc.getChannel().getConnectivityState(false);
         return state === connectivityState.READY ? undefined : connectivityState[state];
@@ -229,11 +250,6 @@ export class EntropyClient {
   /** Closes the channel; calls in flight fail with CANCELLED. */
   close(): void {
     this.rpc.close();
-  }
-
-  /** A call's `acceptKinds`: its own when given (empty: any), else the client's. */
-  private kinds(options: CallOptions | undefined): SourceKind[] {
-    return options?.acceptKinds === undefined ? [...this.acceptKinds] : checkKinds(options.acceptKinds);
   }
 
   private unary<I extends DescMessage, O extends DescMessage>(

@@ -8,7 +8,7 @@ import { Readable } from "node:stream";
 import { DeadlineExceededError, EntropyError, fromServiceError, invalidArgument, UnavailableError } from "./errors";
 import type { StreamRandomRequestSchema, StreamRandomResponse } from "./gen/entropy/v1/entropy_pb.js";
 import type { DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
-import { checkKinds, type Provenance, provenanceFromPb } from "./provenance";
+import { checkConstruction, checkKinds, Construction, type Provenance, provenanceFromPb } from "./provenance";
 import type { SourceKind } from "./status";
 
 /** How long a stream keeps reconnecting after a failure by default (ms). */
@@ -48,6 +48,11 @@ export interface StreamOptions {
    * `[]`: any. Default: the client's `acceptKinds`. A filter the pool cannot serve ends the
    * stream with FailedPreconditionError, which is not retried. */
   acceptKinds?: readonly SourceKind[];
+  /** How this stream's bytes are made, sent on every stream it opens (reconnects too). Default:
+   * the client's `construction`. A DRBG construction gets one DRBG instance per StreamRandom
+   * call: every message of it carries the same `provenance.drbg.instanceId`, and a reconnect
+   * gets a new instance. */
+  construction?: Construction;
 }
 
 /** What a grpc-js server-streaming call offers that RandomStream needs. */
@@ -97,6 +102,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly acceptKinds: SourceKind[];
+  private readonly construction: Construction;
   /** The last message's provenance as received, converted when asked for. */
   private lastProvenance: DrawProvenance | undefined;
   private convertedProvenance: Provenance | undefined;
@@ -135,6 +141,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     this.total = totalBytes;
     this.chunkBytes = chunkBytes;
     this.acceptKinds = checkKinds(options.acceptKinds ?? []);
+    this.construction = checkConstruction(options.construction ?? Construction.RAW);
     this.budgetMs = millis("reconnectBudgetMs", options.reconnectBudgetMs, DEFAULT_RECONNECT_BUDGET_MS, 0);
     this.attemptTimeoutMs = millis("attemptTimeoutMs", options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS, 1);
     this.stallTimeoutMs = millis("stallTimeoutMs", options.stallTimeoutMs, DEFAULT_STALL_TIMEOUT_MS, 1);
@@ -366,7 +373,7 @@ export class RandomStream implements AsyncIterable<Buffer> {
     const cutShort = timeoutMs < this.attemptTimeoutMs;
     this.opens++;
     const remaining = this.total === undefined ? 0 : this.total - this.receivedBytes; // 0: endless
-    const call = this.open({ chunkBytes: this.chunkBytes, totalBytes: BigInt(remaining), acceptKinds: this.acceptKinds });
+    const call = this.open({ chunkBytes: this.chunkBytes, totalBytes: BigInt(remaining), acceptKinds: this.acceptKinds, construction: this.construction });
     // The iterator reports errors; this listener only keeps a late error (after cancel()) from
     // being an unhandled 'error' event.
     call.on("error", () => {});

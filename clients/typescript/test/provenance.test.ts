@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import {
   type CallOptions,
   type ClientOptions,
+  Construction,
   EntropyClient,
   FailedPreconditionError,
   InvalidArgumentError,
@@ -68,7 +69,7 @@ async function everyCall(c: EntropyClient, options?: CallOptions): Promise<void>
   await c.getFloats(2, options);
   await c.getUuids(2, options);
   await c.checkQuality(2500, options);
-  const s = c.stream({ totalBytes: 100, chunkBytes: 50, acceptKinds: options?.acceptKinds });
+  const s = c.stream({ totalBytes: 100, chunkBytes: 50, acceptKinds: options?.acceptKinds, construction: options?.construction });
   assert.equal((await s.read(100)).length, 100);
 }
 
@@ -144,6 +145,47 @@ describe("acceptKinds", () => {
         assert.deepEqual(fake.kinds, Array(3).fill(["StreamRandom", [1]]));
       },
       { acceptKinds: [QUANTUM] },
+      new FakeEntropy(script, 100),
+    );
+  });
+});
+
+describe("construction", () => {
+  const { RAW, DRBG, DRBG_PREDICTION_RESISTANT } = Construction;
+
+  test("the client's default is sent on every entropy call, a call's own wins, RAW by default", async () => {
+    await withFake(
+      async (c, fake) => {
+        await everyCall(c);
+        await everyCall(c, { construction: DRBG_PREDICTION_RESISTANT });
+        await everyCall(c, { construction: RAW });
+        await c.status();
+        assert.deepEqual(fake.constructions, [
+          ...METHODS.map((m) => [m, DRBG]),
+          ...METHODS.map((m) => [m, DRBG_PREDICTION_RESISTANT]),
+          ...METHODS.map((m) => [m, RAW]),
+          ["GetStatus", 0],
+        ]);
+      },
+      { construction: DRBG },
+    );
+    await withFake(async (c, fake) => {
+      assert.equal(c.construction, RAW);
+      await everyCall(c);
+      assert.deepEqual(fake.constructions, METHODS.map((m) => [m, RAW]));
+    });
+  });
+
+  test("it is sent again on every reconnect", async () => {
+    const script: Step[] = [{ chunks: 2, code: status.UNAVAILABLE }, { chunks: 0, code: status.UNAVAILABLE }];
+    await withFake(
+      async (c, fake) => {
+        const s = c.stream({ totalBytes: 1000, chunkBytes: 100, ...FAST });
+        assert.equal((await s.read(1000)).length, 1000);
+        assert.equal(s.reconnects, 2);
+        assert.deepEqual(fake.constructions, Array(3).fill(["StreamRandom", DRBG]));
+      },
+      { construction: DRBG },
       new FakeEntropy(script, 100),
     );
   });

@@ -194,11 +194,13 @@ export function fakeProvenance(sequence: number): DrawProvenance {
 }
 
 /** A scripted EntropyService, for what a live gateway cannot be made to do on cue. It records
- * the `acceptKinds` of every call. */
+ * the `acceptKinds` and `construction` of every call. */
 export class FakeEntropy {
   readonly requests: Array<[number, number]> = [];
   /** [method, acceptKinds] of every call, in order. */
   readonly kinds: Array<[string, number[]]> = [];
+  /** [method, construction] of every call, in order (GetStatus: 0, it has none). */
+  readonly constructions: Array<[string, number]> = [];
   /** What CheckQuality and GetStatus answer. */
   quality: CheckQualityResponse = create(CheckQualityResponseSchema);
   status: GetStatusResponse = create(GetStatusResponseSchema);
@@ -218,11 +220,13 @@ export class FakeEntropy {
 
   /** Serves on 127.0.0.1:`port` (default a free one) and resolves to its address. */
   async start(onPort = 0): Promise<string> {
-    // Records the call's acceptKinds, then answers `ok()` or the scripted error.
+    // Records the call's acceptKinds and construction, then answers `ok()` or the scripted error.
     const unary =
       <Req, Res>(method: string, ok: (req: Req) => Res) =>
       (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
-        this.kinds.push([method, [...((call.request as { acceptKinds?: number[] }).acceptKinds ?? [])]]);
+        const req = call.request as { acceptKinds?: number[]; construction?: number };
+        this.kinds.push([method, [...(req.acceptKinds ?? [])]]);
+        this.constructions.push([method, req.construction ?? 0]);
         if (this.unaryError) {
           const { code, details, trailers } = this.unaryError;
           callback({ code, details, metadata: trailers, name: "", message: details });
@@ -268,6 +272,7 @@ export class FakeEntropy {
     const req = call.request;
     this.requests.push([req.chunkBytes, Number(req.totalBytes)]);
     this.kinds.push(["StreamRandom", [...req.acceptKinds]]);
+    this.constructions.push(["StreamRandom", req.construction]);
     const step = this.script.shift() ?? {};
     const size = req.chunkBytes || this.chunkSize;
     let left = req.totalBytes > 0n ? Number(req.totalBytes) : Infinity;

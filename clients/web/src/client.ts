@@ -8,7 +8,16 @@ import { baseUrl } from "./endpoint.js";
 import { fromCallError, invalidArgument } from "./errors.js";
 import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
 import { validateKey } from "./key.js";
-import { checkKinds, type Provenance, provenanceFromPb, type QualityReport, qualityFromPb } from "./provenance.js";
+import {
+  callWant,
+  checkConstruction,
+  checkKinds,
+  Construction,
+  type Provenance,
+  provenanceFromPb,
+  type QualityReport,
+  qualityFromPb,
+} from "./provenance.js";
 import { type SourceKind, type Status, statusFromPb } from "./status.js";
 import { RandomStream, type StreamOptions } from "./stream.js";
 
@@ -28,6 +37,11 @@ export interface ClientOptions {
    * `acceptKinds`); empty or undefined: any. A filter the pool cannot serve rejects with
    * FailedPreconditionError. */
   acceptKinds?: readonly SourceKind[];
+  /** How every entropy call's bytes are made unless it says otherwise (its own `construction`):
+   * Construction.RAW (the default: pool bytes), or Construction.DRBG /
+   * DRBG_PREDICTION_RESISTANT (DRBG output seeded from the pool, labelled in each provenance's
+   * `drbg`; needs the key's `entropy:drbg` scope, PermissionDeniedError otherwise). */
+  construction?: Construction;
 }
 
 export interface CallOptions {
@@ -39,6 +53,9 @@ export interface CallOptions {
   /** The source kinds this call accepts (entropy calls only), instead of the client's
    * `acceptKinds`; `[]`: any. */
   acceptKinds?: readonly SourceKind[];
+  /** How this call's bytes are made (entropy calls only), instead of the client's
+   * `construction`. */
+  construction?: Construction;
 }
 
 /** Random bytes and where they came from (`EntropyClient.draw`). */
@@ -61,6 +78,9 @@ export interface Draw {
 export class EntropyClient {
   /** The source kinds every entropy call accepts unless it says otherwise (empty: any). */
   readonly acceptKinds: readonly SourceKind[];
+  /** How every entropy call's bytes are made unless it says otherwise (Construction.RAW by
+   * default). */
+  readonly construction: Construction;
   private readonly rpc: Client<typeof EntropyService>;
   private readonly headers: Headers;
   private readonly timeoutMs: number;
@@ -70,6 +90,7 @@ export class EntropyClient {
   constructor(endpoint: string, apiKey: string, options: ClientOptions = {}) {
     const key = validateKey(apiKey);
     this.acceptKinds = Object.freeze(checkKinds(options.acceptKinds ?? []));
+    this.construction = checkConstruction(options.construction ?? Construction.RAW);
     const transport = createGrpcWebTransport({
       baseUrl: baseUrl(endpoint),
       useBinaryFormat: true,
@@ -88,7 +109,7 @@ export class EntropyClient {
 
   /** Exactly `numBytes` random bytes (1..=1048576) and where they came from. */
   async draw(numBytes: number, options?: CallOptions): Promise<Draw> {
-    const req = { numBytes: uint32("numBytes", numBytes), acceptKinds: this.kinds(options) };
+    const req = { numBytes: uint32("numBytes", numBytes), ...callWant(this, options) };
     const res = await this.unary((o) => this.rpc.getRandom(req, o), options);
     return { data: res.data, provenance: provenanceFromPb(res.provenance) };
   }
@@ -97,7 +118,7 @@ export class EntropyClient {
    * anyone, and report how random they look. Needs a key with the `quality:check` scope; the
    * bytes count against the key's quota. */
   async checkQuality(sampleBytes: number, options?: CallOptions): Promise<QualityReport> {
-    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), acceptKinds: this.kinds(options) };
+    const req = { sampleBytes: uint32("sampleBytes", sampleBytes), ...callWant(this, options) };
     return qualityFromPb(await this.unary((o) => this.rpc.checkQuality(req, o), options));
   }
 
@@ -115,7 +136,7 @@ export class EntropyClient {
       min: int64("min", min),
       max: int64("max", max),
       count: uint32("count", count),
-      acceptKinds: this.kinds(options),
+      ...callWant(this, options),
     };
     const res = await this.unary((o) => this.rpc.getIntegers(req, o), options);
     return typeof min === "number" ? res.values.map(Number) : res.values;
@@ -123,13 +144,13 @@ export class EntropyClient {
 
   /** `count` (1..=10000) uniform floats in [0, 1), 53 random bits each. */
   async getFloats(count = 1, options?: CallOptions): Promise<number[]> {
-    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const req = { count: uint32("count", count), ...callWant(this, options) };
     return (await this.unary((o) => this.rpc.getFloats(req, o), options)).values;
   }
 
   /** `count` (1..=10000) random version 4 UUIDs, canonical lowercase. */
   async getUuids(count = 1, options?: CallOptions): Promise<string[]> {
-    const req = { count: uint32("count", count), acceptKinds: this.kinds(options) };
+    const req = { count: uint32("count", count), ...callWant(this, options) };
     return (await this.unary((o) => this.rpc.getUuids(req, o), options)).uuids;
   }
 
@@ -143,13 +164,8 @@ export class EntropyClient {
   stream(options: StreamOptions = {}): RandomStream {
     return new RandomStream(
       (request, signal) => this.rpc.streamRandom(request, { headers: this.headers, signal, timeoutMs: 0 }),
-      { ...options, acceptKinds: options.acceptKinds ?? this.acceptKinds },
+      { ...options, ...callWant(this, options) },
     );
-  }
-
-  /** A call's `acceptKinds`: its own when given (empty: any), else the client's. */
-  private kinds(options: CallOptions | undefined): SourceKind[] {
-    return options?.acceptKinds === undefined ? [...this.acceptKinds] : checkKinds(options.acceptKinds);
   }
 
   private async unary<T>(call: (o: ConnectCallOptions) => Promise<T>, options: CallOptions = {}): Promise<T> {

@@ -15,6 +15,8 @@ export {
 export { validateKey, MAX_KEY_BYTES } from "./key.js";
 export {
   type ChunkRef,
+  Construction,
+  type DrbgLabel,
   type Fips1402,
   type MonteCarloPi,
   type Provenance,

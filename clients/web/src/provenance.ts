@@ -1,12 +1,13 @@
 // Copied from clients/typescript/src/provenance.ts by clients/generate.sh: edit that file, not this one.
-// The source filter (acceptKinds), provenance and quality reports as plain objects, so callers
-// never handle generated message types: the one mapping for both TypeScript clients. 64-bit wire
+// What an entropy call asks for besides its size (acceptKinds, construction), provenance and
+// quality reports as plain objects, so callers never handle generated message types: the one
+// mapping for both TypeScript clients. 64-bit wire
 // fields are bigint, as in Status (status.ts, which also defines SourceKind). The Node client
 // compiles it here; the browser client (../web) gets a copy from ../generate.sh, checked by
 // ../test.sh like generated code, as status.ts. So it imports nothing Node-only: besides the
 // generated code and status.ts (copied with it), only `invalidArgument` from ./errors.js, which
 // each package defines with the same signature, so a bad filter is that package's own
-// InvalidArgumentError. It maps every field of DrawProvenance and CheckQualityResponse:
+// InvalidArgumentError (or a bad construction). It maps every field of DrawProvenance and CheckQualityResponse:
 // clients/typescript/test/provenance.test.ts checks that against the generated schema.
 
 import { invalidArgument } from "./errors.js";
@@ -17,6 +18,15 @@ import type {
   DrbgLabel as DrbgLabelPb,
 } from "./gen/entropy/v1/provenance_pb.js";
 import type { SourceKind } from "./status.js";
+
+/** How a response's bytes are made; the values are the wire's (proto `Construction`). RAW, the
+ * default: pool bytes, each served once. DRBG: the output of an SP 800-90A CTR_DRBG instance of
+ * the call's own (one per unary call, one per stream), seeded and reseeded from the pool, far more
+ * bytes than the sources make but computationally, not physically, random; it needs the key's
+ * `entropy:drbg` scope (PermissionDeniedError otherwise). DRBG_PREDICTION_RESISTANT: as DRBG,
+ * reseeded before every 64 KiB. Each response's provenance says which (`construction`, `drbg`). */
+export const Construction = Object.freeze({ RAW: 1, DRBG: 2, DRBG_PREDICTION_RESISTANT: 3 } as const);
+export type Construction = (typeof Construction)[keyof typeof Construction];
 
 /** One chunk, as its collector signed it. */
 export interface ChunkRef {
@@ -127,6 +137,33 @@ export function checkKinds(kinds: readonly SourceKind[]): SourceKind[] {
     }
   });
   return [...kinds];
+}
+
+/** `construction` as sent. As with `acceptKinds`, which values exist is the gateway's to say
+ * (INVALID_ARGUMENT naming `construction`); here only what cannot be encoded is refused. */
+export function checkConstruction(construction: Construction): Construction {
+  const c: unknown = construction;
+  if (!(Number.isInteger(c) && (c as number) >= -(2 ** 31) && (c as number) < 2 ** 31)) {
+    throw invalidArgument(
+      `construction is ${JSON.stringify(c) ?? String(c)}, not a Construction (Construction.RAW, .DRBG or .DRBG_PREDICTION_RESISTANT)`,
+    );
+  }
+  return construction;
+}
+
+/** What an entropy call or stream asks for besides its size. */
+export interface Want {
+  acceptKinds: readonly SourceKind[];
+  construction: Construction;
+}
+
+/** The `acceptKinds` and `construction` of one call: its own where given (checked here), else
+ * the client's (checked when the client was made). */
+export function callWant(client: Want, call: Partial<Want> | undefined): { acceptKinds: SourceKind[]; construction: Construction } {
+  return {
+    acceptKinds: call?.acceptKinds === undefined ? [...client.acceptKinds] : checkKinds(call.acceptKinds),
+    construction: call?.construction === undefined ? client.construction : checkConstruction(call.construction),
+  };
 }
 
 function chunkFromPb(c: ChunkRefPb | undefined): ChunkRef | undefined {

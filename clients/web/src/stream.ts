@@ -7,7 +7,7 @@ import { Code } from "@connectrpc/connect";
 import { DeadlineExceededError, EntropyError, UnavailableError, fromCallError, invalidArgument } from "./errors.js";
 import type { StreamRandomRequestSchema, StreamRandomResponse } from "./gen/entropy/v1/entropy_pb.js";
 import type { DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
-import { checkKinds, type Provenance, provenanceFromPb } from "./provenance.js";
+import { checkConstruction, checkKinds, Construction, type Provenance, provenanceFromPb } from "./provenance.js";
 import type { SourceKind } from "./status.js";
 
 export interface StreamOptions {
@@ -29,6 +29,11 @@ export interface StreamOptions {
    * `[]`: any. Default: the client's `acceptKinds`. A filter the pool cannot serve ends the
    * stream with FailedPreconditionError, which is not retried. */
   acceptKinds?: readonly SourceKind[];
+  /** How this stream's bytes are made, sent on every stream it opens (reconnects too). Default:
+   * the client's `construction`. A DRBG construction gets one DRBG instance per StreamRandom
+   * call: every message of it carries the same `provenance.drbg.instanceId`, and a reconnect
+   * gets a new instance. */
+  construction?: Construction;
 }
 
 /** Opens one StreamRandom call for `request` (its `totalBytes` 0: endless). */
@@ -60,6 +65,7 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
   private readonly stallMs: number;
   private readonly signal: AbortSignal | undefined;
   private readonly acceptKinds: SourceKind[];
+  private readonly construction: Construction;
   /** The last message's provenance as received, converted when asked for. */
   private lastProvenance: DrawProvenance | undefined;
   private convertedProvenance: Provenance | undefined;
@@ -81,6 +87,7 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
     this.stallMs = options.stallTimeoutMs ?? 10_000;
     this.signal = options.signal;
     this.acceptKinds = checkKinds(options.acceptKinds ?? []);
+    this.construction = checkConstruction(options.construction ?? Construction.RAW);
   }
 
   /** Where the bytes of the last message received came from (undefined before the first). That
@@ -149,7 +156,7 @@ export class RandomStream implements AsyncIterable<Uint8Array> {
       try {
         arm(firstMs);
         const owed = this.total === 0n ? 0n : this.total - this.received;
-        const request = { totalBytes: owed, chunkBytes: this.chunkBytes, acceptKinds: this.acceptKinds };
+        const request = { totalBytes: owed, chunkBytes: this.chunkBytes, acceptKinds: this.acceptKinds, construction: this.construction };
         for await (const message of this.open(request, attempt.signal)) {
           clearTimeout(timer);
           this.lastProvenance = message.provenance;

@@ -59,6 +59,8 @@ public final class EntropyClient implements AutoCloseable {
   private final Endpoint endpoint;
   /** accept_kinds of every entropy call, as wire numbers; empty: any kind. */
   private final List<Integer> acceptKinds;
+  /** construction of every entropy call, as its wire number (RAW by default). */
+  private final int construction;
 
   private EntropyClient(Builder b, String key) {
     this.endpoint = Endpoint.parse(b.endpoint, b.caFile != null);
@@ -86,6 +88,7 @@ public final class EntropyClient implements AutoCloseable {
     this.async = EntropyServiceGrpc.newStub(channel);
     this.timeout = b.timeout;
     this.acceptKinds = b.acceptKinds;
+    this.construction = b.construction;
   }
 
   /** A builder; {@link Builder#build()} needs at least an API key. */
@@ -111,6 +114,12 @@ public final class EntropyClient implements AutoCloseable {
     return SourceKind.fromNumbers(acceptKinds);
   }
 
+  /** How the bytes of every entropy call of this client are made ({@link Construction#RAW} by
+   * default). */
+  public Construction construction() {
+    return Construction.fromNumber(construction);
+  }
+
   /**
    * Exactly {@code numBytes} random bytes (1..=1048576), or an error and nothing consumed.
    *
@@ -124,7 +133,8 @@ public final class EntropyClient implements AutoCloseable {
   /**
    * Exactly {@code numBytes} random bytes (1..=1048576) together with their provenance: the kinds
    * of the sources behind them, the collectors and chunks they came from, and how long they had
-   * waited in the pool.
+   * waited in the pool; for a DRBG construction, the instance that made them
+   * ({@link Provenance#drbg()}) and where its seeds came from.
    *
    * @param numBytes how many bytes
    * @return the bytes and their provenance
@@ -140,6 +150,7 @@ public final class EntropyClient implements AutoCloseable {
         GetRandomRequest.newBuilder()
             .setNumBytes(uint32("numBytes", numBytes))
             .addAllAcceptKindsValue(acceptKinds)
+            .setConstructionValue(construction)
             .build();
     return call(s -> s.getRandom(req));
   }
@@ -160,6 +171,7 @@ public final class EntropyClient implements AutoCloseable {
             .setMax(max)
             .setCount(uint32("count", count))
             .addAllAcceptKindsValue(acceptKinds)
+            .setConstructionValue(construction)
             .build();
     return call(s -> s.getIntegers(req)).getValuesList().stream().mapToLong(Long::longValue).toArray();
   }
@@ -175,6 +187,7 @@ public final class EntropyClient implements AutoCloseable {
         GetFloatsRequest.newBuilder()
             .setCount(uint32("count", count))
             .addAllAcceptKindsValue(acceptKinds)
+            .setConstructionValue(construction)
             .build();
     return call(s -> s.getFloats(req)).getValuesList().stream().mapToDouble(Double::doubleValue).toArray();
   }
@@ -190,6 +203,7 @@ public final class EntropyClient implements AutoCloseable {
         GetUuidsRequest.newBuilder()
             .setCount(uint32("count", count))
             .addAllAcceptKindsValue(acceptKinds)
+            .setConstructionValue(construction)
             .build();
     return call(s -> s.getUuids(req)).getUuidsList().stream().map(UUID::fromString).toList();
   }
@@ -205,7 +219,7 @@ public final class EntropyClient implements AutoCloseable {
    * @return the report
    */
   public QualityReport checkQuality(int sampleBytes) {
-    return checkQuality(sampleBytes, acceptKinds);
+    return checkQuality(sampleBytes, acceptKinds, construction);
   }
 
   /**
@@ -224,14 +238,34 @@ public final class EntropyClient implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       throw new InvalidArgumentException(e.getMessage(), e);
     }
-    return checkQuality(sampleBytes, kinds);
+    return checkQuality(sampleBytes, kinds, construction);
   }
 
-  private QualityReport checkQuality(int sampleBytes, List<Integer> kinds) {
+  /**
+   * {@link #checkQuality(int)} on bytes made by this construction, instead of the client's: a DRBG
+   * construction tests DRBG output (its report's provenance names the instance).
+   *
+   * @param sampleBytes how many bytes to draw and test
+   * @param construction RAW, DRBG or DRBG_PREDICTION_RESISTANT
+   * @return the report
+   * @throws InvalidArgumentException for null or {@link Construction#UNKNOWN}, before sending
+   */
+  public QualityReport checkQuality(int sampleBytes, Construction construction) {
+    int number;
+    try {
+      number = Construction.toNumber("construction", construction);
+    } catch (IllegalArgumentException e) {
+      throw new InvalidArgumentException(e.getMessage(), e);
+    }
+    return checkQuality(sampleBytes, acceptKinds, number);
+  }
+
+  private QualityReport checkQuality(int sampleBytes, List<Integer> kinds, int construction) {
     CheckQualityRequest req =
         CheckQualityRequest.newBuilder()
             .setSampleBytes(uint32("sampleBytes", sampleBytes))
             .addAllAcceptKindsValue(kinds)
+            .setConstructionValue(construction)
             .build();
     return QualityReport.fromProto(call(s -> s.checkQuality(req)));
   }
@@ -261,7 +295,13 @@ public final class EntropyClient implements AutoCloseable {
    */
   public RandomStream stream(long totalBytes, StreamOptions options) {
     Objects.requireNonNull(options, "options");
-    return new RandomStream(async, channel, totalBytes, options, options.acceptKindsOr(acceptKinds));
+    return new RandomStream(
+        async,
+        channel,
+        totalBytes,
+        options,
+        options.acceptKindsOr(acceptKinds),
+        options.constructionOr(construction));
   }
 
   /** Closes the connection; calls in flight fail with CANCELLED or UNAVAILABLE. */
@@ -308,6 +348,7 @@ public final class EntropyClient implements AutoCloseable {
     private Path caFile;
     private Duration timeout = DEFAULT_TIMEOUT;
     private List<Integer> acceptKinds = List.of();
+    private int construction = Construction.RAW.number();
 
     private Builder() {
       String env = System.getenv("ENTROPY_ENDPOINT");
@@ -383,6 +424,26 @@ public final class EntropyClient implements AutoCloseable {
      */
     public Builder acceptKinds(SourceKind... kinds) {
       this.acceptKinds = SourceKind.toNumbers("acceptKinds", kinds);
+      return this;
+    }
+
+    /**
+     * How the bytes of every entropy call are made ({@code getBytes}, {@code draw},
+     * {@code getIntegers}, {@code getFloats}, {@code getUuids}, {@code checkQuality}, streams):
+     * {@link Construction#RAW} (the default: pool bytes, each served once) or a DRBG construction
+     * (the output of a DRBG instance of the call's or stream's own, seeded from the pool, named in
+     * each response's {@link Provenance#drbg()}). A DRBG construction needs the key's
+     * {@code entropy:drbg} scope ({@link PermissionDeniedException} otherwise).
+     * {@link StreamOptions#withConstruction} and {@link EntropyClient#checkQuality(int,
+     * Construction)} override it for one stream or check; streams send it again on every
+     * reconnect.
+     *
+     * @param construction RAW, DRBG or DRBG_PREDICTION_RESISTANT
+     * @return this builder
+     * @throws IllegalArgumentException for null or {@link Construction#UNKNOWN}
+     */
+    public Builder construction(Construction construction) {
+      this.construction = Construction.toNumber("construction", construction);
       return this;
     }
 

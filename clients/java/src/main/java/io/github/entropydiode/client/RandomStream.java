@@ -43,6 +43,8 @@ public final class RandomStream extends InputStream {
   private final StreamOptions options;
   /** accept_kinds of every call, as wire numbers. */
   private final List<Integer> acceptKinds;
+  /** construction of every call, as its wire number. */
+  private final int construction;
 
   private long received;
   /** The provenance of the last message received, or null. */
@@ -64,7 +66,8 @@ public final class RandomStream extends InputStream {
       ManagedChannel channel,
       long totalBytes,
       StreamOptions options,
-      List<Integer> acceptKinds) {
+      List<Integer> acceptKinds,
+      int construction) {
     if (totalBytes < 0) {
       throw new InvalidArgumentException(
           "totalBytes is " + totalBytes + ", must be >= 0 (0: no limit)", null);
@@ -74,6 +77,7 @@ public final class RandomStream extends InputStream {
     this.total = totalBytes;
     this.options = options;
     this.acceptKinds = acceptKinds;
+    this.construction = construction;
   }
 
   /** Bytes received from the gateway so far (delivered or buffered here). */
@@ -308,6 +312,7 @@ public final class RandomStream extends InputStream {
             .setChunkBytes(options.chunkBytes())
             .setTotalBytes(total == 0 ? 0 : total - received)
             .addAllAcceptKindsValue(acceptKinds)
+            .setConstructionValue(construction)
             .build();
     Attempt a = new Attempt(timeoutMs);
     stub.withWaitForReady().streamRandom(request, a);

@@ -33,6 +33,7 @@ public final class StreamOptions {
           DEFAULT_STALL_TIMEOUT,
           Duration.ofMillis(50),
           Duration.ofSeconds(1),
+          null,
           null);
 
   private final int chunkBytes;
@@ -43,6 +44,8 @@ public final class StreamOptions {
   private final Duration maxBackoff;
   /** accept_kinds as wire numbers; null: the client's. */
   private final List<Integer> acceptKinds;
+  /** construction as its wire number; null: the client's. */
+  private final Integer construction;
 
   private StreamOptions(
       int chunkBytes,
@@ -51,7 +54,8 @@ public final class StreamOptions {
       Duration stallTimeout,
       Duration initialBackoff,
       Duration maxBackoff,
-      List<Integer> acceptKinds) {
+      List<Integer> acceptKinds,
+      Integer construction) {
     this.chunkBytes = chunkBytes;
     this.reconnectBudget = reconnectBudget;
     this.attemptTimeout = attemptTimeout;
@@ -59,6 +63,7 @@ public final class StreamOptions {
     this.initialBackoff = initialBackoff;
     this.maxBackoff = maxBackoff;
     this.acceptKinds = acceptKinds;
+    this.construction = construction;
   }
 
   /** The defaults: 64 KiB messages, 30 s budget, 2 s per attempt, 10 s stall, 50 ms..1 s backoff. */
@@ -79,7 +84,7 @@ public final class StreamOptions {
     }
     return new StreamOptions(
         chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff,
-        acceptKinds);
+        acceptKinds, construction);
   }
 
   /**
@@ -91,7 +96,7 @@ public final class StreamOptions {
   public StreamOptions withReconnectBudget(Duration budget) {
     return new StreamOptions(
         chunkBytes, nonNegative("reconnectBudget", budget), attemptTimeout, stallTimeout,
-        initialBackoff, maxBackoff, acceptKinds);
+        initialBackoff, maxBackoff, acceptKinds, construction);
   }
 
   /**
@@ -103,7 +108,7 @@ public final class StreamOptions {
   public StreamOptions withAttemptTimeout(Duration timeout) {
     return new StreamOptions(
         chunkBytes, reconnectBudget, positive("attemptTimeout", timeout), stallTimeout,
-        initialBackoff, maxBackoff, acceptKinds);
+        initialBackoff, maxBackoff, acceptKinds, construction);
   }
 
   /**
@@ -116,7 +121,7 @@ public final class StreamOptions {
   public StreamOptions withStallTimeout(Duration timeout) {
     return new StreamOptions(
         chunkBytes, reconnectBudget, attemptTimeout, positive("stallTimeout", timeout),
-        initialBackoff, maxBackoff, acceptKinds);
+        initialBackoff, maxBackoff, acceptKinds, construction);
   }
 
   /**
@@ -133,7 +138,8 @@ public final class StreamOptions {
       throw new IllegalArgumentException("max backoff must be at least the initial backoff");
     }
     return new StreamOptions(
-        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initial, max, acceptKinds);
+        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initial, max, acceptKinds,
+        construction);
   }
 
   /**
@@ -149,7 +155,7 @@ public final class StreamOptions {
   public StreamOptions withAcceptKinds(SourceKind... kinds) {
     return new StreamOptions(
         chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff,
-        SourceKind.toNumbers("acceptKinds", kinds));
+        SourceKind.toNumbers("acceptKinds", kinds), construction);
   }
 
   /** The kinds set by {@link #withAcceptKinds}; empty when the client's apply. */
@@ -160,6 +166,32 @@ public final class StreamOptions {
   /** accept_kinds to send: this stream's, else the client's. */
   List<Integer> acceptKindsOr(List<Integer> clients) {
     return acceptKinds != null ? acceptKinds : clients;
+  }
+
+  /**
+   * How this stream's bytes are made, on its first call and every reconnect, instead of the
+   * client's ({@link EntropyClient.Builder#construction}). A DRBG construction gets one DRBG
+   * instance per StreamRandom call: every message of a call names the same instance
+   * ({@link Provenance.DrbgLabel#instanceId()}), a reconnect gets a new one.
+   *
+   * @param construction RAW, DRBG or DRBG_PREDICTION_RESISTANT
+   * @return a changed copy
+   * @throws IllegalArgumentException for null or {@link Construction#UNKNOWN}
+   */
+  public StreamOptions withConstruction(Construction construction) {
+    return new StreamOptions(
+        chunkBytes, reconnectBudget, attemptTimeout, stallTimeout, initialBackoff, maxBackoff,
+        acceptKinds, Construction.toNumber("construction", construction));
+  }
+
+  /** The construction set by {@link #withConstruction}; empty when the client's applies. */
+  public Optional<Construction> construction() {
+    return Optional.ofNullable(construction).map(Construction::fromNumber);
+  }
+
+  /** construction to send: this stream's, else the client's. */
+  int constructionOr(int clients) {
+    return construction != null ? construction : clients;
   }
 
   /** Bytes per message. */

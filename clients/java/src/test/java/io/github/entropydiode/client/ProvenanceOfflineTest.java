@@ -54,7 +54,9 @@ class ProvenanceOfflineTest {
           new Provenance.ChunkRef("c-1", 7, 11, 1_700_000_000_123L),
           new Provenance.ChunkRef("c-2", 8, 3, -5),
           4,
-          250);
+          250,
+          Construction.RAW, // not set by the scripted server: RAW, as the proto says
+          null);
 
   @Test
   void sourceKindsHaveTheProtoNumbersAndUnknownOnesStayVisible() {
