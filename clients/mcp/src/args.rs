@@ -58,6 +58,20 @@ pub enum Encoding {
     Base64,
 }
 
+/// How random bytes are made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConstructionArg {
+    /// Bytes of the gateway's pool, as its (quantum) sources made them, each served once.
+    #[default]
+    Raw,
+    /// The output of a DRBG (NIST SP 800-90A CTR_DRBG, AES-256) seeded from the pool: far more
+    /// bytes than the sources make, computationally (not physically) random.
+    Drbg,
+    /// As `drbg`, reseeded from the pool before every 64 KiB.
+    DrbgPredictionResistant,
+}
+
 /// Arguments of `random_bytes`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +82,11 @@ pub struct BytesArgs {
     /// How to write them: "hex" (default) or "base64".
     #[serde(default)]
     pub encoding: Encoding,
+    /// How they are made: "raw" (default: the pool's bytes), "drbg" or
+    /// "drbg_prediction_resistant" (DRBG output seeded from the pool; needs this server's key
+    /// to hold the gateway's `entropy:drbg` scope).
+    #[serde(default)]
+    pub construction: ConstructionArg,
 }
 
 /// Arguments of `random_integers`.

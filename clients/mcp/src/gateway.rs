@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use entropy_diode_client::{Client, ClientBuilder, Error};
+use entropy_diode_client::{Client, ClientBuilder, Construction, Error};
 
 use crate::draw::{EntropyBuf, Indices};
 
@@ -70,6 +70,18 @@ impl Gateway {
         let n =
             u32::try_from(n).map_err(|_| Failure::argument(format!("{n} bytes is too many")))?;
         self.client.get_bytes(n).await.map_err(|e| self.failure(e))
+    }
+
+    /// Exactly `n` bytes made by `construction`, with the gateway's label of them.
+    pub async fn draw(
+        &self,
+        n: usize,
+        construction: Construction,
+    ) -> Result<entropy_diode_client::Draw, Failure> {
+        let n =
+            u32::try_from(n).map_err(|_| Failure::argument(format!("{n} bytes is too many")))?;
+        let client = self.client.with_construction(construction);
+        client.draw(n).await.map_err(|e| self.failure(e))
     }
 
     /// `count` uniform integers in `[min, max]`, drawn unbiased by the gateway.

@@ -15,6 +15,12 @@ pub struct BytesResult {
     pub data: String,
     /// How many bytes `data` holds.
     pub bytes: usize,
+    /// How they were made: "raw" (the pool's bytes) or "drbg" (DRBG output seeded from the
+    /// pool), as the gateway labelled them.
+    pub construction: String,
+    /// For DRBG output: the DRBG instance's opaque id (one per call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drbg_instance_id: Option<String>,
 }
 
 /// Result of `random_integers`.

@@ -35,6 +35,7 @@ use crate::results::{
     BytesResult, DiceResult, FloatsResult, IntegersResult, PassphraseResult, PasswordResult,
     SampleResult, ShuffleResult, StatusReport, UuidsResult,
 };
+use entropy_diode_client::Construction;
 
 /// URI of the status resource.
 pub const STATUS_URI: &str = "entropy://gateway/status";
@@ -81,13 +82,25 @@ impl EntropyServer {
     async fn random_bytes(&self, args: JsonObject) -> Result<Value, Failure> {
         let a: args::BytesArgs = args::parse(args)?;
         let count = within("count", a.count, 1, args::MAX_BYTES)? as usize;
-        let bytes = self.gateway.bytes(count).await?;
+        let construction = match a.construction {
+            args::ConstructionArg::Raw => Construction::Raw,
+            args::ConstructionArg::Drbg => Construction::Drbg,
+            args::ConstructionArg::DrbgPredictionResistant => Construction::DrbgPredictionResistant,
+        };
+        let draw = self.gateway.draw(count, construction).await?;
         let data = match a.encoding {
-            Encoding::Hex => hex::encode(&bytes),
-            Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(&bytes),
+            Encoding::Hex => hex::encode(&draw.data),
+            Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(&draw.data),
         };
         let encoding = if a.encoding == Encoding::Hex { "hex" } else { "base64" };
-        json(BytesResult { encoding: encoding.into(), data, bytes: count })
+        let label = draw.provenance.as_ref().and_then(|p| p.drbg.as_ref());
+        json(BytesResult {
+            encoding: encoding.into(),
+            data,
+            bytes: count,
+            construction: if label.is_some() { "drbg" } else { "raw" }.into(),
+            drbg_instance_id: label.map(|d| d.instance_id.clone()),
+        })
     }
 
     async fn random_integers(&self, args: JsonObject) -> Result<Value, Failure> {

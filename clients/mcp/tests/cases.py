@@ -26,6 +26,7 @@ BAD_ARGUMENTS = [
     ("random_bytes", {"count": 4097}, ["`count` is 4097", "1..=4096"]),
     ("random_bytes", {"count": "many"}, ["`count`", "invalid type"]),
     ("random_bytes", {"count": 8, "encoding": "b64"}, ["`encoding`", "hex", "base64"]),
+    ("random_bytes", {"count": 8, "construction": "quantum"}, ["`construction`", "raw", "drbg"]),
     ("random_bytes", {}, ["missing field `count`"]),
     ("random_integers", {"min": 5, "max": 1}, ["`min` (5)", "`max` (1)"]),
     ("random_integers", {"min": 1, "max": 6, "count": 1001}, ["`count` is 1001", "1..=1000"]),
@@ -71,6 +72,14 @@ async def good_calls(check, client: Client, name: str) -> None:
     check(f"{name}: random_bytes hex", r["encoding"] == "hex" and len(bytes.fromhex(r["data"])) == 64, r)
     r = await call(client, "random_bytes", {"count": 30, "encoding": "base64"})
     check(f"{name}: random_bytes base64", len(__import__("base64").b64decode(r["data"])) == 30, r)
+    check(f"{name}: random_bytes is the pool's bytes unless asked", r["construction"] == "raw"
+          and "drbg_instance_id" not in r, r)
+    drbg = [await call(client, "random_bytes", {"count": 32, "construction": "drbg"}) for _ in range(2)]
+    check(f"{name}: random_bytes drbg is labelled, one instance per call",
+          all(d["construction"] == "drbg" and len(bytes.fromhex(d["data"])) == 32
+              and re.fullmatch(r"[0-9a-f]{32}", d["drbg_instance_id"]) for d in drbg)
+          and drbg[0]["drbg_instance_id"] != drbg[1]["drbg_instance_id"]
+          and drbg[0]["data"] != drbg[1]["data"], drbg)
     r = await call(client, "random_integers", {"min": INT64_MIN, "max": INT64_MAX, "count": 100})
     v = r["values"]
     check(f"{name}: random_integers over the full int64 range",
