@@ -476,3 +476,92 @@ pub fn delivered_in_process<T>(response: &mut tonic::Response<T>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::quota::{KeyQuota, Limits};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// No two DRBG instances ever share a seed: many instances, interleaved, reseeding at
+        /// random intervals, all seeded from one pool whose every 8-byte word is unique. Two
+        /// instances seeded alike would produce the same output; every output block differs,
+        /// and the pool gave exactly one seed's bytes per instantiation and reseed.
+        #[test]
+        fn no_two_instances_share_a_seed(
+            instances in 2usize..12,
+            interval_bytes in 1u64..200_000,
+            sizes in proptest::collection::vec(1usize..150_000, 1..24),
+            prediction_resistance in any::<bool>(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let pool = Pool::new(4 << 20);
+                let words: Vec<u8> = (0u64..(4 << 17)).flat_map(|i| i.to_le_bytes()).collect();
+                pool.put_test_bytes(&words).expect("fits");
+                let quota = KeyQuota::new(Limits::default());
+                let responses = Account::new("max_buffered_bytes", usize::MAX);
+                let from = Source {
+                    pool: &pool,
+                    quota: &quota,
+                    tenant: Tenant::named("k"),
+                    connection: None,
+                    responses: &responses,
+                };
+                let totals = Totals::default();
+                let reseeding = Reseeding {
+                    interval_bytes,
+                    interval: std::time::Duration::from_secs(3600),
+                };
+                let mut drbgs: Vec<DrbgSource> = (0..instances)
+                    .map(|_| DrbgSource::new(prediction_resistance, reseeding))
+                    .collect();
+                let mut seen = std::collections::HashSet::new();
+                let mut ids = std::collections::HashSet::new();
+                for (i, &n) in sizes.iter().enumerate() {
+                    let drbg = &mut drbgs[i % instances];
+                    let out = drbg
+                        .generate(&from, (n, Kinds::ANY), None, &totals)
+                        .await
+                        .expect("the pool holds the seeds");
+                    ids.insert(out.label.instance_id.clone());
+                    for block in out.bytes.chunks_exact(16) {
+                        prop_assert!(seen.insert(block.to_vec()), "an output block repeated");
+                    }
+                }
+                let used = instances.min(sizes.len());
+                prop_assert_eq!(ids.len(), used, "one instance id per instance");
+                // The reseeds the policy asks for: before a request, with prediction
+                // resistance, or once `interval_bytes` were produced since the last seeding.
+                let mut since = vec![0u64; instances];
+                let mut reseeds = 0u64;
+                for (i, &n) in sizes.iter().enumerate() {
+                    let mut left = n;
+                    while left > 0 {
+                        let request = left.min(drbg::MAX_REQUEST);
+                        if prediction_resistance || since[i % instances] >= interval_bytes {
+                            reseeds += 1;
+                            since[i % instances] = 0;
+                        }
+                        since[i % instances] += request as u64;
+                        left -= request;
+                    }
+                }
+                let seeds = totals.drbg_seeds();
+                prop_assert_eq!(
+                    seeds,
+                    (used * drbg::SEED_BYTES) as u64 + reseeds * drbg::RESEED_BYTES as u64
+                );
+                prop_assert_eq!(pool.stats().taken_total, seeds, "seeds are the only takes");
+                Ok(())
+            })?;
+        }
+    }
+}

@@ -259,3 +259,19 @@ async fn a_quantum_only_drbg_call_on_a_gateway_fed_os_bytes_fails_its_preconditi
     assert_eq!(gw.status().await.drbg_seed_bytes_total, 0, "no seed from another class");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn no_seed_in_time_is_unavailable_and_serves_nothing() {
+    // An empty pool: the seed cannot be drawn within max_wait_ms (300 ms in tests), nor within
+    // a stream's wait.
+    let gw = start(test_config(|c| c.stream_max_wait_ms = 500)).await;
+    let mut client = gw.client().await;
+    assert_status(client.get_random(drbg_random(1024, DRBG)).await, Code::Unavailable, &[]);
+    let stream = StreamRandomRequest { construction: DRBG, total_bytes: 1024, ..Default::default() };
+    let mut stream = client.stream_random(authed(stream)).await.expect("opened").into_inner();
+    let ended = stream.next().await.expect("an answer").expect_err("no seed");
+    assert_eq!(ended.code(), Code::Unavailable, "{}", ended.message());
+    let status = gw.status().await;
+    assert_eq!((status.drbg_served_bytes_total, status.drbg_seed_bytes_total), (0, 0));
+    gw.stop().await;
+}
