@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Offline statistical tests of the bytes a gateway serves, on two systems started fresh on
-loopback: `dev` (entropy-gateway --dev, its in-process OS-RNG feed, TLS with dev-certs) and
-`diode` (scripts/diode-demo.sh: entropy-simulator at an unlimited rate -> entropy-collector ->
+"""Offline statistical tests of the bytes a gateway serves, on three systems started fresh on
+loopback: `dev` (entropy-gateway --dev, its in-process OS-RNG feed, TLS with dev-certs),
+`dev-drbg` (the same, the client asking for DRBG output seeded from its pool) and `diode`
+(scripts/diode-demo.sh: entropy-simulator at an unlimited rate -> entropy-collector ->
 entropy-gateway, plaintext). From each, `entropy stream --total N` writes N bytes to a file for
 ent and rngtest, and a live `entropy stream | dieharder -g 200 ...` feeds dieharder, which
 ends the stream when it has read enough (a finite input runs dry: dieharder rewinds a file,
@@ -111,7 +112,16 @@ def start_diode(bins, procs, tmp, key):
             "entropy-collector (health tests, one source, 16 KiB chunks) -> entropy-gateway, plaintext")
 
 
-SYSTEMS = {"dev": start_dev, "diode": start_diode}
+def start_dev_drbg(bins, procs, tmp, key):
+    """start_dev, the CLI asking for DRBG output (ENTROPY_CONSTRUCTION=drbg): a CTR_DRBG instance
+    per stream, seeded from the dev gateway's pool."""
+    name, env, _ = start_dev(bins, procs, tmp, key)
+    env["ENTROPY_CONSTRUCTION"] = "drbg"
+    return (name, env, "entropy-gateway --dev as above, the stream asking for CONSTRUCTION_DRBG: "
+            "CTR_DRBG (AES-256) output seeded and reseeded from the pool")
+
+
+SYSTEMS = {"dev": start_dev, "dev-drbg": start_dev_drbg, "diode": start_diode}
 
 
 def wait_serving(bins, env, procs, name, timeout_s=60):
@@ -245,7 +255,8 @@ def main():
     ap.add_argument("--bytes", type=parse_size, help="sample size for ent and rngtest (quick 32MiB, full 1GiB)")
     ap.add_argument("--dieharder-tests", help="comma-separated dieharder test numbers, 'all' (-a) or 'none'")
     ap.add_argument("--dieharder-timeout-s", type=int, help="time limit of each dieharder run")
-    ap.add_argument("--systems", default="dev,diode", help="comma-separated: dev, diode")
+    ap.add_argument("--systems", default="dev,dev-drbg,diode",
+                    help="comma-separated: dev, dev-drbg (its DRBG output), diode")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install missing tools")
     args = ap.parse_args()
     mode = MODES[args.mode]

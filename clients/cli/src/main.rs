@@ -53,7 +53,13 @@ struct Cli {
     /// How the bytes are made: raw (pool bytes, each served once; the default), drbg (the
     /// output of a DRBG instance of the call's own, seeded from the pool; needs the key's
     /// entropy:drbg scope) or drbg-prediction-resistant (reseeded before every 64 KiB).
-    #[arg(long, global = true, value_enum, default_value_t = ConstructionArg::Raw)]
+    #[arg(
+        long,
+        env = "ENTROPY_CONSTRUCTION",
+        global = true,
+        value_enum,
+        default_value_t = ConstructionArg::Raw
+    )]
     construction: ConstructionArg,
     #[command(subcommand)]
     command: Command,
@@ -466,6 +472,11 @@ fn print_status(out: &mut impl Write, s: &entropy_diode_client::Status) -> std::
         s.chunks_deferred_total
     )?;
     writeln!(out, "served:         {} bytes", s.served_bytes_total)?;
+    writeln!(
+        out,
+        "DRBG output:    {} bytes served, seeded with {} pool bytes",
+        s.drbg_served_bytes_total, s.drbg_seed_bytes_total
+    )?;
     for class in &s.pool_by_class {
         writeln!(out, "class:          {} {} bytes", kinds(&class.kinds), class.bytes)?;
     }
