@@ -7,7 +7,8 @@
 The system (scripts/chaos/system.py): one simulator -> one collector -> toxiproxy -> one gateway
 (TLS, mTLS ingest) <- toxiproxy <- clients, on loopback. Through every row runs the load of
 scripts/chaos/load.py: the stream reader of each client library (Rust, Python, Go, TypeScript;
-Java with --only) and a unary drawer. A row starts its readers, lets the drawer set a rate,
+Java with --only), the Rust reader once more asking for DRBG output (a key with entropy:drbg),
+and a unary drawer. A row starts its readers, lets the drawer set a rate,
 applies its fault, heals it, and judges:
 
 - every reader ends OK with exactly the bytes it asked for (they all resume; none gives up);
@@ -336,7 +337,7 @@ def main() -> int:
         results: dict = {"mode": args.mode, "hold_s": hold_s, "languages": [lang.name for lang in langs], "rows": []}
         try:
             system.start()
-            load = Load(system.endpoint, system.key, system.ca, work, langs)
+            load = Load(system.endpoint, system.key, system.ca, work, langs, drbg_key=system.drbg_key)
             for row in rows:
                 result = run_row(row, system, load, hold_s)
                 results["rows"].append(result)

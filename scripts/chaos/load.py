@@ -43,14 +43,27 @@ with EntropyClient(endpoint, key, ca_file=ca, timeout=2) as c, open(out, "ab") a
 class Load:
     """Readers and a drawer against `endpoint`, their outputs under `work`."""
 
-    def __init__(self, endpoint: str, key: str, ca: Path, work: Path, langs: list[readers.conformance.Language]):
+    def __init__(self, endpoint: str, key: str, ca: Path, work: Path, langs: list[readers.conformance.Language],
+                 drbg_key: str | None = None):
         self.endpoint, self.key, self.ca, self.work, self.langs = endpoint, key, ca, work, langs
         self.outputs: list[Path] = []
         self.env = dict(os.environ, ENTROPY_API_KEY=key, ENTROPY_CA_FILE=str(ca))
+        # With a key holding entropy:drbg and the Rust reader built: one more reader, the Rust one
+        # asking for DRBG output (ENTROPY_CONSTRUCTION), whose bytes join the repeat scan.
+        rust = next((lang for lang in langs if lang.name == "rust"), None)
+        self.drbg_reader = None
+        if drbg_key and rust:
+            self.drbg_reader = readers.conformance.Language("rust-drbg", rust.cwd, rust.run)
+            self.drbg_env = dict(self.env, ENTROPY_API_KEY=drbg_key, ENTROPY_CONSTRUCTION="drbg")
 
     def readers(self, tag: str) -> dict[str, readers.conformance.Reader]:
-        """Every language's reader for READ_TOTAL, started slowest first, each with bytes."""
-        return readers.start(self.langs, tag, self.endpoint, READ_TOTAL, self.work, self.env, self.outputs)
+        """Every language's reader for READ_TOTAL, started slowest first, each with bytes; then
+        the DRBG reader, if any."""
+        started = readers.start(self.langs, tag, self.endpoint, READ_TOTAL, self.work, self.env, self.outputs)
+        if self.drbg_reader:
+            started |= readers.start([self.drbg_reader], tag, self.endpoint, READ_TOTAL, self.work,
+                                     self.drbg_env, self.outputs)
+        return started
 
     def drawer(self, tag: str) -> tuple[subprocess.Popen, Path, Path]:
         """Starts the unary drawer; returns it, its events file and its stop file."""

@@ -13,8 +13,10 @@ Standard library only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -163,6 +165,12 @@ class System:
         if r.returncode != 0:
             raise RuntimeError(f"deploy/gen-secrets.sh: {r.stderr}")
         self.key = (self.secrets / "client-api-key").read_text().strip()
+        # A second client key that may ask for DRBG output (entropy:drbg), for the DRBG reader.
+        self.drbg_key = f"chaos-drbg-{secrets.token_hex(16)}"
+        with open(self.secrets / "api-keys.toml", "a") as keys:
+            keys.write(f'\n[[key]]\nname = "chaos-drbg"\n'
+                       f'sha256 = "{hashlib.sha256(self.drbg_key.encode()).hexdigest()}"\n'
+                       'scopes = ["entropy:read", "status:read", "entropy:drbg"]\n')
         self.ca = self.secrets / "ca.pem"
         (work / "mac-keys").mkdir()
         shutil.copy(self.secrets / "mac.key", work / "mac-keys" / "demo.key")

@@ -81,6 +81,8 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     connect_timeout: Duration,
     want: Want,
+    /// An `ENTROPY_CONSTRUCTION` that names no construction, reported by `connect`.
+    bad_construction: Option<String>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -104,17 +106,28 @@ impl ClientBuilder {
             timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: Duration::from_secs(10),
             want: Want::default(),
+            bad_construction: None,
         }
     }
 
     /// From the environment: `ENTROPY_ENDPOINT` (default `127.0.0.1:50051`),
-    /// `ENTROPY_API_KEY` and `ENTROPY_CA_FILE` (optional). Later calls override each.
+    /// `ENTROPY_API_KEY`, `ENTROPY_CA_FILE` (optional) and `ENTROPY_CONSTRUCTION` (`raw`, the
+    /// default, `drbg` or `drbg-prediction-resistant`; any other value fails [`connect`](Self::connect)).
+    /// Later calls override each.
     pub fn from_env() -> Self {
         let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
         let endpoint =
             var("ENTROPY_ENDPOINT").unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
         let mut builder = Self::new(endpoint, var("ENTROPY_API_KEY").unwrap_or_default());
         builder.ca_file = var("ENTROPY_CA_FILE").map(PathBuf::from);
+        match var("ENTROPY_CONSTRUCTION").as_deref() {
+            None | Some("raw") => {}
+            Some("drbg") => builder = builder.construction(Construction::Drbg),
+            Some("drbg-prediction-resistant") => {
+                builder = builder.construction(Construction::DrbgPredictionResistant);
+            }
+            Some(other) => builder.bad_construction = Some(other.to_owned()),
+        }
         builder
     }
 
@@ -152,6 +165,7 @@ impl ClientBuilder {
     /// scope ([`Error::PermissionDenied`] otherwise). Streams keep it across reconnects.
     pub fn construction(mut self, construction: Construction) -> Self {
         self.want.construction = construction as i32;
+        self.bad_construction = None;
         self
     }
 
@@ -167,6 +181,11 @@ impl ClientBuilder {
     /// deadline covers connecting too. An unreachable gateway shows up as `Unavailable` (or
     /// `DeadlineExceeded`) on the first call.
     pub async fn connect(self) -> Result<Client, Error> {
+        if let Some(bad) = &self.bad_construction {
+            return Err(Error::Config(format!(
+                "ENTROPY_CONSTRUCTION is {bad:?}; it must be raw, drbg or drbg-prediction-resistant"
+            )));
+        }
         api_key::check(&self.api_key)?;
         let target = crate::Endpoint::parse(&self.endpoint, self.ca_file.is_some())?;
         let key = format!("Bearer {}", self.api_key)
