@@ -610,6 +610,11 @@ def benchmarks_md(rep: Report) -> str:
     lines.append("## Against the original system (seed report 000: 28.74 req/s sustained, 438 req/s "
                  "burst at 1 KiB, P99 9.13 ms)\n")
     lines.append(rep.seed_table())
+    # Kept by hand: the DRBG figures come from their own commands (bench/drbg_vs_raw.py, the
+    # drbg scenario), with their dates.
+    drbg = Path(__file__).resolve().parent.parent / "drbg-figures.md"
+    if drbg.exists():
+        lines.append(drbg.read_text())
     lines.append("## Targets\n")
     lines.append(table(["target", "goal", "measured", "gateway CPU (cores)", "verdict"], rep.targets))
     # Kept by hand beside the suite: profiles are taken, not run by it (bench/prof/).
