@@ -267,7 +267,8 @@ async fn no_seed_in_time_is_unavailable_and_serves_nothing() {
     let gw = start(test_config(|c| c.stream_max_wait_ms = 500)).await;
     let mut client = gw.client().await;
     assert_status(client.get_random(drbg_random(1024, DRBG)).await, Code::Unavailable, &[]);
-    let stream = StreamRandomRequest { construction: DRBG, total_bytes: 1024, ..Default::default() };
+    let stream =
+        StreamRandomRequest { construction: DRBG, total_bytes: 1024, ..Default::default() };
     let mut stream = client.stream_random(authed(stream)).await.expect("opened").into_inner();
     let ended = stream.next().await.expect("an answer").expect_err("no seed");
     assert_eq!(ended.code(), Code::Unavailable, "{}", ended.message());
