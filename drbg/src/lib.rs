@@ -55,6 +55,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(test)]
+mod contract;
 pub mod ctr_drbg;
 pub mod error;
 pub mod hmac_drbg;

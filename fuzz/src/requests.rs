@@ -13,6 +13,12 @@
 //!   put in (raw, hex or base64), a stream returns the pool in order;
 //! - integers lie in `[min, max]`, floats in `[0, 1)`, UUIDs are version 4; counts as asked;
 //! - the pool's counters balance after every call: ingested = served + level + discarded.
+//!
+//! A request asking for DRBG output (`construction` 2 or 3) gets the output of an instance
+//! seeded from the pool instead of the pool's bytes: the rig adds [`SEED_BUDGET`] bytes for its
+//! seeds, the values are checked as above (sizes, ranges, versions) but not against the pool's
+//! order, the response's provenance must say DRBG, and the pool must have given seeds only:
+//! 48 bytes, and 32 per reseed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +50,30 @@ const MAX_RANDOM: usize = 1 << 20;
 const MAX_CHUNK: usize = 1 << 20;
 /// Stream messages read before the client leaves.
 const STREAM_MESSAGES: usize = 3;
+/// Pool bytes added for a DRBG request's seeds: its instance's 48, and 32 for each of up to 128
+/// reseeds (prediction resistance reseeds before every 64 KiB request: 16 for a 1 MiB call, 80
+/// for a stream's three 1 MiB messages and the two it may draw ahead).
+const SEED_BUDGET: usize = 48 + 128 * 32;
+
+/// Whether a request's `construction` asks for DRBG output.
+fn drbg(construction: i32) -> bool {
+    matches!(construction, 2 | 3)
+}
+
+/// Pool bytes a request needs besides what it is served: its seeds, when it asks for DRBG.
+fn seeds_for(construction: i32) -> usize {
+    if drbg(construction) { SEED_BUDGET } else { 0 }
+}
+
+/// After a DRBG call: the response says DRBG, and the pool gave seeds only.
+fn drbg_checks(rig: &Rig, provenance: Option<&entropy_proto::v1::DrawProvenance>, construction: i32) {
+    if let Some(p) = provenance {
+        assert_eq!(p.construction, construction, "{p:?}");
+        assert!(p.drbg.is_some(), "{p:?}");
+    }
+    let kept = rig.pool.stats().kept();
+    assert!(kept == 0 || (kept >= 48 && (kept - 48) % 32 == 0), "the pool gave {kept} bytes");
+}
 
 /// Which message the input holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +196,7 @@ fn delivered<T>(mut response: tonic::Response<T>) -> tonic::Response<T> {
 fn request<T>(message: T) -> Request<T> {
     let grant = KeyGrant {
         name: "fuzz".into(),
-        scopes: vec![Scope::EntropyRead, Scope::StatusRead],
+        scopes: vec![Scope::EntropyRead, Scope::StatusRead, Scope::EntropyDrbg],
         quota: Arc::new(KeyQuota::new(Limits::default())),
     };
     let mut req = Request::new(message);
@@ -192,7 +222,7 @@ fn refused(status: &Status, kinds: &[i32], fields: &[&str], rig: &Rig) {
         assert!(status.message().contains("the pool holds"), "{status:?}");
     } else {
         let mut named = fields.to_vec();
-        named.push("accept_kinds");
+        named.extend(["accept_kinds", "construction"]);
         invalid_argument(status, &named);
     }
     assert_eq!(rig.pool.stats().kept(), 0, "a refused call consumes nothing");
@@ -234,7 +264,7 @@ async fn random(body: &[u8], pattern: u8) {
     // Valid sizes get exactly their bytes; invalid ones an empty pool.
     let n = msg.num_bytes as usize;
     let n = if n <= MAX_RANDOM { n } else { 0 };
-    let rig = Rig::new(fill(pattern, n, body));
+    let rig = Rig::new(fill(pattern, n + seeds_for(msg.construction), body));
     let result = rig.api.get_random(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
@@ -249,6 +279,10 @@ async fn random(body: &[u8], pattern: u8) {
                 e => panic!("encoding {e} was accepted"),
             };
             assert_eq!(got.len(), msg.num_bytes as usize);
+            if drbg(msg.construction) {
+                drbg_checks(&rig, resp.provenance.as_ref(), msg.construction);
+                return;
+            }
             assert_eq!(got, rig.served(), "GetRandom serves the pool's bytes in order");
             assert_eq!(rig.pool.level(), 0);
         }
@@ -268,7 +302,7 @@ async fn stream(body: &[u8], pattern: u8) {
     // reads STREAM_MESSAGES messages and leaves.
     let ends = msg.total_bytes != 0 && msg.total_bytes <= room;
     let filled = if ends { msg.total_bytes } else { room } as usize;
-    let rig = Rig::new(fill(pattern, filled, body));
+    let rig = Rig::new(fill(pattern, filled + seeds_for(msg.construction), body));
     match rig.api.stream_random(request(msg.clone())).await {
         Ok(resp) => {
             let mut stream = resp.into_inner();
@@ -302,6 +336,10 @@ async fn stream(body: &[u8], pattern: u8) {
             rig.tracker.close();
             rig.tracker.wait().await; // and the stream's task ends (a hang is a finding)
             rig.check_balance();
+            if drbg(msg.construction) {
+                drbg_checks(&rig, None, msg.construction);
+                return;
+            }
             assert_eq!(got, rig.served(), "a stream serves the pool's bytes in order");
         }
         Err(status) => {
@@ -317,17 +355,26 @@ async fn integers(body: &[u8], pattern: u8) {
     let k = (u64::BITS - span.leading_zeros()).div_ceil(8) as usize;
     // Twice the bytes of one round (draws are rejected with probability < 1/2), plus slack.
     let n = if msg.count <= 10_000 { msg.count as usize * k * 2 + 64 } else { 0 };
+    let n = if drbg(msg.construction) { SEED_BUDGET } else { n };
     let rig = Rig::new(fill(pattern, n, body));
     let result = rig.api.get_integers(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
-            let values = resp.into_inner().values;
+            let resp = resp.into_inner();
+            if drbg(msg.construction) {
+                drbg_checks(&rig, resp.provenance.as_ref(), msg.construction);
+            }
+            let values = resp.values;
             assert_eq!(values.len(), msg.count as usize);
             assert!(msg.min <= msg.max);
             for v in values {
                 assert!(msg.min <= v && v <= msg.max, "{v} outside [{}, {}]", msg.min, msg.max);
             }
+        }
+        Err(status) if status.code() == Code::Unavailable && drbg(msg.construction) => {
+            // DRBG rounds need no pool bytes beyond their seeds: only reseeds can run dry.
+            drbg_checks(&rig, None, msg.construction);
         }
         Err(status) if status.code() == Code::Unavailable => {
             // Rejection sampling needed more than the pool held: nothing may be consumed.
@@ -342,12 +389,16 @@ async fn integers(body: &[u8], pattern: u8) {
 async fn floats(body: &[u8], pattern: u8) {
     let Ok(msg) = GetFloatsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 8 } else { 0 };
-    let rig = Rig::new(fill(pattern, n, body));
+    let rig = Rig::new(fill(pattern, n + seeds_for(msg.construction), body));
     let result = rig.api.get_floats(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
-            let values = resp.into_inner().values;
+            let resp = resp.into_inner();
+            if drbg(msg.construction) {
+                drbg_checks(&rig, resp.provenance.as_ref(), msg.construction);
+            }
+            let values = resp.values;
             assert_eq!(values.len(), msg.count as usize);
             assert!(values.iter().all(|v| (0.0..1.0).contains(v)), "{values:?}");
         }
@@ -358,12 +409,16 @@ async fn floats(body: &[u8], pattern: u8) {
 async fn uuids(body: &[u8], pattern: u8) {
     let Ok(msg) = GetUuidsRequest::decode(body) else { return };
     let n = if msg.count <= 10_000 { msg.count as usize * 16 } else { 0 };
-    let rig = Rig::new(fill(pattern, n, body));
+    let rig = Rig::new(fill(pattern, n + seeds_for(msg.construction), body));
     let result = rig.api.get_uuids(request(msg.clone())).await.map(delivered);
     rig.check_balance();
     match result {
         Ok(resp) => {
-            let uuids = resp.into_inner().uuids;
+            let resp = resp.into_inner();
+            if drbg(msg.construction) {
+                drbg_checks(&rig, resp.provenance.as_ref(), msg.construction);
+            }
+            let uuids = resp.uuids;
             assert_eq!(uuids.len(), msg.count as usize);
             for u in uuids {
                 let parsed = uuid::Uuid::parse_str(&u).expect("a UUID");

@@ -60,6 +60,15 @@ pub fn requests() -> Seeds {
     add("floats", Kind::Floats, 1, GetFloatsRequest { count: 5, ..Default::default() }.encode_to_vec());
     add("uuids", Kind::Uuids, 0, GetUuidsRequest { count: 3, ..Default::default() }.encode_to_vec());
     add("status", Kind::Status, 0, GetStatusRequest {}.encode_to_vec());
+    // DRBG constructions (2; 3 with prediction resistance) and one value no construction has.
+    let drbg_random = |n, construction| GetRandomRequest { num_bytes: n, construction, ..Default::default() };
+    add("random-drbg", Kind::Random, 0, drbg_random(100, 2).encode_to_vec());
+    add("random-drbg-pr-max", Kind::Random, 2, drbg_random(1 << 20, 3).encode_to_vec());
+    add("random-construction-unknown", Kind::Random, 2, drbg_random(1 << 20, 26).encode_to_vec());
+    let drbg_stream = StreamRandomRequest { chunk_bytes: 1000, total_bytes: 2500, construction: 3, ..Default::default() };
+    add("stream-drbg-pr", Kind::Stream, 0, drbg_stream.encode_to_vec());
+    let drbg_ints = GetIntegersRequest { min: 1, max: 6, count: 10, construction: 2, ..Default::default() };
+    add("ints-drbg", Kind::Integers, 0, drbg_ints.encode_to_vec());
     out
 }
 

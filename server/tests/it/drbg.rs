@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 
-use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::{
     Construction, DrawProvenance, DrbgMechanism, GetFloatsRequest, GetIntegersRequest,
     GetRandomRequest, GetUuidsRequest, SourceKind, StreamRandomRequest,
@@ -12,7 +11,7 @@ use tokio_stream::StreamExt;
 use tonic::Code;
 
 use super::support::{
-    TestGateway, assert_status, authed, start, start_with_keys, test_config, with_key,
+    TestGateway, assert_status, authed, keys_named, start, start_with_keys, test_config, with_key,
 };
 
 const DRBG: i32 = Construction::Drbg as i32;
@@ -171,19 +170,13 @@ async fn prediction_resistance_reseeds_before_every_request_and_a_stream_reseeds
 
 #[tokio::test]
 async fn a_key_without_the_drbg_scope_is_denied_and_draws_nothing() {
-    let mut text = String::new();
-    for (name, scopes) in [
-        ("reader", "[\"entropy:read\", \"status:read\"]"),
-        ("drbg", "[\"entropy:read\", \"entropy:drbg\", \"status:read\"]"),
-    ] {
-        text += &format!(
-            "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\nscopes = {scopes}\ndrbg_bytes_per_second = 1000\n",
-            hex::encode(digest(name.as_bytes()))
-        );
-    }
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), text).unwrap();
-    let keys = ApiKeys::load_file(file.path()).unwrap();
+    let keys = keys_named(&[
+        ("reader", "scopes = [\"entropy:read\", \"status:read\"]"),
+        (
+            "drbg",
+            "scopes = [\"entropy:read\", \"entropy:drbg\", \"status:read\"]\ndrbg_bytes_per_second = 1000",
+        ),
+    ]);
     let mut gw = start_with_keys(test_config(|_| {}), keys).await;
     gw.feed(1 << 20, 64 << 10, |i| i as u8).await;
     let mut client = gw.client().await;

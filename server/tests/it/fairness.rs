@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::ingest_service_client::IngestServiceClient;
 use entropy_proto::v1::{
     GetRandomRequest, GetStatusRequest, GetStatusResponse, StreamRandomRequest,
@@ -15,25 +14,15 @@ use tokio_stream::StreamExt;
 use tonic::Code;
 use tonic::transport::Channel;
 
-use super::support::{TestGateway, start_with_keys, test_config, with_key};
+use super::support::{TestGateway, keys_named, start_with_keys, test_config, with_key};
 
 /// A gateway with an empty pool and a key per name (each key's secret is its name).
 async fn gateway(
     names: &[&str],
     edit: impl FnOnce(&mut entropy_gateway::process::config::GatewayConfig),
 ) -> TestGateway {
-    let text: String = names
-        .iter()
-        .map(|name| {
-            format!(
-                "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\n",
-                hex::encode(digest(name.as_bytes()))
-            )
-        })
-        .collect();
-    let file = tempfile::NamedTempFile::new().expect("temp file");
-    std::fs::write(file.path(), text).expect("write keys");
-    let keys = ApiKeys::load_file(file.path()).expect("keys load");
+    let entries: Vec<(&str, &str)> = names.iter().map(|name| (*name, "")).collect();
+    let keys = keys_named(&entries);
     start_with_keys(test_config(edit), keys).await
 }
 

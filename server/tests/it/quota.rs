@@ -3,26 +3,18 @@
 
 use std::time::Duration;
 
-use entropy_gateway::domain::auth::{ApiKeys, digest};
 use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, StreamRandomRequest};
 use tokio_stream::StreamExt;
 use tonic::Code;
 
-use super::support::{TestGateway, assert_status, start_with_keys, test_config, with_key};
+use super::support::{
+    TestGateway, assert_status, keys_named, start_with_keys, test_config, with_key,
+};
 
 /// A gateway with the keys described by `entries` (TOML tables after name and sha256; each
 /// key's secret is its name), with its 8 MiB pool full.
 async fn gateway(entries: &[(&str, &str)]) -> TestGateway {
-    let mut text = String::new();
-    for (name, extra) in entries {
-        text += &format!(
-            "[[key]]\nname = \"{name}\"\nsha256 = \"{}\"\n{extra}\n",
-            hex::encode(digest(name.as_bytes()))
-        );
-    }
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), text).unwrap();
-    let keys = ApiKeys::load_file(file.path()).unwrap();
+    let keys = keys_named(entries);
     let mut gw = start_with_keys(test_config(|c| c.pool_capacity_bytes = 8 << 20), keys).await;
     gw.feed(8 << 20, 256 << 10, |i| i as u8).await;
     gw

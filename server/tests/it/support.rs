@@ -214,6 +214,21 @@ impl TestGateway {
 
 pub(super) use entropy_testkit::chunk::healthy_os_source as os_source;
 
+/// Client keys from `entries`: each a name (which is also the key's secret) and the TOML lines
+/// of its entry after name and sha256 (scopes, limits), as a keys file would hold them.
+pub(super) fn keys_named(entries: &[(&str, &str)]) -> ApiKeys {
+    let text: String = entries
+        .iter()
+        .map(|(name, extra)| {
+            let sha = hex::encode(entropy_gateway::domain::auth::digest(name.as_bytes()));
+            format!("[[key]]\nname = \"{name}\"\nsha256 = \"{sha}\"\n{extra}\n")
+        })
+        .collect();
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), text).expect("write keys");
+    ApiKeys::load_file(file.path()).expect("keys load")
+}
+
 /// A request carrying the test API key.
 pub(super) fn authed<T>(message: T) -> Request<T> {
     with_key(API_KEY, message)
