@@ -425,23 +425,54 @@ pub(crate) async fn draw_drbg(
     Ok((generated, Undelivered::new(n, held, meter, totals, from.connection).of_drbg()))
 }
 
-/// A stream message of DRBG output: the key's DRBG byte tokens (metered: waited for, never
-/// refused), room on its allowances for `n` bytes within `hold_for` of getting them, then `n`
-/// bytes of the stream's instance, seeded from the pool as it needs within `hold_for`.
+/// A stream's DRBG source: one instance for the whole stream, whose messages take their turns
+/// in the order the stream planned them. So message after message, the labels count the
+/// instance's output up: each says exactly how many bytes the messages before it took since
+/// the last reseed.
+#[derive(Debug)]
+pub(crate) struct StreamDrbg {
+    source: tokio::sync::Mutex<DrbgSource>,
+    /// The turn whose message goes next.
+    turn: tokio::sync::watch::Sender<u64>,
+}
+
+impl StreamDrbg {
+    pub(crate) fn new(source: DrbgSource) -> Self {
+        Self { source: tokio::sync::Mutex::new(source), turn: tokio::sync::watch::Sender::new(0) }
+    }
+}
+
+/// A stream message of DRBG output, the stream's `turn`-th. Once the turns before it are done:
+/// the key's DRBG byte tokens (metered: waited for, never refused), room on its allowances for
+/// `n` bytes within `hold_for` of getting them, then `n` bytes of the stream's instance, seeded
+/// from the pool as it needs within `hold_for`.
+///
+/// A message waiting for its turn holds nothing but its place in the stream's queue: were it to
+/// hold room first, the streams of one key could each hold all of the key's room with messages
+/// waiting for a turn, while the message whose turn it is waits for room.
 pub(crate) async fn take_drbg_message(
     from: &Source<'_>,
-    drbg: &tokio::sync::Mutex<DrbgSource>,
+    (drbg, turn): (&StreamDrbg, u64),
     (n, accept): (usize, Kinds),
     hold_for: std::time::Duration,
     totals: &Totals,
 ) -> Result<(Generated, Held), Refused> {
-    from.quota.wait_drbg_bytes(n).await;
-    let until = Instant::now() + hold_for;
-    let held = hold(from.quota, from.connection, from.responses, (n, wire_bound(n)), Some(until))
-        .await
-        .map_err(Refused::Full)?;
-    let generated = drbg.lock().await.generate(from, (n, accept), Some(until), totals).await?;
-    Ok((generated, held))
+    // The sender lives in `drbg`, so the wait only ends on the turn.
+    let _ = drbg.turn.subscribe().wait_for(|next| *next == turn).await;
+    let taken = async {
+        from.quota.wait_drbg_bytes(n).await;
+        let until = Instant::now() + hold_for;
+        let held =
+            hold(from.quota, from.connection, from.responses, (n, wire_bound(n)), Some(until))
+                .await
+                .map_err(Refused::Full)?;
+        let mut source = drbg.source.lock().await;
+        let generated = source.generate(from, (n, accept), Some(until), totals).await?;
+        Ok((generated, held))
+    }
+    .await;
+    drbg.turn.send_modify(|next| *next += 1);
+    taken
 }
 
 /// An allowance that had no room in time.

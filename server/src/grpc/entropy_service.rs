@@ -16,7 +16,9 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::deadline::{self, Limit};
-use super::delivery::{self, DrbgSource, Generated, Refused, Source, Undelivered, wire_bound};
+use super::delivery::{
+    self, DrbgSource, Generated, Refused, Source, StreamDrbg, Undelivered, wire_bound,
+};
 use super::errors::{self, take_failed};
 use super::observe::{Call, Caller, Failure, Reply};
 use super::provenance;
@@ -403,9 +405,9 @@ impl EntropyApi {
             Construction::Drbg { .. } if !grant.allows(Scope::EntropyDrbg) => {
                 return Err(call.refuse(Failure::Denied(Scope::EntropyDrbg)));
             }
-            Construction::Drbg { prediction_resistance } => Some(Arc::new(
-                tokio::sync::Mutex::new(DrbgSource::new(prediction_resistance, self.reseeding)),
-            )),
+            Construction::Drbg { prediction_resistance } => Some(Arc::new(StreamDrbg::new(
+                DrbgSource::new(prediction_resistance, self.reseeding),
+            ))),
         };
         let slot = grant.quota.open_stream().map_err(|e| call.refuse(Failure::Quota(e)))?;
         let open_gauge = self.metrics.stream_opened();

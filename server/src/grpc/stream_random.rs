@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use super::delivery::{self, DrbgSource, Generated, Refused, Source, Undelivered};
+use super::delivery::{self, Generated, Refused, Source, StreamDrbg, Undelivered};
 use super::errors::{self, out_of_range, stream_take_failed};
 use super::observe::Call;
 use super::provenance;
@@ -140,7 +140,7 @@ pub(crate) struct Producer {
     /// The call's metrics and log line.
     pub call: Call,
     /// The stream's DRBG, for a DRBG construction (one instance for the whole stream).
-    pub drbg: Option<Arc<tokio::sync::Mutex<DrbgSource>>>,
+    pub drbg: Option<Arc<StreamDrbg>>,
 }
 
 /// How many streams the server's shutdown ended (with UNAVAILABLE) while they still had
@@ -239,6 +239,8 @@ impl Producer {
         let depth = stream_depth(self.plan.chunk);
         let mut in_flight = FuturesOrdered::new();
         let mut planned: u64 = 0;
+        // Each draw's turn: the order its DRBG output (if any) is generated in.
+        let mut turns: u64 = 0;
         // When the stream last queued a message: its draws wait from there (see `draw`).
         let progress = watch::Sender::new(Instant::now());
         let outcome: (Code, String) = loop {
@@ -260,7 +262,8 @@ impl Producer {
                     break;
                 }
                 planned += n as u64;
-                in_flight.push_back(self.draw(tx.clone(), n, progress.subscribe()));
+                in_flight.push_back(self.draw(tx.clone(), (n, turns), progress.subscribe()));
+                turns += 1;
             }
             if in_flight.is_empty() {
                 // Everything is queued; until the outbox has taken it all, some may still age
@@ -339,7 +342,7 @@ impl Producer {
     fn draw(
         &self,
         tx: mpsc::Sender<Queued>,
-        n: usize,
+        (n, turn): (usize, u64),
         progress: watch::Receiver<Instant>,
     ) -> impl Future<
         Output = Result<(mpsc::OwnedPermit<Queued>, Piece, delivery::Held, usize), Ended>,
@@ -362,16 +365,21 @@ impl Producer {
             };
             if let Some(drbg) = drbg {
                 // DRBG output: never short, its only wait is for its seeds.
-                let (generated, held) =
-                    delivery::take_drbg_message(&from, &drbg, (n, accept), max_wait, &totals)
-                        .await
-                        .map_err(|refused| {
-                            Ended::Failed(match refused {
-                                Refused::Full(full) => full.into(),
-                                Refused::Take(e) => stream_take_failed(e, n.min(QUANTUM), max_wait),
-                                Refused::Quota(e) => errors::quota_exceeded(e),
-                            })
-                        })?;
+                let (generated, held) = delivery::take_drbg_message(
+                    &from,
+                    (&drbg, turn),
+                    (n, accept),
+                    max_wait,
+                    &totals,
+                )
+                .await
+                .map_err(|refused| {
+                    Ended::Failed(match refused {
+                        Refused::Full(full) => full.into(),
+                        Refused::Take(e) => stream_take_failed(e, n.min(QUANTUM), max_wait),
+                        Refused::Quota(e) => errors::quota_exceeded(e),
+                    })
+                })?;
                 return Ok((place, Piece::Drbg(generated), held, n));
             }
             let least = n.min(QUANTUM);

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::{
     Construction, DrawProvenance, DrbgMechanism, GetFloatsRequest, GetIntegersRequest,
     GetRandomRequest, GetUuidsRequest, SourceKind, StreamRandomRequest,
@@ -162,8 +163,7 @@ async fn prediction_resistance_reseeds_before_every_request_and_a_stream_reseeds
         assert_eq!(label.bytes_since_reseed, 0);
         reseeds.push(label.reseed_count);
     }
-    // Draws run ahead of the client, so messages may take the instance out of order.
-    reseeds.sort_unstable();
+    // In order: messages take the instance's output in the order the stream sends them.
     assert_eq!(reseeds, (0..8).collect::<Vec<u64>>());
     gw.stop().await;
 }
@@ -268,4 +268,82 @@ async fn no_seed_in_time_is_unavailable_and_serves_nothing() {
     let status = gw.status().await;
     assert_eq!((status.drbg_served_bytes_total, status.drbg_seed_bytes_total), (0, 0));
     gw.stop().await;
+}
+
+/// Reads a DRBG stream of `total` bytes in messages of `chunk` with `key`, and checks that its
+/// messages are its one instance's output in order: each message's label counts exactly the
+/// bytes of the messages before it (since the last reseed), and the reseeds count up by one.
+async fn assert_stream_in_instance_order(
+    client: &mut EntropyServiceClient<tonic::transport::Channel>,
+    key: &str,
+    (chunk, total, reseed_every): (u32, u64, u64),
+) {
+    let request = StreamRandomRequest {
+        chunk_bytes: chunk,
+        total_bytes: total,
+        construction: DRBG,
+        ..Default::default()
+    };
+    let mut stream =
+        client.stream_random(with_key(key, request)).await.expect("stream").into_inner();
+    let (mut made, mut reseeds, mut ids) = (0u64, 0u64, HashSet::new());
+    let mut received = 0u64;
+    while let Some(message) = stream.next().await {
+        let message = message.expect("message");
+        let label = label(&message.provenance.expect("provenance"), DRBG);
+        ids.insert(label.instance_id.clone());
+        if made >= reseed_every {
+            (made, reseeds) = (0, reseeds + 1);
+        }
+        let shape =
+            format!("chunk {chunk}, total {total}, reseed every {reseed_every}, at {received}");
+        assert_eq!((label.reseed_count, label.bytes_since_reseed), (reseeds, made), "{shape}");
+        made += message.data.len() as u64;
+        received += message.data.len() as u64;
+    }
+    assert_eq!(received, total);
+    assert_eq!(ids.len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_s_messages_are_its_instance_s_output_in_order_whatever_the_shape() {
+    // Keys with and without a tight allowance: a stream's draws then wait for room, and wake in
+    // any order; a DRBG byte rate makes them wait for tokens too.
+    let keys = keys_named(&[
+        ("free", "scopes = [\"entropy:read\", \"entropy:drbg\"]"),
+        (
+            "tight",
+            "scopes = [\"entropy:read\", \"entropy:drbg\"]\nmax_undelivered_bytes = 1048576\n\
+             drbg_bytes_per_second = 8388608",
+        ),
+    ]);
+    for reseed_every in [1u64 << 30, 48 << 10] {
+        let mut gw = start_with_keys(
+            test_config(|c| {
+                c.pool_capacity_bytes = 4 << 20;
+                c.drbg_reseed_interval_bytes = reseed_every;
+            }),
+            keys.clone(),
+        )
+        .await;
+        gw.feed(2 << 20, 64 << 10, |i| (i * 7 + i / 251) as u8).await;
+        let client = gw.client().await;
+        for key in ["free", "tight"] {
+            for (chunk, total) in
+                [(1024, 256 << 10), (4096, 1 << 20), (16 << 10, 2 << 20), (64 << 10, 2 << 20)]
+            {
+                // Six streams of the key at once, so they compete for its allowance (1 MiB,
+                // each stream's buffer is 256 KiB).
+                let streams = (0..6).map(|i| {
+                    let mut client = client.clone();
+                    async move {
+                        let shape = (chunk, total / (1 + i % 2), reseed_every);
+                        assert_stream_in_instance_order(&mut client, key, shape).await;
+                    }
+                });
+                futures_util::future::join_all(streams).await;
+            }
+        }
+        gw.stop().await;
+    }
 }

@@ -332,7 +332,9 @@ type DrbgLabel struct {
 	InstanceId string `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	// Reseeds since the instance was instantiated (0: seeded once).
 	ReseedCount uint64 `protobuf:"varint,4,opt,name=reseed_count,json=reseedCount,proto3" json:"reseed_count,omitempty"`
-	// Bytes the instance produced since it was last seeded, before this response's bytes.
+	// Bytes the instance produced since it was last seeded, before this response's bytes. A
+	// stream's messages are its instance's output in order: each message's value is the previous
+	// message's plus that message's size, or 0 after a reseed (when reseed_count goes up by one).
 	BytesSinceReseed uint64 `protobuf:"varint,5,opt,name=bytes_since_reseed,json=bytesSinceReseed,proto3" json:"bytes_since_reseed,omitempty"`
 	// Raw pool bytes drawn to seed the instance so far (its instantiation and every reseed),
 	// none of them served to anyone.

@@ -54,7 +54,9 @@ export type DrbgLabel = Message<"entropy.v1.DrbgLabel"> & {
   reseedCount: bigint;
 
   /**
-   * Bytes the instance produced since it was last seeded, before this response's bytes.
+   * Bytes the instance produced since it was last seeded, before this response's bytes. A
+   * stream's messages are its instance's output in order: each message's value is the previous
+   * message's plus that message's size, or 0 after a reseed (when reseed_count goes up by one).
    *
    * @generated from field: uint64 bytes_since_reseed = 5;
    */
