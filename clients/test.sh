@@ -8,9 +8,10 @@
 # else itself, pinned: generators (clients/generate.sh), Python packages into python/.venv, npm
 # packages from typescript/ and web/package-lock.json, Go modules from go/go.sum, Maven artifacts
 # from java/pom.xml (into ~/.m2), and Debian's chromium (apt-get) when /usr/bin/chromium is
-# missing. Steps, in order, stopping at the first failure:
+# missing. Steps, stopping at the first that fails:
 #   1. regenerate all generated code and fail if it differs from what is checked in
-#   2. Python: mypy --strict, pytest        (each suite starts its own dev gateway)
+#   2-6. side by side (each suite starts its own dev gateways; all five run to the end):
+#   2. Python: mypy --strict, pytest
 #   3. Go: gofmt, go vet, go test
 #   4. TypeScript: tsc --strict, node --test
 #   5. Java: mvn test (code generated from proto/ at build time)
@@ -60,34 +61,31 @@ if [ "$stale" != 0 ]; then
   exit 1
 fi
 
-step "python: install, mypy --strict, pytest"
-cd "$CLIENTS/python"
-# Editable, without build isolation: flit-core is pinned in requirements-dev.txt, so this needs
-# no index and tests run against the source tree.
-.venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
-.venv/bin/mypy
-.venv/bin/pytest -q -p no:cacheprovider
+# The five language suites run side by side: each is mostly waiting (on its gateways, on
+# timeouts and backoffs it tests), about 100 s of CPU in 280 s one after another. Each draws its
+# ports from a range of its own (TEST_PORT_RANGE, read by every harness's picker), so no two
+# suites pick the same port at once. Each suite's output is shown when all are done, in order.
+python_suite() {
+  cd "$CLIENTS/python"
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
+  .venv/bin/mypy
+  .venv/bin/pytest -q -p no:cacheprovider
+}
+go_suite() {
+  cd "$CLIENTS/go"
+  local unformatted
+  unformatted="$(gofmt -l .)"
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change: $unformatted" >&2
+    return 1
+  fi
+  go vet ./...
+  go test -count=1 ./...
+}
+typescript_suite() { cd "$CLIENTS/typescript" && npm test --silent; }
+java_suite() { cd "$CLIENTS/java" && mvn -B -ntp test; }
+browser_suite() { cd "$CLIENTS/web" && npm test --silent; }
 
-step "go: gofmt, vet, test"
-cd "$CLIENTS/go"
-unformatted="$(gofmt -l .)"
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change: $unformatted" >&2
-  exit 1
-fi
-go vet ./...
-go test -count=1 ./...
-
-step "typescript: tsc --strict, node --test"
-cd "$CLIENTS/typescript"
-npm test --silent
-
-step "java: mvn test (each suite starts its own dev gateway)"
-cd "$CLIENTS/java"
-# -ntp: no download progress lines; artifacts are cached in ~/.m2 after the first run.
-mvn -B -ntp test
-
-step "browser: tsc --strict, esbuild, node --test (Node and headless Chromium)"
 CHROMIUM_BIN="${CHROMIUM_BIN:-/usr/bin/chromium}"
 if [ ! -x "$CHROMIUM_BIN" ]; then
   sudo=""
@@ -96,8 +94,47 @@ if [ ! -x "$CHROMIUM_BIN" ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
 fi
 export CHROMIUM_BIN
-cd "$CLIENTS/web"
-npm test --silent
+
+SUITES=(
+  "python|python: install, mypy --strict, pytest|10000-14999"
+  "go|go: gofmt, vet, test|15000-19999"
+  "typescript|typescript: tsc --strict, node --test|20000-24999"
+  "java|java: mvn test (each suite starts its own dev gateway)|25000-29999"
+  "browser|browser: tsc --strict, esbuild, node --test (Node and headless Chromium)|30000-32767"
+)
+step "the language suites, side by side: python, go, typescript, java, browser"
+logs="$snapshot/logs"
+mkdir -p "$logs"
+pids=()
+for entry in "${SUITES[@]}"; do
+  IFS='|' read -r name _ range <<<"$entry"
+  (
+    started=$SECONDS
+    set +e
+    # A plain command (not under || or if), so errexit holds inside the suite's function.
+    (
+      set -e
+      export TEST_PORT_RANGE="$range"
+      "${name}_suite"
+    )
+    status=$?
+    echo "$status $((SECONDS - started))" >"$logs/$name.result"
+  ) >"$logs/$name.log" 2>&1 &
+  pids+=($!)
+done
+failed=()
+for i in "${!SUITES[@]}"; do
+  wait "${pids[i]}" || true
+  IFS='|' read -r name title _ <<<"${SUITES[i]}"
+  read -r status took <"$logs/$name.result" || { status=1; took="?"; }
+  printf '\n==> %s (%s s, exit %s)\n' "$title" "$took" "$status"
+  cat "$logs/$name.log"
+  [ "$status" = 0 ] || failed+=("$name")
+done
+if [ "${#failed[@]}" != 0 ]; then
+  echo "clients: failed: ${failed[*]}" >&2
+  exit 1
+fi
 
 step "conformance: every language against one gateway, then the restart rows"
 python3 "$CLIENTS/conformance/run.py" --gateway "$GATEWAY_BIN"

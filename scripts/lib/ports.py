@@ -6,8 +6,13 @@ listener the same port), and a released port in the ephemeral range may become t
 of any outgoing connection on the machine before the service binds it. So a port is drawn at
 random below the ephemeral range (`net.ipv4.ip_local_port_range`), is bound once to check that
 nothing holds it, and is never handed out twice by one process.
+
+TEST_PORT_RANGE=LOW-HIGH (inclusive) narrows the draw, for suites run side by side
+(clients/test.sh gives each its own range, so two suites never draw the same port at once).
+Every harness in the repo reads it the same way.
 """
 
+import os
 import random
 import socket
 
@@ -22,12 +27,21 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def _range() -> tuple[int, int]:
+    """Where ports are drawn from: TEST_PORT_RANGE, else 10000 up to the ephemeral range."""
+    given = os.environ.get("TEST_PORT_RANGE")
+    if given:
+        low, _, high = given.partition("-")
+        return int(low), int(high)
+    return 10000, _ephemeral_low() - 1
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on `host` that nothing listens on now, outside the ephemeral range, and not
-    returned before by this process."""
-    high = _ephemeral_low() - 1
+    """A TCP port on `host` that nothing listens on now, outside the ephemeral range (or within
+    TEST_PORT_RANGE), and not returned before by this process."""
+    low, high = _range()
     for _ in range(1000):
-        port = random.randint(10000, high) if high > 10000 else 0
+        port = random.randint(low, high) if high > low else 0
         if port in _handed_out:
             continue
         with socket.socket() as s:

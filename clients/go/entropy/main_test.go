@@ -99,10 +99,12 @@ var handedOut = map[int]bool{}
 // freeAddr is a 127.0.0.1 address with a port nothing listens on right now, below the
 // ephemeral range (so no outgoing connection takes it before the gateway binds it) and never
 // returned twice by this process (bind-0-then-close may hand out the same port again). The
-// repo's other test harnesses pick ports by the same rule (scripts/lib/ports.py).
+// repo's other test harnesses pick ports by the same rule (scripts/lib/ports.py), and read
+// TEST_PORT_RANGE=LOW-HIGH (inclusive) the same way.
 func freeAddr() (string, error) {
+	low, high := portRange()
 	for tries := 0; tries < 1000; tries++ {
-		port := 10000 + mrand.IntN(22768) // 10000..32767
+		port := low + mrand.IntN(high-low+1)
 		if handedOut[port] {
 			continue
 		}
@@ -115,6 +117,18 @@ func freeAddr() (string, error) {
 		return l.Addr().String(), nil
 	}
 	return "", fmt.Errorf("no free loopback port found in 1000 tries")
+}
+
+// portRange is where freeAddr draws ports: TEST_PORT_RANGE, else 10000..32767.
+func portRange() (int, int) {
+	var low, high int
+	if given := os.Getenv("TEST_PORT_RANGE"); given != "" {
+		if _, err := fmt.Sscanf(given, "%d-%d", &low, &high); err == nil && high >= low {
+			return low, high
+		}
+		panic("TEST_PORT_RANGE must be LOW-HIGH, not " + given)
+	}
+	return 10000, 32767
 }
 
 func waitServing() error { return waitServingAt(target, apiKey) }

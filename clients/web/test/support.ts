@@ -18,13 +18,26 @@ export const POOL_CAPACITY = 16n * 1024n * 1024n;
 
 const handedOut = new Set<number>();
 
+/** Where freePort draws ports: TEST_PORT_RANGE, else 10000..32767. */
+function portRange(): [number, number] {
+  const given = process.env.TEST_PORT_RANGE;
+  if (!given) return [10000, 32767];
+  const match = /^(\d+)-(\d+)$/.exec(given);
+  if (!match || Number(match[2]) < Number(match[1])) {
+    throw new Error(`TEST_PORT_RANGE must be LOW-HIGH, not ${given}`);
+  }
+  return [Number(match[1]), Number(match[2])];
+}
+
 /** A loopback port nothing listens on now, below the ephemeral range (so no outgoing
  * connection takes it before the gateway binds it) and never returned twice by this process
  * (bind-0-then-close may hand out the same port again). The repo's other test harnesses pick
- * ports by the same rule (scripts/lib/ports.py). */
+ * ports by the same rule (scripts/lib/ports.py), and read TEST_PORT_RANGE=LOW-HIGH (inclusive)
+ * the same way. */
 export async function freePort(): Promise<number> {
+  const [low, high] = portRange();
   for (let tries = 0; tries < 1000; tries++) {
-    const port = 10000 + Math.floor(Math.random() * 22768); // 10000..32767
+    const port = low + Math.floor(Math.random() * (high - low + 1));
     if (handedOut.has(port)) continue;
     const server = net.createServer();
     const bound = await new Promise<boolean>((resolve) => {

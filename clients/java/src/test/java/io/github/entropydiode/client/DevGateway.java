@@ -49,12 +49,14 @@ final class DevGateway implements AutoCloseable {
    * A loopback port nothing listens on now, below the ephemeral range (so no outgoing connection
    * takes it before the gateway binds it) and never returned twice by this process
    * (bind-0-then-close may hand out the same port again). The repo's other test harnesses pick
-   * ports by the same rule (scripts/lib/ports.py).
+   * ports by the same rule (scripts/lib/ports.py), and read TEST_PORT_RANGE=LOW-HIGH (inclusive)
+   * the same way.
    */
   static synchronized int freePort() throws IOException {
     ThreadLocalRandom random = ThreadLocalRandom.current();
+    int[] range = portRange();
     for (int tries = 0; tries < 1000; tries++) {
-      int port = random.nextInt(10000, 32768);
+      int port = random.nextInt(range[0], range[1] + 1);
       if (HANDED_OUT.contains(port)) {
         continue;
       }
@@ -66,6 +68,25 @@ final class DevGateway implements AutoCloseable {
       }
     }
     throw new IOException("no free loopback port found in 1000 tries");
+  }
+
+  /** Where {@link #freePort} draws ports: TEST_PORT_RANGE, else 10000..32767. */
+  private static int[] portRange() {
+    String given = System.getenv("TEST_PORT_RANGE");
+    if (given == null || given.isEmpty()) {
+      return new int[] {10000, 32767};
+    }
+    String[] parts = given.split("-", 2);
+    try {
+      int low = Integer.parseInt(parts[0]);
+      int high = Integer.parseInt(parts[1]);
+      if (high >= low) {
+        return new int[] {low, high};
+      }
+    } catch (NumberFormatException | ArrayIndexOutOfBoundsException bad) {
+      // reported below
+    }
+    throw new IllegalArgumentException("TEST_PORT_RANGE must be LOW-HIGH, not " + given);
   }
 
   static Path binary() {
