@@ -59,6 +59,9 @@ pub enum Scope {
     QualityCheck,
     /// Ask for a DRBG construction (DRBG output seeded from the pool) on an entropy call.
     EntropyDrbg,
+    /// StreamRandom alone, for a host feeder (`entropy-feeder`): a key holding only this scope
+    /// can stream pool bytes and call nothing else.
+    EntropyFeed,
 }
 
 impl Scope {
@@ -69,13 +72,20 @@ impl Scope {
             Self::StatusRead => "status:read",
             Self::QualityCheck => "quality:check",
             Self::EntropyDrbg => "entropy:drbg",
+            Self::EntropyFeed => "entropy:feed",
         }
     }
 
     fn parse(text: &str) -> Option<Self> {
-        [Self::EntropyRead, Self::StatusRead, Self::QualityCheck, Self::EntropyDrbg]
-            .into_iter()
-            .find(|s| s.as_str() == text)
+        [
+            Self::EntropyRead,
+            Self::StatusRead,
+            Self::QualityCheck,
+            Self::EntropyDrbg,
+            Self::EntropyFeed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
     }
 }
 
@@ -245,6 +255,7 @@ impl ApiKeys {
                 Scope::StatusRead,
                 Scope::QualityCheck,
                 Scope::EntropyDrbg,
+                Scope::EntropyFeed,
             ],
             quota: Arc::new(KeyQuota::new(Limits::default())),
         };

@@ -392,7 +392,8 @@ impl EntropyApi {
         request: Request<StreamRandomRequest>,
     ) -> Result<Response<Outbox>, Status> {
         let (metadata, extensions, req) = request.into_parts();
-        let grant = call.authorize(&extensions, Scope::EntropyRead)?;
+        // A host feeder's key (entropy:feed) may stream raw bytes, and nothing else.
+        let grant = call.authorize(&extensions, &[Scope::EntropyRead, Scope::EntropyFeed])?;
         let plan = StreamPlan::try_from(&req)?;
         let now = Instant::now();
         let client_deadline = deadline::client_deadline(&metadata, now);

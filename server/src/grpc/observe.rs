@@ -111,19 +111,19 @@ impl Call {
         handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
     ) -> Result<Response<Res>, Status> {
         let mut call = Self::start(metrics, method);
-        let result = match call.authorize(request.extensions(), scope) {
+        let result = match call.authorize(request.extensions(), &[scope]) {
             Ok(grant) => handler(Caller { grant, meter: call.meter() }, request).await,
             Err(status) => Err(Failure::Status(status)),
         };
         call.finish(result)
     }
 
-    /// The request's key grant, if it authenticated, holds `scope`, and its request quota
-    /// admits one more call.
+    /// The request's key grant, if it authenticated, holds one of `scopes`, and its request
+    /// quota admits one more call.
     pub(crate) fn authorize(
         &mut self,
         extensions: &tonic::Extensions,
-        scope: Scope,
+        scopes: &[Scope],
     ) -> Result<Arc<KeyGrant>, Status> {
         let Some(grant) = extensions.get::<Arc<KeyGrant>>().cloned() else {
             // The interceptor refuses every request without a valid key, so this is reached
@@ -134,8 +134,9 @@ impl Call {
         let handles = self.metrics.key(&grant.name);
         handles.request(self.method);
         self.key = Some((grant.clone(), handles));
-        if !grant.allows(scope) {
-            let status = errors::missing_scope(&grant.name, scope.as_str());
+        if !scopes.iter().any(|&scope| grant.allows(scope)) {
+            let names: Vec<_> = scopes.iter().map(|scope| scope.as_str()).collect();
+            let status = errors::missing_scope(&grant.name, &names.join(" or "));
             return Err(self.auth_failed(AuthFailure::Scope, status));
         }
         // The request token goes before the request is read: a malformed call is rate-limited

@@ -69,6 +69,81 @@ async fn a_key_without_the_scope_is_permission_denied() {
 }
 
 #[tokio::test]
+async fn a_feeder_key_streams_raw_bytes_and_may_call_nothing_else() {
+    use entropy_proto::v1::{
+        CheckQualityRequest, Construction, GetFloatsRequest, GetIntegersRequest, GetUuidsRequest,
+    };
+    let gw = gateway(&[
+        ("feeder", "scopes = [\"entropy:feed\"]"),
+        ("watcher", "scopes = [\"status:read\"]"),
+    ])
+    .await;
+    let mut client = gw.client().await;
+    let stream = |construction| StreamRandomRequest {
+        chunk_bytes: 4096,
+        total_bytes: 64 << 10,
+        construction,
+        ..Default::default()
+    };
+    let mut messages =
+        client.stream_random(with_key("feeder", stream(0))).await.expect("stream").into_inner();
+    let mut received = 0;
+    while let Some(message) = messages.next().await {
+        received += message.expect("message").data.len();
+    }
+    assert_eq!(received, 64 << 10);
+    assert_status(
+        client.stream_random(with_key("feeder", stream(Construction::Drbg as i32))).await,
+        Code::PermissionDenied,
+        &["feeder", "entropy:drbg"],
+    );
+    let denied = ["feeder", "entropy:read"];
+    let random = GetRandomRequest { num_bytes: 8, ..Default::default() };
+    assert_status(
+        client.get_random(with_key("feeder", random)).await,
+        Code::PermissionDenied,
+        &denied,
+    );
+    let ints = GetIntegersRequest { min: 1, max: 6, count: 1, ..Default::default() };
+    assert_status(
+        client.get_integers(with_key("feeder", ints)).await,
+        Code::PermissionDenied,
+        &denied,
+    );
+    let floats = GetFloatsRequest { count: 1, ..Default::default() };
+    assert_status(
+        client.get_floats(with_key("feeder", floats)).await,
+        Code::PermissionDenied,
+        &denied,
+    );
+    let uuids = GetUuidsRequest { count: 1, ..Default::default() };
+    assert_status(
+        client.get_uuids(with_key("feeder", uuids)).await,
+        Code::PermissionDenied,
+        &denied,
+    );
+    let quality = CheckQualityRequest { sample_bytes: 2500, ..Default::default() };
+    assert_status(
+        client.check_quality(with_key("feeder", quality)).await,
+        Code::PermissionDenied,
+        &["feeder", "quality:check"],
+    );
+    assert_status(
+        client.get_status(with_key("feeder", GetStatusRequest {})).await,
+        Code::PermissionDenied,
+        &["feeder", "status:read"],
+    );
+    // A key with neither scope is told both.
+    assert_status(
+        client.stream_random(with_key("watcher", stream(0))).await,
+        Code::PermissionDenied,
+        &["watcher", "entropy:read or entropy:feed"],
+    );
+    assert_eq!(served(&gw, "watcher").await, 64 << 10, "the denied calls drew nothing");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn the_request_rate_is_enforced_with_a_retry_delay() {
     let gw =
         gateway(&[("slow", "requests_per_second = 3"), ("watcher", "scopes = [\"status:read\"]")])

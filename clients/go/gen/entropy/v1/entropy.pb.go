@@ -12,8 +12,9 @@
 // Errors (grpc-status):
 //   INVALID_ARGUMENT    a field is out of range; the message names the field and its bounds.
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
-//   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:drbg` for a DRBG
-//                       construction).
+//   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:read` for the entropy
+//                       calls, or `entropy:feed` for StreamRandom alone, a host feeder's key;
+//                       `entropy:drbg` as well for a DRBG construction).
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
