@@ -6,9 +6,7 @@
 //! its bound, or saying what to do; the JSON-RPC error channel is kept for requests that cannot
 //! be routed (an unknown tool or resource).
 //!
-//! A quality-check tool (statistical tests over a sample of the pool) belongs to the issue
-//! "Quality" and will be added here when the gateway offers it; there is deliberately no
-//! placeholder for it.
+//! There is no tool for the gateway's CheckQuality yet (and deliberately no placeholder).
 
 use std::sync::Arc;
 

@@ -228,14 +228,25 @@ fn read_key_file(path: &Path) -> Result<String, ConfigError> {
 
 /// Builds the effective config from the layers and validates it.
 pub fn load(file: Option<&Path>, flags: &ConfigFlags) -> Result<McpConfig, ConfigError> {
-    load_with_env(file, flags, Env::prefixed("ENTROPY_").only(KEYS))
+    load_with_env(file, flags, [client_env(), Env::prefixed("ENTROPY_").only(KEYS)])
 }
 
-/// [`load`] with the environment given (tests use an `Env` that reads nothing).
+/// The variables every client library and the CLI read (clients/README.md), so that one
+/// environment points them all at the same gateway: `ENTROPY_ENDPOINT` is `gateway_endpoint`
+/// and `ENTROPY_CA_FILE` is `gateway_ca_file`. The server's own names
+/// (`ENTROPY_GATEWAY_ENDPOINT`, `ENTROPY_GATEWAY_CA_FILE`) win where both are set.
+pub fn client_env() -> Env {
+    Env::raw().only(&["ENTROPY_ENDPOINT", "ENTROPY_CA_FILE"]).map(|key| {
+        if key == "ENTROPY_ENDPOINT" { "gateway_endpoint".into() } else { "gateway_ca_file".into() }
+    })
+}
+
+/// [`load`] with the environment given: the client-wide variables, then the server's own,
+/// each layer over the one before (tests use `Env`s that read nothing).
 pub fn load_with_env(
     file: Option<&Path>,
     flags: &ConfigFlags,
-    env: Env,
+    [client, env]: [Env; 2],
 ) -> Result<McpConfig, ConfigError> {
     let mut figment = Figment::from(Serialized::defaults(McpConfig::default()));
     if let Some(path) = file {
@@ -245,6 +256,7 @@ pub fn load_with_env(
         figment = figment.merge(Toml::file_exact(path));
     }
     let config: McpConfig = figment
+        .merge(client)
         .merge(env)
         .merge(Serialized::defaults(flags))
         .extract()

@@ -16,9 +16,10 @@ fn listed() -> Vec<String> {
     listed
 }
 
-/// An environment layer that reads nothing.
-fn no_env() -> Env {
-    Env::prefixed("ENTROPY_TEST_UNUSED_").only(&[])
+/// Environment layers that read nothing.
+fn no_env() -> [Env; 2] {
+    let nothing = || Env::prefixed("ENTROPY_TEST_UNUSED_").only(&[]);
+    [nothing(), nothing()]
 }
 
 fn http_flags(tokens: &str) -> ConfigFlags {
@@ -111,6 +112,23 @@ fn environment_overrides_the_file_and_bad_values_name_the_variable() {
         let err = load(None, &ConfigFlags::default()).expect_err("bad env value");
         assert_eq!(err.key, "http_max_body_bytes");
         assert!(err.problem.contains("ENTROPY_HTTP_MAX_BODY_BYTES"), "{err}");
+        Ok(())
+    });
+}
+
+#[test]
+#[allow(clippy::result_large_err)] // figment's Jail API fixes the closure's error type
+fn the_client_libraries_variables_name_the_gateway_and_the_servers_own_win() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("ENTROPY_ENDPOINT", "https://gateway.example:50051");
+        jail.set_env("ENTROPY_CA_FILE", "/etc/entropy/ca.pem");
+        let c = load(None, &ConfigFlags::default()).expect("valid");
+        assert_eq!(c.gateway_endpoint, "https://gateway.example:50051");
+        assert_eq!(c.gateway_ca_file.as_deref(), Some(Path::new("/etc/entropy/ca.pem")));
+
+        jail.set_env("ENTROPY_GATEWAY_ENDPOINT", "https://other.example:50051");
+        let c = load(None, &ConfigFlags::default()).expect("valid");
+        assert_eq!(c.gateway_endpoint, "https://other.example:50051");
         Ok(())
     });
 }
