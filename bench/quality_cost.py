@@ -40,8 +40,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def entropy(bin_dir: Path, gw: sweep.Gateway, key: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(bin_dir / "entropy"), "--endpoint", gw.public, "--api-key",
-                           sweep.KEYS[key], "--timeout-ms", "60000", *args],
+    # The key in the environment: the CLI takes no key as a flag value.
+    return subprocess.run([str(bin_dir / "entropy"), "--endpoint", gw.public,
+                           "--timeout-ms", "60000", *args],
+                          env=dict(os.environ, ENTROPY_API_KEY=sweep.KEYS[key]),
                           capture_output=True, timeout=120)
 
 

@@ -14,8 +14,10 @@
 //!                                              # pool (needs the key's entropy:drbg scope)
 //! ```
 //!
-//! Endpoint, key and CA come from `--endpoint`/`--api-key`/`--ca-file` or `ENTROPY_ENDPOINT`/
-//! `ENTROPY_API_KEY`/`ENTROPY_CA_FILE`, in the syntax every client shares (clients/README.md).
+//! Endpoint and CA come from `--endpoint`/`--ca-file` or `ENTROPY_ENDPOINT`/`ENTROPY_CA_FILE`, in
+//! the syntax every client shares (clients/README.md). The key comes from `ENTROPY_API_KEY` or
+//! the file `--api-key-file` names, never from a flag's value (a command line is visible to
+//! every user of the machine in `ps` and lands in shell history).
 //! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage,
 //! 3 `check` ran and the sample failed the verdict.
 
@@ -37,9 +39,10 @@ struct Cli {
     /// Gateway: host:port, http://host:port or https://host:port (a bare remote host is TLS).
     #[arg(long, env = "ENTROPY_ENDPOINT", default_value = "127.0.0.1:50051", global = true)]
     endpoint: String,
-    /// API key (sent as `authorization: Bearer`).
-    #[arg(long, env = "ENTROPY_API_KEY", hide_env_values = true, global = true)]
-    api_key: Option<String>,
+    /// File holding the API key (sent as `authorization: Bearer`); else ENTROPY_API_KEY. The key
+    /// itself is never a flag value.
+    #[arg(long, global = true, value_name = "FILE")]
+    api_key_file: Option<PathBuf>,
     /// PEM file of the CA to trust for TLS (instead of the web PKI roots).
     #[arg(long, env = "ENTROPY_CA_FILE", global = true, value_name = "FILE")]
     ca_file: Option<PathBuf>,
@@ -213,10 +216,23 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The key from the file `file` names (trimmed), else from ENTROPY_API_KEY.
+fn api_key(file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--api-key-file {}: {e}", path.display()))?;
+        let key = text.trim();
+        anyhow::ensure!(!key.is_empty(), "--api-key-file {} is empty", path.display());
+        return Ok(key.to_owned());
+    }
+    match std::env::var("ENTROPY_API_KEY") {
+        Ok(key) if !key.is_empty() => Ok(key),
+        _ => anyhow::bail!("no API key: set ENTROPY_API_KEY or pass --api-key-file FILE"),
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let key = cli
-        .api_key
-        .ok_or_else(|| anyhow::anyhow!("no API key: pass --api-key or set ENTROPY_API_KEY"))?;
+    let key = api_key(cli.api_key_file.as_deref())?;
     let mut builder =
         ClientBuilder::new(&cli.endpoint, key).timeout(Duration::from_millis(cli.timeout_ms));
     if let Some(ca) = cli.ca_file {

@@ -87,3 +87,44 @@ async fn the_cli_does_what_its_help_says() {
     let out = run(KEY, &["status"]).await;
     assert!(String::from_utf8(out.stdout).unwrap().contains("class:          OS "));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_comes_from_the_environment_or_a_file_never_a_flag_value() {
+    let gw = dev_gateway().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("key");
+    std::fs::write(&file, format!("{KEY}\n")).unwrap();
+    let run = |args: Vec<String>| {
+        let addr = format!("http://{}", gw.addr);
+        tokio::task::block_in_place(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+                .args(args)
+                .env("ENTROPY_ENDPOINT", addr)
+                .env_remove("ENTROPY_API_KEY")
+                .output()
+                .unwrap()
+        })
+    };
+    let from_file =
+        run(vec!["--api-key-file".into(), file.display().to_string(), "bytes".into(), "8".into()]);
+    assert!(from_file.status.success(), "{}", String::from_utf8_lossy(&from_file.stderr));
+
+    let none = run(vec!["bytes".into(), "8".into()]);
+    let err = String::from_utf8(none.stderr).unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    assert!(err.contains("ENTROPY_API_KEY") && err.contains("--api-key-file"), "{err}");
+
+    let missing = dir.path().join("absent");
+    let out = run(vec![
+        "--api-key-file".into(),
+        missing.display().to_string(),
+        "bytes".into(),
+        "8".into(),
+    ]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.code() == Some(1) && err.contains("absent"), "{err}");
+
+    // The key as a flag value is a usage error (exit 2), not a key.
+    let flag = run(vec!["--api-key".into(), KEY.into(), "bytes".into(), "8".into()]);
+    assert_eq!(flag.status.code(), Some(2));
+}
