@@ -1,6 +1,7 @@
 //! Connecting with a key (and TLS), and the unary calls.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
@@ -40,6 +41,8 @@ pub(crate) type Inner = EntropyServiceClient<InterceptedService<Channel, BearerK
 #[derive(Clone)]
 pub struct Client {
     inner: Inner,
+    /// Where the client connects (`host:port` as given), named in errors of the transport.
+    target: Arc<str>,
     timeout: Option<Duration>,
     want: Want,
 }
@@ -64,7 +67,10 @@ pub struct Draw {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("timeout", &self.timeout).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("target", &self.target)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -215,7 +221,8 @@ impl ClientBuilder {
         let channel = endpoint.connect_lazy();
         let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
             .max_decoding_message_size(4 << 20);
-        Ok(Client { inner, timeout: self.timeout, want: self.want })
+        let target = Arc::from(self.endpoint.as_str());
+        Ok(Client { inner, target, timeout: self.timeout, want: self.want })
     }
 }
 
@@ -249,8 +256,9 @@ impl Client {
         &self,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, Error> {
+        let located = |status| Error::from(crate::error::locate(status, &self.target));
         let Some(t) = self.timeout else {
-            return Ok(call.await?.into_inner());
+            return call.await.map(tonic::Response::into_inner).map_err(located);
         };
         let deadline = tokio::time::Instant::now() + t;
         let late = || Error::DeadlineExceeded(format!("no answer within {t:?}"));
@@ -263,7 +271,7 @@ impl Client {
             {
                 Err(late())
             }
-            Ok(Err(status)) => Err(status.into()),
+            Ok(Err(status)) => Err(located(status)),
             Err(_) => Err(late()),
         }
     }
@@ -354,6 +362,11 @@ impl Client {
 
     /// [`Client::stream`] with its message size and reconnect rule given.
     pub fn stream_with(&self, total: Option<u64>, options: StreamOptions) -> RandomStream {
-        RandomStream::new(self.inner.clone(), total, options, self.want.clone())
+        RandomStream::new(
+            (self.inner.clone(), self.target.clone()),
+            total,
+            options,
+            self.want.clone(),
+        )
     }
 }

@@ -65,6 +65,25 @@ impl From<tonic::Status> for Error {
     }
 }
 
+/// `status` naming `target` and the cause when it is a failure of the transport here (it cannot
+/// connect, the connection broke): those carry their cause as a source, and say nothing of
+/// where ("tcp connect error"). A status the gateway sent is returned as it is.
+pub(crate) fn locate(status: tonic::Status, target: &str) -> tonic::Status {
+    let Some(source) = std::error::Error::source(&status) else {
+        return status;
+    };
+    let mut message = format!("{target}: {}", status.message());
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    while let Some(error) = cause {
+        let text = error.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        cause = error.source();
+    }
+    tonic::Status::new(status.code(), message)
+}
+
 impl From<tonic::transport::Error> for Error {
     fn from(e: tonic::transport::Error) -> Self {
         Self::Unavailable(e.to_string())

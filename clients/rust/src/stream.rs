@@ -66,6 +66,8 @@ impl From<Status> for Failure {
 
 struct State {
     inner: Inner,
+    /// Where the client connects, named in errors of the transport.
+    target: Arc<str>,
     options: StreamOptions,
     /// Sent on every attempt: the source kinds the caller accepts, and its construction.
     want: Want,
@@ -80,7 +82,7 @@ struct State {
 
 impl RandomStream {
     pub(crate) fn new(
-        inner: Inner,
+        (inner, target): (Inner, Arc<str>),
         total: Option<u64>,
         options: StreamOptions,
         want: Want,
@@ -91,6 +93,7 @@ impl RandomStream {
             Ok(()) => {
                 let state = State {
                     inner,
+                    target,
                     options,
                     want,
                     remaining: total,
@@ -201,6 +204,7 @@ impl State {
     async fn failed(&mut self, failure: Failure) -> Option<Error> {
         self.current = None;
         let Failure { status, timed_out_after } = failure;
+        let status = crate::error::locate(status, &self.target);
         if !transient(status.code()) {
             return Some(status.into());
         }

@@ -237,6 +237,25 @@ async fn silent_server() -> SocketAddr {
 }
 
 #[tokio::test]
+async fn a_gateway_that_cannot_be_reached_is_named_with_the_cause() {
+    // A port nothing listens on: bound, then closed.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let client = Client::connect(&format!("http://{addr}"), KEY).await.unwrap();
+    match client.get_bytes(8).await {
+        Err(Error::Unavailable(m)) => {
+            assert!(m.contains(&addr.to_string()) && m.contains("refused"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let options =
+        StreamOptions { reconnect_budget: Duration::from_millis(300), ..StreamOptions::default() };
+    let mut stream = client.stream_with(Some(1024), options);
+    let err = stream.read(&mut [0u8; 16]).await.expect_err("nothing listens");
+    let err = err.into_inner().unwrap().downcast::<Error>().unwrap();
+    assert!(err.to_string().contains(&addr.to_string()), "{err}");
+}
+
+#[tokio::test]
 async fn a_reader_gives_up_on_a_silent_gateway_when_its_budget_is_spent() {
     let addr = silent_server().await; // every attempt times out
     let client = Client::connect(&addr.to_string(), KEY).await.unwrap();
