@@ -224,8 +224,19 @@ def tls_recipes(binary):
         proc = subprocess.Popen(
             [binary, "--dev", "--listen-addr", f"127.0.0.1:{port}", "--metrics-listen-addr", "",
              "--tls-cert-file", f"{tmp}/gateway.pem", "--tls-key-file", f"{tmp}/gateway.key"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
+            # The banner's commands speak TLS too, and work as printed (CA.pem: the dev CA).
+            banner = []
+            while not banner or " list" not in banner[-1]:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                banner.append(line)
+            check("the TLS banner says TLS, never plaintext",
+                  any("TLS" in b for b in banner) and not any("plaintext" in b for b in banner),
+                  "".join(banner))
+            printed = [b.strip() for b in banner if b.strip().startswith("grpcurl")]
             for _ in range(100):
                 r = subprocess.run(["grpcurl", "-cacert", f"{tmp}/ca.pem", f"localhost:{port}",
                                     "grpc.health.v1.Health/Check"], capture_output=True, text=True, timeout=30)
@@ -235,6 +246,11 @@ def tls_recipes(binary):
             r = subprocess.run(["grpcurl", "-plaintext", f"127.0.0.1:{port}", "list"],
                                capture_output=True, text=True, timeout=30)
             check("plaintext is refused by the TLS listener", r.returncode != 0, r.stdout)
+            check("the TLS banner prints grpcurl commands", len(printed) >= 5, "".join(banner))
+            for line in printed:
+                cmd = line.replace("CA.pem", f"{tmp}/ca.pem")
+                r = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=30)
+                check(f"TLS banner command works as printed: {line[:70]}", r.returncode == 0, r.stderr)
             recipes = readme_recipes("<!-- smoke: grpcurl tls recipes")
             check("README has TLS recipes", len(recipes) >= 2, str(len(recipes)))
             for recipe in recipes:

@@ -148,17 +148,34 @@ pub fn spawn_feed(
     }))
 }
 
-/// What dev mode prints on start: where it listens, the key, and commands to paste.
-pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
+/// What dev mode prints on start: where it listens, the key, and commands to paste. `tls_cert`
+/// is the public listener's certificate when it serves TLS: the commands then verify it
+/// against the CA that signed it (`-cacert`) instead of speaking plaintext.
+pub fn banner(public: SocketAddr, keys: &DevKeys, tls_cert: Option<&std::path::Path>) -> String {
     let key = if keys.from_env { format!("${DEV_API_KEY_ENV}") } else { keys.api_key.clone() };
     let key_line = if keys.from_env {
         format!("API key:   from {DEV_API_KEY_ENV}")
     } else {
-        format!("API key:   {}   (set {DEV_API_KEY_ENV} to choose your own)", keys.api_key)
+        format!(
+            "API key:   {}   (new on every start: readers of an earlier start get \
+             UNAUTHENTICATED; set {DEV_API_KEY_ENV} to keep one key across restarts)",
+            keys.api_key
+        )
+    };
+    let (listening, transport) = match tls_cert {
+        None => (format!("Listening: {public} (plaintext gRPC)"), "-plaintext".to_owned()),
+        Some(cert) => (
+            format!(
+                "Listening: {public} (gRPC over TLS, certificate {}; CA.pem below is the CA \
+                 that signed it)",
+                cert.display()
+            ),
+            "-cacert CA.pem".to_owned(),
+        ),
     };
     let call = |method: &str, body: &str| {
         format!(
-            "  grpcurl -plaintext -H \"authorization: Bearer {key}\" -d '{body}' {public} \
+            "  grpcurl {transport} -H \"authorization: Bearer {key}\" -d '{body}' {public} \
              entropy.v1.EntropyService/{method}"
         )
     };
@@ -166,7 +183,7 @@ pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
         "Entropy Diode gateway, DEV MODE: not for production.".to_owned(),
         "Entropy comes from this machine's OS RNG (labelled source kind OS), not a quantum source."
             .to_owned(),
-        format!("Listening: {public} (plaintext gRPC)"),
+        listening,
         key_line,
         String::new(),
         "Try:".to_owned(),
@@ -175,7 +192,7 @@ pub fn banner(public: SocketAddr, keys: &DevKeys) -> String {
         call("GetIntegers", r#"{"min": 1, "max": 6, "count": 10}"#),
         call("GetUuids", r#"{"count": 3}"#),
         call("GetStatus", "{}"),
-        format!("  grpcurl -plaintext {public} list"),
+        format!("  grpcurl {transport} {public} list"),
         String::new(),
     ]
     .join("\n")

@@ -186,7 +186,8 @@ impl Launch {
             Keys::Dev(dev_keys) => {
                 let (gateway_id, skew) = (config.gateway_id.clone(), config.max_future_skew());
                 let mac_secret = dev_keys.mac_secret.clone();
-                println!("{}", dev::banner(public_addr, &dev_keys));
+                let tls_cert = config.tls_cert_file.as_deref();
+                println!("{}", dev::banner(public_addr, &dev_keys, tls_cert));
                 if let Some(addr) = metrics_addr {
                     println!(
                         "Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n"
