@@ -53,7 +53,8 @@ mac=$(random_hex 32)
 echo "$mac" > "$work/mac-keys/demo.key"
 echo "$mac" > "$work/collector-mac.key"
 digest=$(printf '%s' "$ENTROPY_DEV_API_KEY" | sha256sum | cut -d' ' -f1)
-printf '[[key]]\nname = "demo"\nsha256 = "%s"\n' "$digest" > "$work/api-keys.toml"
+# The scopes the recipes use: entropy (raw and DRBG), status and the quality check.
+printf '[[key]]\nname = "demo"\nsha256 = "%s"\nscopes = ["entropy:read", "entropy:drbg", "status:read", "quality:check"]\n' "$digest" > "$work/api-keys.toml"
 
 "$BIN_DIR/entropy-simulator" --listen-addr "127.0.0.1:$SIM_PORT" --tls \
   --cert-out "$work/simulator.pem" --rate-bytes-per-s "$SIM_RATE" > "$work/simulator.log" 2>&1 &
@@ -86,6 +87,13 @@ type = "quantis"
 url = "https://127.0.0.1:$SIM_PORT"
 ca_file = "$work/simulator.pem"
 TOML
+# The gateway refuses chunks sealed before its start plus max_future_skew_ms (2 s: its restart
+# rule, "before_start"), so the collector starts once that has passed, not into refusals.
+for _ in $(seq 100); do
+  curl -sf "127.0.0.1:$GATEWAY_METRICS_PORT/healthz" > /dev/null && break
+  sleep 0.1
+done
+sleep 2.2
 "$BIN_DIR/entropy-collector" --config "$work/collector.toml" &
 pids+=($!)
 

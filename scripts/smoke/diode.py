@@ -69,6 +69,8 @@ def demo(bin_dir):
         r = grpcurl(addr, "entropy.v1.EntropyService/GetRandom", key=key, data={"num_bytes": 64})
         data = base64.b64decode(json.loads(r.stdout)["data"]) if r.returncode == 0 else b""
         check("a client draws 64 bytes", len(data) == 64, r.stderr)
+        r = grpcurl(addr, "entropy.v1.EntropyService/CheckQuality", key=key, data={"sample_bytes": 2500})
+        check("the demo key holds quality:check (the recipes work unchanged)", r.returncode == 0, r.stderr)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -82,6 +84,9 @@ def demo(bin_dir):
                           capture_output=True, text=True).stdout.split()
     check("no component is left running", not left, f"pids {left}")
     check("the demo printed its grpcurl commands", "grpcurl -plaintext" in out, out[-2000:])
+    refused = [line for line in out.splitlines() if "before_start" in line]
+    check("the collector starts after the gateway's restart rule: no before_start refusal",
+          not refused, "\n".join(refused[:5]))
 
 
 if __name__ == "__main__":
