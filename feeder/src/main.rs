@@ -1,0 +1,3 @@
+//! `entropy-feeder` (to be written).
+
+fn main() {}
