@@ -135,7 +135,10 @@ fn feed_options(config: &FeederConfig) -> FeedOptions {
 
 /// Boot mode: `total` bytes to the kernel within `boot_timeout_ms` of `started`.
 async fn boot(config: FeederConfig, client: Client, total: u64, started: Instant) -> ExitCode {
-    let kernel = match LinuxRandom::open(&config.random_device) {
+    let kernel = match LinuxRandom::open(&config.random_device).and_then(|k| {
+        k.check_access()?;
+        Ok(k)
+    }) {
         Ok(k) => k,
         Err(e) => {
             tracing::error!("{e}");
@@ -176,7 +179,11 @@ async fn boot(config: FeederConfig, client: Client, total: u64, started: Instant
 /// Daemon mode: until SIGTERM/SIGINT, or a failure.
 async fn daemon(config: FeederConfig, client: Client) -> anyhow::Result<()> {
     let kernel = match config.kernel_feed {
-        true => Some(LinuxRandom::open(&config.random_device)?),
+        true => {
+            let kernel = LinuxRandom::open(&config.random_device)?;
+            kernel.check_access()?;
+            Some(kernel)
+        }
         false => None,
     };
     let metrics_listener = match config.metrics_listen_addr {

@@ -173,7 +173,7 @@ fn is_root() -> bool {
 #[test]
 fn the_real_ioctl_feeds_dev_random_with_and_without_credit() {
     let random = LinuxRandom::open(Path::new("/dev/random")).expect("open /dev/random");
-    let result = random.add_entropy(&[0x5a; 64], 0);
+    let result = random.check_access().and_then(|()| random.add_entropy(&[0x5a; 64], 0));
     if !is_root() {
         println!("SKIP: not root; RNDADDENTROPY needs CAP_SYS_ADMIN");
         let e = result.expect_err("EPERM without CAP_SYS_ADMIN");
@@ -272,4 +272,72 @@ fn bad_config_exits_64_naming_the_key_and_print_config_never_shows_the_key() {
 
     let (output, _) = feeder("gateway_endpoint = \"http://127.0.0.1:1\"\n", &["--boot", "0"]);
     assert_eq!(output.status.code(), Some(64), "--boot 0 is a usage error");
+}
+
+/// `GET path` on `addr`, the body.
+fn http_get(addr: SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    write!(tcp, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("request");
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).expect("response");
+    text
+}
+
+#[tokio::test]
+async fn the_daemon_feeds_only_when_asked_or_refreshing_serves_metrics_and_stops_on_sigterm() {
+    if !is_root() {
+        println!("SKIP: not root; the daemon checks for CAP_SYS_ADMIN at start");
+        return;
+    }
+    let gateway =
+        FakeGateway::start("127.0.0.1:0".parse().expect("addr"), vec![Script::Good]).await;
+    for refresh_ms in [0, 1000] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let config = format!(
+            "gateway_endpoint = \"{}\"\nmetrics_listen_addr = \"{port}\"\nrefresh_interval_ms = {refresh_ms}\n",
+            gateway.endpoint()
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("feeder.toml");
+        std::fs::write(&path, config).expect("write config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_entropy-feeder"))
+            .arg("--config")
+            .arg(&path)
+            .env("ENTROPY_API_KEY", "test-key-secret")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the daemon");
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        let page =
+            tokio::task::spawn_blocking(move || http_get(port, "/metrics")).await.expect("get");
+        let fed = metric(&page, "entropy_feeder_kernel_fed_bytes_total");
+        let asks = metric(&page, "entropy_feeder_kernel_asks_total");
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+        if refresh_ms == 0 {
+            // A running kernel (>= 5.18, CRNG ready) never asks: nothing written.
+            assert_eq!(fed, 64.0 * asks, "one 64-byte write per ask, kernel {release}");
+        } else {
+            assert!(fed >= 128.0 + 64.0 * asks, "two refreshes in 2.6 s: {fed}");
+            let credited = metric(&page, "entropy_feeder_kernel_credited_bits_total");
+            assert_eq!(credited, fed * 2.0, "2 bits per byte");
+        }
+        assert_eq!(metric(&page, "entropy_feeder_up"), 1.0);
+        let ready =
+            tokio::task::spawn_blocking(move || http_get(port, "/readyz")).await.expect("get");
+        assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+        let pid = child.id().to_string();
+        let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        assert!(killed.success());
+        let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .expect("join")
+            .expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("entropy feeder stopped"), "{stderr}");
+    }
 }

@@ -67,6 +67,14 @@ impl LinuxRandom {
         Ok(Self { file: Arc::new(file), path: path.to_owned() })
     }
 
+    /// Checks that this process may feed the kernel (`CAP_SYS_ADMIN`) with an empty
+    /// `RNDADDENTROPY`, which mixes nothing and credits nothing: so a feeder without the
+    /// capability fails at start, not at the first ask (which on a running kernel from 5.18 on
+    /// may never come).
+    pub fn check_access(&self) -> io::Result<()> {
+        ioctl::add_entropy(self.file.as_fd(), &[], 0)
+    }
+
     /// True when the kernel asks now, after waiting at most `timeout` for it (blocking).
     pub fn asking_within(&self, timeout: Duration) -> io::Result<bool> {
         poll_out(&self.file, timeout)
