@@ -304,7 +304,7 @@ async fn the_daemon_feeds_only_when_asked_or_refreshing_serves_metrics_and_stops
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("feeder.toml");
         std::fs::write(&path, config).expect("write config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_entropy-feeder"))
+        let child = Command::new(env!("CARGO_BIN_EXE_entropy-feeder"))
             .arg("--config")
             .arg(&path)
             .env("ENTROPY_API_KEY", "test-key-secret")
