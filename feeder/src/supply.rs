@@ -358,7 +358,7 @@ impl Reader {
                 () = tokio::time::sleep(delay) => {}
             }
         }
-        self.close();
+        // Dropping `self` closes the supply (also when the task is aborted or panics).
     }
 
     /// The next wait: doubling from INITIAL_BACKOFF per failure in a row, capped, with jitter
@@ -461,9 +461,13 @@ impl Reader {
             }
         }
     }
+}
 
-    /// Wipes what is buffered and wakes every taker with [`Closed`].
-    fn close(&self) {
+impl Drop for Reader {
+    /// Wipes what is buffered and wakes every taker with [`Closed`]: when the reader stops
+    /// for shutdown, and if its task is aborted (the supply dropped) or panics, so no taker
+    /// waits for bytes that will never come.
+    fn drop(&mut self) {
         let mut ring = self.shared.ring();
         let len = ring.len;
         ring.wipe_newest(len);
