@@ -222,9 +222,11 @@ impl Supply {
     }
 
     fn take_ready(&self, max: usize) -> Zeroizing<Vec<u8>> {
-        let mut out = Zeroizing::new(Vec::with_capacity(max));
         let mut ring = self.shared.ring();
-        ring.pop_into(&mut out, max);
+        let n = max.min(ring.len);
+        // Allocated at its final size: a Vec that grew would leave unwiped copies behind.
+        let mut out = Zeroizing::new(Vec::with_capacity(n));
+        ring.pop_into(&mut out, n);
         self.shared.metrics.buffered.set(ring.len as f64);
         drop(ring);
         if !out.is_empty() {
@@ -243,6 +245,7 @@ impl Drop for Supply {
 impl Entropy for Supply {
     async fn take(&self, n: usize) -> Result<Zeroizing<Vec<u8>>, Closed> {
         let capacity = self.shared.ring().capacity();
+        // Allocated at its final size: a Vec that grew would leave unwiped copies behind.
         let mut out = Zeroizing::new(Vec::with_capacity(n));
         while out.len() < n {
             let notified = self.shared.data.notified();
