@@ -367,9 +367,9 @@ impl Reader {
     /// The next wait: doubling from INITIAL_BACKOFF per failure in a row, capped, with jitter
     /// in the upper half.
     fn backoff(&mut self) -> Duration {
-        let ceiling = INITIAL_BACKOFF.saturating_mul(1 << self.failures.min(16)).min(MAX_BACKOFF);
+        let delay = backoff_delay(self.failures, jitter());
         self.failures = self.failures.saturating_add(1);
-        ceiling / 2 + ceiling.mul_f64(jitter() / 2.0)
+        delay
     }
 
     /// Reads one stream until it fails a test, fails, or the feeder stops.
@@ -482,6 +482,13 @@ impl Drop for Reader {
     }
 }
 
+/// The wait after `failures` failures in a row (0 for the first), `jitter` in [0, 1]: within
+/// `[c/2, c]` for the ceiling `c = min(INITIAL_BACKOFF * 2^failures, MAX_BACKOFF)`.
+fn backoff_delay(failures: u32, jitter: f64) -> Duration {
+    let ceiling = INITIAL_BACKOFF.saturating_mul(1 << failures.min(16)).min(MAX_BACKOFF);
+    ceiling / 2 + ceiling.mul_f64(jitter.clamp(0.0, 1.0) / 2.0)
+}
+
 /// A number in [0, 1] for backoff jitter (not for anything secret).
 fn jitter() -> f64 {
     use std::hash::{BuildHasher, RandomState};
@@ -491,6 +498,27 @@ fn jitter() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backoff_doubles_from_half_a_second_and_stays_within_a_quarter_second_and_thirty() {
+        let ms = Duration::from_millis;
+        assert_eq!(backoff_delay(0, 0.0), ms(250));
+        assert_eq!(backoff_delay(0, 1.0), ms(500));
+        assert_eq!(backoff_delay(1, 1.0), ms(1000));
+        assert_eq!(backoff_delay(5, 1.0), ms(16_000));
+        for failures in [6, 7, 20, u32::MAX] {
+            assert_eq!(backoff_delay(failures, 1.0), MAX_BACKOFF);
+            assert_eq!(backoff_delay(failures, 0.0), MAX_BACKOFF / 2);
+        }
+        // Over any sweep of failures and jitter: never below 250 ms (no busy loop), never
+        // above 30 s.
+        for failures in 0..40 {
+            for j in 0..=10 {
+                let d = backoff_delay(failures, f64::from(j) / 10.0);
+                assert!(d >= ms(250) && d <= MAX_BACKOFF, "{failures} {j}: {d:?}");
+            }
+        }
+    }
 
     #[test]
     fn the_ring_hands_out_in_order_across_the_wrap_and_wipes_what_leaves() {
