@@ -28,8 +28,11 @@
 //! **Outages.** When the library gives up (or the gateway refuses the key), the supply waits
 //! and opens a new stream: backoff from [`INITIAL_BACKOFF`] doubling to [`MAX_BACKOFF`],
 //! jittered, never a busy loop; reset once a stream has stayed healthy for
-//! [`HEALTHY_RESETS_BACKOFF`]. An outage is logged once when it starts and once when bytes
-//! flow again.
+//! [`HEALTHY_RESETS_BACKOFF`]. Connection attempts in an outage: at most 9 per cycle (a
+//! stream's attempts within the library's budget, `library_options`), one cycle per
+//! `5 s + backoff`, so at most 9 per 20 s once the backoff reaches its cap. An outage longer
+//! than the library's budget is logged once when the library gives up and once when bytes
+//! flow again; a shorter one is logged once, when the library has reopened the stream.
 //!
 //! **Take.** [`Entropy::take`] waits until the ring holds all `n` bytes and takes them in one
 //! critical section, so a take dropped while waiting has taken nothing (cancel-safe). A take
@@ -60,6 +63,21 @@ pub const ALPHA_LOG2: u32 = 40;
 /// How long the client library's reader itself keeps reopening a broken stream before it
 /// reports the failure here.
 pub const LIBRARY_RECONNECT_BUDGET: Duration = Duration::from_secs(5);
+/// The client library's reconnect rule for the feeder's streams: its budget, and its backoff
+/// from 250 ms doubling to 2 s (jittered in the upper half). One outage cycle (a stream's
+/// budget, then the supply's own backoff) makes at most 9 attempts: the first, and retries
+/// after delays of at least 125, 250, 500, 1000, 1000, 1000, 1000 ms (4875 ms in all), then
+/// one more the library clips to the budget's end.
+fn library_options(chunk_bytes: u32) -> StreamOptions {
+    StreamOptions {
+        chunk_bytes,
+        reconnect_budget: LIBRARY_RECONNECT_BUDGET,
+        initial_backoff: Duration::from_millis(250),
+        max_backoff: Duration::from_secs(2),
+        ..StreamOptions::default()
+    }
+}
+
 /// First wait before opening a new stream after a failure.
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 /// Longest wait between streams.
@@ -321,10 +339,7 @@ impl Reader {
 
     async fn run(mut self, shutdown: CancellationToken) {
         loop {
-            let stream_options = StreamOptions::default()
-                .chunk_bytes(self.options.chunk_bytes)
-                .reconnect_budget(LIBRARY_RECONNECT_BUDGET);
-            let stream = self.client.stream_with(None, stream_options);
+            let stream = self.client.stream_with(None, library_options(self.options.chunk_bytes));
             if self.streams > 0 {
                 self.shared.metrics.reconnects.increment(1);
             }

@@ -87,7 +87,11 @@ async fn a_failing_stream_hands_out_nothing_and_a_fresh_stream_passes_its_own_st
 }
 
 #[tokio::test]
-async fn the_supply_rides_out_a_gateway_outage_without_a_busy_loop() {
+async fn the_supply_rides_out_a_gateway_outage_without_a_busy_loop_logging_it_once() {
+    // The reader runs on this test's (current-thread) runtime: its logs come here.
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt().with_writer(logs.clone()).with_ansi(false).finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
     let gateway =
         FakeGateway::start("127.0.0.1:0".parse().expect("addr"), vec![Script::Good]).await;
     let shutdown = CancellationToken::new();
@@ -115,12 +119,15 @@ async fn the_supply_rides_out_a_gateway_outage_without_a_busy_loop() {
             }
         }
     };
-    let _ = tokio::time::timeout(Duration::from_secs(4), drain).await;
+    // Longer than the client library's own reconnect budget (5 s): the supply's rule too.
+    let _ = tokio::time::timeout(Duration::from_millis(6500), drain).await;
     counter.abort();
     let _ = counter.await;
     let tried = attempts.load(Ordering::SeqCst);
-    println!("{tried} connection attempts in 4 s of outage");
-    assert!((1..=20).contains(&tried), "{tried} connection attempts in 4 s");
+    println!("{tried} connection attempts in 6.5 s of outage");
+    // At most 9 per cycle of 5 s + backoff (supply.rs, "Outages"): 9, then after 5.25 s at
+    // most 4 more by 6.5 s.
+    assert!((1..=13).contains(&tried), "{tried} connection attempts in 6.5 s");
 
     // Back on the same port: bytes flow again, through a fresh start-up test.
     let gateway = stopped.restart(addr).await;
@@ -130,8 +137,40 @@ async fn the_supply_rides_out_a_gateway_outage_without_a_busy_loop() {
     let text = handle.render();
     let startup = "entropy_feeder_discarded_bytes_total{reason=\"startup\"}";
     assert!(metric(&text, startup) >= 2.0 * STARTUP_BYTES as f64, "{text}");
+    let logged = logs.text();
+    assert_eq!(logged.matches("gateway stream failed").count(), 1, "{logged}");
+    assert_eq!(logged.matches("flowing again").count(), 1, "{logged}");
     shutdown.cancel();
     supply.closed().await;
+}
+
+/// Log lines, captured.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
 }
 
 #[tokio::test]
