@@ -288,6 +288,17 @@ class Procs:
         except OSError:
             return ""
 
+    def stop_one(self, name: str) -> int:
+        """SIGTERM to one process; its exit status (killed after 15 s: negative)."""
+        proc = self.procs[name]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
@@ -661,8 +672,10 @@ def main() -> int:
         read_line = run["lines"]["READ"].split()
         guest_s = float(read_line[2]) - float(read_line[1])
         host_s = marks["READ"] - marks["FIRST"]
+        origin = "the gateway sent toward the feeder (recorded on the wire)" if args.source == "feeder" \
+            else "egd_demo handed out"
         print(f"source: {args.source}; guest reads: {len(guest_reads)} x {args.read_size} bytes; "
-              f"source handed out {len(source_bytes)} bytes")
+              f"{origin}: {len(source_bytes)} bytes")
         print(f"boot to first byte: {marks['FIRST']:.2f} s (QEMU start to the first read done, host clock); "
               f"guest booted (init ran) at {marks.get('BOOTED', float('nan')):.2f} s")
         print(f"read rate: {args.bytes / guest_s / 1024:.1f} KiB/s by the guest's clock ({guest_s:.2f} s), "
@@ -670,6 +683,10 @@ def main() -> int:
         print(f"whole run: {run['total_s']:.1f} s")
         if run["other_in_hex"]:
             print(f"note: {run['other_in_hex']} console lines among the hex were not hex (kernel messages?)")
+        if args.source == "feeder":
+            status = procs.stop_one("feeder")
+            if status != 0:
+                problems.append(f"entropy-feeder exited {status} on SIGTERM (0 expected)")
         if problems:
             for p in problems:
                 print(f"FAIL: {p}")
