@@ -23,7 +23,10 @@ What it does:
    255 bytes per request.
 4. Checks that every guest read is a contiguous run of the bytes the source handed out, and that
    no two reads share a byte (by offset: the runs are located in the source's stream and must
-   not overlap). Prints boot-to-first-byte time and the guest's read rate.
+   not overlap). With the real feeder also: its /metrics (entropy_feeder_egd_served_bytes_total
+   between what the guest read and what the gateway sent, no EGD client left after QEMU exits,
+   no refusal) and exit status 0 on SIGTERM. Prints boot-to-first-byte time and the guest's
+   read rate.
 
 Sources:
 
@@ -61,6 +64,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from harness import http_get  # noqa: E402
 from ports import free_port  # noqa: E402
 
 CACHE = Path(os.environ.get("QEMU_GUEST_CACHE", "/var/tmp/entropy-diode-qemu-guest"))
@@ -363,6 +367,7 @@ class RecordingRelay:
         self.port = free_port()
         self.listener = socket.create_server(("127.0.0.1", self.port))
         self.connections = 0
+        self.metrics_url = ""
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -478,7 +483,7 @@ def grpc_stream_data(wire: bytes) -> bytes:
     return bytes(out)
 
 
-def start_feeder(procs: Procs, work: Path, sock: Path, gateway_bin: Path, feeder_bin: Path) -> callable:
+def start_feeder(procs: Procs, work: Path, sock: Path, gateway_bin: Path, feeder_bin: Path) -> RecordingRelay:
     if not os.access(gateway_bin, os.X_OK):
         raise Failed(f"no gateway binary at {gateway_bin} (--gateway-bin)")
     if not os.access(feeder_bin, os.X_OK):
@@ -505,15 +510,56 @@ def start_feeder(procs: Procs, work: Path, sock: Path, gateway_bin: Path, feeder
     relay_dir.mkdir()
     relay = RecordingRelay(("127.0.0.1", port), relay_dir)
     config = work / "feeder.toml"
+    metrics_port = free_port()
     config.write_text(
         f'gateway_endpoint = "http://127.0.0.1:{relay.port}"\n'
         "kernel_feed = false\n"
         f'egd_socket = "{sock}"\n'
-        'metrics_listen_addr = ""\n'
+        f'metrics_listen_addr = "127.0.0.1:{metrics_port}"\n'
     )
     feeder = procs.start("feeder", [str(feeder_bin), "--config", str(config)], env=dict(os.environ, ENTROPY_API_KEY=key))
     wait_for("the feeder's EGD socket", sock.exists, 60, alive=lambda: feeder.poll() is None)
-    return relay.served
+    relay.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    return relay
+
+
+def scrape(url: str) -> dict[str, float]:
+    """Prometheus text -> {series: value} (series as written, labels included)."""
+    status, body = http_get(url)
+    if status != 200:
+        raise Failed(f"GET {url}: {status} {body[:200]}")
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            series, _, value = line.rpartition(" ")
+            try:
+                out[series] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def check_feeder_metrics(url: str, guest_bytes: int, wire_bytes: int) -> list[str]:
+    """The EGD series: bytes served at least what the guest read and at most what the gateway
+    sent; no client left once QEMU is gone; no connection refused."""
+    problems = []
+    deadline = time.monotonic() + 10
+    while True:
+        m = scrape(url)
+        if m.get("entropy_feeder_egd_clients") == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    served = m.get("entropy_feeder_egd_served_bytes_total")
+    log(f"feeder metrics: egd_served_bytes_total {served}, egd_clients {m.get('entropy_feeder_egd_clients')}, "
+        f"received_bytes_total {m.get('entropy_feeder_received_bytes_total')}")
+    if served is None or not guest_bytes <= served <= wire_bytes:
+        problems.append(f"entropy_feeder_egd_served_bytes_total {served}: not between {guest_bytes} and {wire_bytes}")
+    if m.get("entropy_feeder_egd_clients") != 0:
+        problems.append(f"entropy_feeder_egd_clients {m.get('entropy_feeder_egd_clients')} after QEMU exited")
+    refused = {k: v for k, v in m.items() if k.startswith("entropy_feeder_egd_refused_total") and v}
+    if refused:
+        problems.append(f"EGD refusals: {refused}")
+    return problems
 
 
 # --- 4. Boot, read, check ----------------------------------------------------------------------
@@ -666,7 +712,7 @@ def main() -> int:
                 log(run["lines"][tag])
         if "HEX-END" not in marks:
             raise Failed(f"the guest did not finish (see {work}/serial.log): marks {sorted(marks)}")
-        source_bytes = served()
+        source_bytes = served() if args.source == "demo" else served.served()
         guest_reads = run["hex"]
         problems = check(guest_reads, source_bytes, args.read_size, reads + 1)
         read_line = run["lines"]["READ"].split()
@@ -684,6 +730,7 @@ def main() -> int:
         if run["other_in_hex"]:
             print(f"note: {run['other_in_hex']} console lines among the hex were not hex (kernel messages?)")
         if args.source == "feeder":
+            problems += check_feeder_metrics(served.metrics_url, len(guest_reads) * args.read_size, len(source_bytes))
             status = procs.stop_one("feeder")
             if status != 0:
                 problems.append(f"entropy-feeder exited {status} on SIGTERM (0 expected)")
