@@ -47,6 +47,20 @@
 //!
 //! `entropy_feeder_egd_served_bytes_total` (entropy bytes written to clients),
 //! `entropy_feeder_egd_clients` (gauge), `entropy_feeder_egd_refused_total{reason}`.
+//!
+//! # A guest on it
+//!
+//! ```text
+//! qemu-system-x86_64 ... \
+//!   -chardev socket,id=egd,path=/run/entropy-feeder/egd.sock,reconnect=1 \
+//!   -object rng-egd,id=rng0,chardev=egd -device virtio-rng-pci,rng=rng0
+//! ```
+//!
+//! (libvirt: `<rng model='virtio'><backend model='egd' type='unix'><source mode='connect'
+//! path='...'/></backend></rng>`.) QEMU's user needs write access to the socket
+//! (`egd_socket_mode`, group). `reconnect` lets QEMU reconnect after a feeder restart; without
+//! it the guest's device gets nothing more once the connection drops. `scripts/lab/qemu_guest.py`
+//! boots such a guest and checks what it reads.
 
 use std::io;
 use std::sync::Arc;
