@@ -572,7 +572,7 @@ def boot(qemu: str, vmlinuz: Path, initrd: Path, sock: Path, timeout_s: float, s
         qemu, "-accel", "tcg", "-m", "256", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
         "-serial", "stdio",
         "-kernel", str(vmlinuz), "-initrd", str(initrd),
-        "-append", "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init rng_core.default_quality=0",
+        "-append", "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init",
         "-chardev", f"socket,id=egd,path={sock},reconnect=1",
         "-object", "rng-egd,id=rng0,chardev=egd",
         "-device", "virtio-rng-pci,rng=rng0",
