@@ -122,3 +122,14 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{- define "ed.feederName" -}}{{ include "ed.fullname" . }}-feeder{{- end -}}
+
+{{/* The feeder's gateway: feeder.gatewayEndpoint, or the chart's public gateway Service. */}}
+{{- define "ed.feederEndpoint" -}}
+{{- if .Values.feeder.gatewayEndpoint -}}
+{{- .Values.feeder.gatewayEndpoint -}}
+{{- else -}}
+https://{{ include "ed.gatewayName" . }}.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}:{{ .Values.gateway.service.port }}
+{{- end -}}
+{{- end -}}
