@@ -10,7 +10,8 @@
 #      an empty stand-in: verify only needs the path to be executable).
 #   3. `systemd-analyze security --offline=true`: the exposure score of each unit, which must
 #      stay at or under 2.0 (1.6 when written, with systemd 252).
-#   4. `entropy-feeder --config deploy/systemd/feeder.toml --print-config`, when the binary is
+#   4. `systemd-sysusers --dry-run` on the sysusers.d entry, in a scratch root.
+#   5. `entropy-feeder --config deploy/systemd/feeder.toml --print-config`, when the binary is
 #      built (beside ENTROPY_GATEWAY_BIN, as configs.sh finds the others).
 # What cannot run here prints SKIP: and the reason. Installs the `systemd` package (for
 # systemd-analyze) when missing; it does not start anything.
@@ -74,6 +75,22 @@ else
   else
     echo "SKIP: this systemd-analyze has no --offline (systemd < 250): no exposure score without a running systemd"
   fi
+fi
+
+step "systemd-sysusers --dry-run: deploy/systemd/entropy-feeder.sysusers parses and makes the user"
+if command -v systemd-sysusers >/dev/null; then
+  # Installed where the README puts it, in an empty root: only this entry is read.
+  install -D -m 0644 deploy/systemd/entropy-feeder.sysusers "$tmp/sysroot/usr/lib/sysusers.d/entropy-feeder.conf"
+  mkdir -p "$tmp/sysroot/etc"
+  out="$(systemd-sysusers --dry-run --root="$tmp/sysroot" 2>&1)" ||
+    { echo "$out" >&2; exit 1; }
+  # It exits 0 on a line it cannot parse (and ignores it): the user must be made, and nothing said.
+  if ! grep -q "Creating user 'entropy-feeder'" <<<"$out" || grep -qiE 'unknown|invalid|fail' <<<"$out"; then
+    echo "$out" >&2; echo "systemd-sysusers: no clean entropy-feeder user from the entry" >&2; exit 1
+  fi
+  echo "ok: $(grep "Creating user 'entropy-feeder'" <<<"$out")"
+else
+  echo "SKIP: systemd-sysusers is not installed"
 fi
 
 step "the feeder accepts deploy/systemd/feeder.toml (--print-config)"
