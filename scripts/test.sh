@@ -105,7 +105,7 @@ python3 scripts/quality/quality.py quick --bin-dir target/release --no-install
 step "the diode in network namespaces: only the collector side can open a connection (root only; SKIP elsewhere)"
 python3 scripts/lab/diode.py target/release
 
-step "deploy: promtool (config, rules, rule unit tests), deploy configs, compose.yaml schema and policy"
+step "deploy: promtool (config, rules, rule unit tests), deploy configs, compose.yaml schema and policy, the feeder's systemd units"
 scripts/deploy/configs.sh
 
 step "Kubernetes: the Helm chart linted and rendered, decoded strictly into the k8s.io/api types, configs and policy checked"

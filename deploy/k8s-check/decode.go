@@ -40,6 +40,7 @@ var kinds = map[string]func() any{
 	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
+	"apps/v1/DaemonSet":                       func() any { return &appsv1.DaemonSet{} },
 	"autoscaling/v2/HorizontalPodAutoscaler":  func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },

@@ -1,7 +1,8 @@
 // Command k8s-check lints and renders the entropy-diode Helm chart with Helm's own packages
 // (`helm lint --strict`, `helm template`), decodes every rendered object strictly into its
-// Kubernetes API type, runs the rendered gateway and collector configs through the binaries'
-// `--print-config`, and checks the policy the types cannot express (see policy.go, netpol.go).
+// Kubernetes API type, runs the rendered gateway, collector and feeder configs through the
+// binaries' `--print-config`, and checks the policy the types cannot express (see policy.go,
+// netpol.go, feeder.go).
 //
 //	k8s-check -chart ../helm/entropy-diode [-values FILE] -bin DIR   render and check
 //	k8s-check -manifest FILE -bin DIR                                 check a rendered file
@@ -106,6 +107,12 @@ func summary(c *checker) string {
 				n = len(eff.tables("gateway"))
 			}
 			parts = append(parts, fmt.Sprintf("collectors %d in %s listing %d gateways", w.replicas, w.namespace, n))
+		case "feeder":
+			how := "--print-config"
+			if c.feederParsedOnly {
+				how = "parsed only, no entropy-feeder binary"
+			}
+			parts = append(parts, fmt.Sprintf("feeders per node in %s (config %s)", w.namespace, how))
 		}
 	}
 	return fmt.Sprintf("%d objects (%s); %s; configs pass --print-config; policy ok",

@@ -1,7 +1,8 @@
 // netpol.go: the diode in NetworkPolicies. Collectors: default deny both ways in their
 // namespace; egress only to the gateways' ingest port, cluster DNS, appliance CIDRs and the
 // demo simulator; ingress only to metrics from the monitoring namespace. Gateways: ingest
-// only from collector pods, metrics only from monitoring, no egress at all.
+// only from collector pods, metrics only from monitoring, no egress at all. Feeders: in
+// feeder.go.
 
 package main
 
@@ -173,6 +174,7 @@ func (c *checker) checkNetworkPolicies() {
 			c.fail(gw.object, "gateway pods are not isolated for ingress and egress by a NetworkPolicy")
 		}
 	}
+	c.checkFeederPolicies()
 }
 
 // describe a rule for a message: its ports and peers.

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/BurntSushi/toml"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,7 @@ import (
 
 const componentLabel = "app.kubernetes.io/component"
 
-// workload is a StatefulSet or Deployment, reduced to what the checks need.
+// workload is a StatefulSet, Deployment or DaemonSet, reduced to what the checks need.
 type workload struct {
 	object
 	pod         *corev1.PodSpec
@@ -49,6 +51,8 @@ type checker struct {
 	configMaps map[string]*corev1.ConfigMap
 	services   map[string]*corev1.Service
 	problems   []string
+	// feederParsedOnly: no entropy-feeder in binDir; its config was parsed, not validated.
+	feederParsedOnly bool
 }
 
 func (c *checker) fail(o object, format string, args ...any) {
@@ -76,6 +80,9 @@ func newChecker(objs []object, binDir, monitoring string) *checker {
 			c.workloads = append(c.workloads, &workload{object: o, pod: &v.Spec.Template.Spec,
 				labels: v.Spec.Template.Labels, selector: v.Spec.Selector,
 				replicas: replicas(v.Spec.Replicas)})
+		case *appsv1.DaemonSet:
+			c.workloads = append(c.workloads, &workload{object: o, pod: &v.Spec.Template.Spec,
+				labels: v.Spec.Template.Labels, selector: v.Spec.Selector})
 		}
 	}
 	return c
@@ -98,6 +105,8 @@ func (c *checker) run() {
 			c.checkGateway(w)
 		case "collector":
 			c.checkCollector(w)
+		case "feeder":
+			c.checkFeeder(w)
 		}
 	}
 	c.checkNetworkPolicies()
@@ -117,6 +126,12 @@ func (c *checker) checkPod(w *workload) {
 	if p.HostNetwork || p.HostPID || p.HostIPC {
 		c.fail(w.object, "host namespaces are not allowed")
 	}
+	// No node directories, but the feeder's EGD socket directory.
+	for _, v := range p.Volumes {
+		if v.HostPath != nil && !c.egdVolume(w, v) {
+			c.fail(w.object, "hostPath volume %s (%s): only the feeder's EGD directory may come from the node", v.Name, v.HostPath.Path)
+		}
+	}
 	psc := p.SecurityContext
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
@@ -128,19 +143,11 @@ func (c *checker) checkPod(w *workload) {
 			sc = &corev1.SecurityContext{}
 		}
 		name := "container " + ct.Name
-		nonRoot := sc.RunAsNonRoot
-		if nonRoot == nil {
-			nonRoot = psc.RunAsNonRoot
-		}
-		if nonRoot == nil || !*nonRoot {
-			c.fail(w.object, "%s: runAsNonRoot must be true", name)
-		}
-		uid := sc.RunAsUser
-		if uid == nil {
-			uid = psc.RunAsUser
-		}
-		if uid == nil || *uid == 0 {
-			c.fail(w.object, "%s: runAsUser must be set and not 0 (the images run as 10001)", name)
+		// The feeder alone runs as uid 0, holding CAP_SYS_ADMIN and nothing else (feeder.go).
+		if w.component() == "feeder" {
+			c.checkFeederContainer(w, name, sc, psc)
+		} else {
+			c.checkNonRoot(w, name, sc, psc)
 		}
 		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 			c.fail(w.object, "%s: readOnlyRootFilesystem must be true", name)
@@ -150,9 +157,6 @@ func (c *checker) checkPod(w *workload) {
 		}
 		if sc.Privileged != nil && *sc.Privileged {
 			c.fail(w.object, "%s: privileged", name)
-		}
-		if sc.Capabilities == nil || !hasCap(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			c.fail(w.object, "%s: capabilities must drop ALL and add none", name)
 		}
 		seccomp := sc.SeccompProfile
 		if seccomp == nil {
@@ -175,12 +179,39 @@ func (c *checker) checkPod(w *workload) {
 			}
 		}
 		for _, m := range ct.VolumeMounts {
-			// Writable only for state kept per pod (the gateway's ingest lease).
-			if !m.ReadOnly && !w.claims[m.Name] {
+			// Writable only for state kept per pod (the gateway's ingest lease) and the
+			// feeder's EGD socket directory on the node.
+			if !m.ReadOnly && !w.claims[m.Name] && !c.egdMount(w, m) {
 				c.fail(w.object, "%s: volume %s mounted writable (only a volumeClaimTemplate may be)", name, m.Name)
 			}
 		}
 	}
+}
+
+// checkNonRoot: every container but the feeder's runs as a non-root uid with no capability.
+func (c *checker) checkNonRoot(w *workload, name string, sc *corev1.SecurityContext, psc *corev1.PodSecurityContext) {
+	nonRoot := sc.RunAsNonRoot
+	if nonRoot == nil {
+		nonRoot = psc.RunAsNonRoot
+	}
+	if nonRoot == nil || !*nonRoot {
+		c.fail(w.object, "%s: runAsNonRoot must be true", name)
+	}
+	uid := sc.RunAsUser
+	if uid == nil {
+		uid = psc.RunAsUser
+	}
+	if uid == nil || *uid == 0 {
+		c.fail(w.object, "%s: runAsUser must be set and not 0 (the images run as 10001)", name)
+	}
+	if sc.Capabilities == nil || !hasCap(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+		c.fail(w.object, "%s: capabilities must drop ALL and add none", name)
+	}
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 func hasCap(caps []corev1.Capability, want corev1.Capability) bool {
@@ -195,7 +226,7 @@ func hasCap(caps []corev1.Capability, want corev1.Capability) bool {
 // checkConfigs runs each gateway and collector container's rendered config through its
 // binary, as its first pod would.
 func (c *checker) checkConfigs(w *workload) {
-	binary := map[string]string{"gateway": "entropy-gateway", "collector": "entropy-collector"}[w.component()]
+	binary := map[string]string{"gateway": "entropy-gateway", "collector": "entropy-collector", "feeder": "entropy-feeder"}[w.component()]
 	w.configs = map[string]effective{}
 	w.bounds = map[string]bounds{}
 	for i := range w.pod.Containers {
@@ -213,6 +244,18 @@ func (c *checker) checkConfigs(w *workload) {
 		}
 		if binary == "" {
 			c.fail(w.object, "container %s: --config given, but component %q has no binary to check it", ct.Name, w.component())
+			continue
+		}
+		// The feeder may not be built where this runs (it is newer than the check): its config
+		// is then read as TOML for the policy, without the binary's validation.
+		if binary == "entropy-feeder" && !isExecutable(filepath.Join(c.binDir, binary)) {
+			var eff effective
+			if _, err := toml.Decode(text, &eff); err != nil {
+				c.fail(w.object, "container %s: --config %s is not TOML: %v", ct.Name, path, err)
+				continue
+			}
+			w.configs[ct.Name] = eff
+			c.feederParsedOnly = true
 			continue
 		}
 		env, err := podEnv(ct, w.podName())

@@ -20,6 +20,8 @@
 #      no volume) each make it fail with the expected problem.
 #   5. the Docker build context (deploy/Dockerfile.dockerignore) holds every workspace member.
 #   6. `haproxy -c` on deploy/haproxy/haproxy.cfg with the certificates gen-secrets.sh writes.
+#   7. the feeder's systemd units and example config (scripts/deploy/systemd.sh: policy,
+#      `systemd-analyze verify`, exposure score, --print-config when the feeder is built).
 #
 # Installs promtool (Debian package `prometheus`) when missing. Needs Go and the release
 # binaries (ENTROPY_GATEWAY_BIN, default target/release/entropy-gateway, with
@@ -125,3 +127,6 @@ if command -v haproxy >/dev/null; then
 else
   echo "SKIP: haproxy is not installed (scripts/test.sh installs it)"
 fi
+
+step "entropy-feeder systemd units and config (scripts/deploy/systemd.sh)"
+scripts/deploy/systemd.sh

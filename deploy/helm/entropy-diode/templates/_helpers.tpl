@@ -122,3 +122,16 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{- define "ed.feederName" -}}{{ include "ed.fullname" . }}-feeder{{- end -}}
+
+{{/* The feeder's gateway: feeder.gatewayEndpoint, or the chart's public gateway Service by
+     the name its certificate carries in the install example (<svc>.<namespace>.svc: the pod's
+     DNS search list completes it). */}}
+{{- define "ed.feederEndpoint" -}}
+{{- if .Values.feeder.gatewayEndpoint -}}
+{{- .Values.feeder.gatewayEndpoint -}}
+{{- else -}}
+https://{{ include "ed.gatewayName" . }}.{{ .Release.Namespace }}.svc:{{ .Values.gateway.service.port }}
+{{- end -}}
+{{- end -}}
