@@ -105,6 +105,10 @@ python3 scripts/quality/quality.py quick --bin-dir target/release --no-install
 step "the diode in network namespaces: only the collector side can open a connection (root only; SKIP elsewhere)"
 python3 scripts/lab/diode.py target/release
 
+step "the host feeder: a QEMU guest (TCG) reads its virtio-rng, fed by entropy-feeder's EGD socket from a dev gateway; every byte one the gateway sent, none twice (SKIP only where QEMU cannot be installed)"
+python3 scripts/lab/qemu_guest.py --feeder-bin target/release/entropy-feeder \
+  --gateway-bin target/release/entropy-gateway
+
 step "deploy: promtool (config, rules, rule unit tests), deploy configs, compose.yaml schema and policy, the feeder's systemd units"
 scripts/deploy/configs.sh
 

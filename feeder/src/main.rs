@@ -110,7 +110,11 @@ fn main() -> ExitCode {
 
 /// The client (it connects lazily: this checks the endpoint, key and CA file only).
 async fn connect(config: &FeederConfig, key: ApiKey) -> Result<Client, String> {
-    let mut builder = ClientBuilder::new(config.gateway_endpoint.clone(), key.expose());
+    // Bytes the gateway may send ahead of the supply's reads sit untested in the client's
+    // receive buffer: bound them to two messages (HTTP/2's minimum window when that is less).
+    let window = config.chunk_bytes.saturating_mul(2);
+    let mut builder =
+        ClientBuilder::new(config.gateway_endpoint.clone(), key.expose()).stream_window(window);
     if let Some(ca) = config.ca_file() {
         builder = builder.ca_file(ca);
     }

@@ -11,10 +11,11 @@
 //!
 //! **Backpressure.** The reader reads only when the ring has room for a whole read (at most
 //! `min(chunk_bytes, buffer_bytes / 2)`); while it waits, the stream is not polled, and
-//! HTTP/2 flow control holds the gateway. (The client library opens 4 MiB stream windows, so
-//! up to that much arrives untested into its receive buffer before the gateway is held; the
-//! gateway resets a stream whose window stays shut for its `send_timeout_ms`, 30 s by default:
-//! that shows here as a reconnect with a fresh start-up test when reading resumes.)
+//! HTTP/2 flow control holds the gateway. (The feeder opens its stream with a window of two
+//! messages, `2 × chunk_bytes` but at least HTTP/2's 65,535 bytes, so at most that much arrives
+//! untested into the client's receive buffer before the gateway is held; the gateway resets a
+//! stream whose window stays shut for its `send_timeout_ms`, 30 s by default: that shows here
+//! as a reconnect with a fresh start-up test when reading resumes.)
 //!
 //! **Health tests.** Each stream gets a fresh monitor: its first [`STARTUP_BYTES`] are tested
 //! and discarded (reason `startup`). When a test fails, the failing batch and every byte of
@@ -84,6 +85,13 @@ pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A stream healthy for this long resets the backoff.
 pub const HEALTHY_RESETS_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The HTTP/2 window the supply's stream is opened with: two messages (at least HTTP/2's
+/// initial 65,535 bytes, which the client library enforces), so that what sits untested in the
+/// client's receive buffer while the ring is full stays that small.
+pub fn stream_window(chunk_bytes: u32) -> u32 {
+    chunk_bytes.saturating_mul(2)
+}
 
 /// What the supply needs to know (from the config).
 #[derive(Debug, Clone, Copy)]

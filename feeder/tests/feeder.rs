@@ -28,7 +28,11 @@ async fn supply_on(
     endpoint: &str,
     shutdown: &CancellationToken,
 ) -> (Arc<Supply>, metrics_exporter_prometheus::PrometheusHandle) {
-    let client = ClientBuilder::new(endpoint, "test-key").connect().await.expect("client");
+    let client = ClientBuilder::new(endpoint, "test-key")
+        .stream_window(entropy_feeder::supply::stream_window(OPTIONS.chunk_bytes))
+        .connect()
+        .await
+        .expect("client");
     let (recorder, handle) = metrics::recorder();
     let supply = Supply::start(client, OPTIONS, Metrics::new(&recorder), shutdown.clone());
     (supply, handle)
@@ -174,6 +178,28 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
 }
 
 #[tokio::test]
+async fn with_the_ring_full_the_gateway_is_held_a_stream_window_past_it() {
+    let gateway =
+        FakeGateway::start("127.0.0.1:0".parse().expect("addr"), vec![Script::Good]).await;
+    let shutdown = CancellationToken::new();
+    let (supply, _) = supply_on(&gateway.endpoint(), &shutdown).await;
+    let full = OPTIONS.buffer_bytes;
+    eventually("a full buffer", Duration::from_secs(20), || supply.available() == full).await;
+    // Nothing is taken: what the gateway could send beyond the ring is the stream window (in
+    // the client's receive buffer, untested), plus what the fake queues on its side (its
+    // channel of 4 messages, one in hand, the encoder's buffer).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The promise (supply.rs): two messages, at least HTTP/2's initial 65,535 bytes.
+    let window = (2 * OPTIONS.chunk_bytes as usize).max(65_535);
+    let fake_side = 6 * OPTIONS.chunk_bytes as usize + (32 << 10);
+    let bound = STARTUP_BYTES + full + window + fake_side;
+    let sent = gateway.sent(0).len();
+    assert!(sent <= bound, "the gateway sent {sent} bytes, more than {bound}");
+    shutdown.cancel();
+    supply.closed().await;
+}
+
+#[tokio::test]
 async fn takes_are_served_once_each_in_order_and_a_dropped_take_loses_nothing() {
     let gateway =
         FakeGateway::start("127.0.0.1:0".parse().expect("addr"), vec![Script::Good]).await;
@@ -181,9 +207,10 @@ async fn takes_are_served_once_each_in_order_and_a_dropped_take_loses_nothing() 
     let (supply, _) = supply_on(&gateway.endpoint(), &shutdown).await;
     let full = OPTIONS.buffer_bytes;
     eventually("a full buffer", Duration::from_secs(20), || supply.available() == full).await;
-    // The gateway stops; what it sent still arrives (the client library's receive buffer),
-    // then the stream ends and nothing more comes.
-    let (_, stopped) = gateway.stop().await;
+    // The gateway stops; what it sent still arrives (its send buffer and the client's receive
+    // buffer drain as the supply reads: the stop waits for that), then the stream ends and
+    // nothing more comes.
+    let stopping = tokio::spawn(gateway.stop());
     let mut all = Vec::new();
     let dry = loop {
         let before = supply.available();
@@ -194,6 +221,7 @@ async fn takes_are_served_once_each_in_order_and_a_dropped_take_loses_nothing() 
             Err(_) => {}
         }
     };
+    let (_, stopped) = stopping.await.expect("the gateway stopped");
     let rest = supply.take_now(full);
     assert_eq!(rest.len(), dry, "the dropped take lost bytes");
     all.extend_from_slice(&rest);

@@ -19,5 +19,6 @@ apt_install() {
 
 build_release() {
   cargo build --release --locked "$@" \
-    -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli
+    -p entropy-gateway -p entropy-collector -p entropy-bench -p entropy-mcp -p entropy-diode-cli \
+    -p entropy-feeder
 }

@@ -78,6 +78,10 @@ impl std::fmt::Debug for Client {
 /// `max_wait_ms`, 2 s by default, when the pool runs dry: this bounds network trouble).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many bytes a stream may receive ahead of its reader by default (see
+/// [`ClientBuilder::stream_window`]).
+pub const DEFAULT_STREAM_WINDOW: u32 = 4 << 20;
+
 /// Settings for [`Client`].
 #[derive(Clone)]
 pub struct ClientBuilder {
@@ -86,6 +90,8 @@ pub struct ClientBuilder {
     ca_file: Option<PathBuf>,
     timeout: Option<Duration>,
     connect_timeout: Duration,
+    /// HTTP/2 receive window of each stream, in bytes.
+    stream_window: u32,
     want: Want,
     /// An `ENTROPY_CONSTRUCTION` that names no construction, reported by `connect`.
     bad_construction: Option<String>,
@@ -111,6 +117,7 @@ impl ClientBuilder {
             ca_file: None,
             timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: Duration::from_secs(10),
+            stream_window: DEFAULT_STREAM_WINDOW,
             want: Want::default(),
             bad_construction: None,
         }
@@ -175,6 +182,15 @@ impl ClientBuilder {
         self
     }
 
+    /// How many bytes a stream may receive ahead of its reader (the HTTP/2 stream window;
+    /// at least 65,535, the protocol's initial window). Default [`DEFAULT_STREAM_WINDOW`], so
+    /// streams keep up on links with latency; a reader that must bound what sits unread in its
+    /// process (a host feeder testing bytes before use) asks for less.
+    pub fn stream_window(mut self, bytes: u32) -> Self {
+        self.stream_window = bytes.max(65_535);
+        self
+    }
+
     /// Deadline of each unary call (sent as `grpc-timeout`, and enforced here); `None` for
     /// none. Default [`DEFAULT_TIMEOUT`].
     pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
@@ -202,8 +218,8 @@ impl ClientBuilder {
             .connect_timeout(self.connect_timeout)
             .tcp_nodelay(true)
             // Streams move megabytes: the 64 KiB default window caps them on links with latency.
-            .initial_stream_window_size(Some(4 << 20))
-            .initial_connection_window_size(Some(16 << 20))
+            .initial_stream_window_size(Some(self.stream_window))
+            .initial_connection_window_size(Some(self.stream_window.max(16 << 20)))
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_while_idle(true);
         if target.tls {

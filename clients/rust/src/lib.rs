@@ -25,7 +25,7 @@ pub mod reconnect;
 pub mod rng;
 pub mod stream;
 
-pub use client::{Client, ClientBuilder, Draw};
+pub use client::{Client, ClientBuilder, DEFAULT_STREAM_WINDOW, DEFAULT_TIMEOUT, Draw};
 pub use endpoint::Endpoint;
 pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
