@@ -745,7 +745,7 @@ func checkBalancer(p *types.Project, root string) {
 
 // --- metric names ---------------------------------------------------------------------------
 
-var metricRe = regexp.MustCompile(`\bentropy_(?:gateway|collector)_[a-z0-9_]+`)
+var metricRe = regexp.MustCompile(`\bentropy_(?:gateway|collector|feeder)_[a-z0-9_]+`)
 
 func names(text string) map[string]bool {
 	out := map[string]bool{}

@@ -221,6 +221,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn docs_metrics_md_lists_exactly_the_feeder_series() {
+        let docs = include_str!("../../docs/metrics.md");
+        let documented: std::collections::BTreeSet<&str> =
+            docs.split('`').filter(|word| word.starts_with("entropy_feeder_")).collect();
+        let exposed: std::collections::BTreeSet<&str> = FAMILIES.iter().map(|f| f.name).collect();
+        assert_eq!(documented, exposed);
+    }
+
+    #[test]
     fn every_contract_name_renders_and_counts() {
         let (recorder, handle) = recorder();
         let m = Metrics::new(&recorder);
