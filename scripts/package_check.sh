@@ -4,7 +4,7 @@
 # what its README's install line says and runs a program using it. Nothing is published.
 #
 #   scripts/package_check.sh                    every language
-#   scripts/package_check.sh python go          some (rust, python, go, typescript, java)
+#   scripts/package_check.sh python go          some (rust, python, go, typescript, web, java)
 #   GO_MODULE_VERSION=v0.2.0 scripts/package_check.sh go     the made-up Go tag (v0.1.0)
 #
 # One function a language (check_<language>), all on the same plumbing: one scratch directory
@@ -15,8 +15,8 @@
 # package tools, so it runs beside them and its output is printed once it is done.
 #
 # Needs: cargo; python3 (3.10+) and PyPI (grpcio, protobuf, flit_core); Go and its module proxy
-# for the other modules; `npm ci` done in clients/typescript (as clients/test.sh does) and the npm
-# registry; a JDK 17+, Maven and Maven Central (or ~/.m2).
+# for the other modules; `npm ci` done in clients/typescript and clients/web (as clients/test.sh
+# does) and the npm registry; a JDK 17+, Maven and Maven Central (or ~/.m2).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 case "$SCRATCH/" in "$ROOT"/*) echo "package_check: $SCRATCH is inside the repository" >&2; exit 1 ;; esac
 
-LANGUAGES=(rust python go typescript java)
+LANGUAGES=(rust python go typescript web java)
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'package_check: FAIL: %s\n' "$*" >&2; exit 1; }
 
@@ -404,6 +404,68 @@ EOF
   same_tree "$rel" "$before" node_modules dist
 )
 
+# --- Browser -------------------------------------------------------------------------------------
+# @entropy-diode/web as a web developer outside this repository gets it:
+#   1. `npm run build` then `npm pack`: the tarball holds the built library (dist/src, its
+#      .d.ts), package.json and README.md, and no sources, tests or the example page;
+#   2. a scratch project installs the tarball (the README's install line, with the tarball);
+#   3. an ES module imports the package and constructs a client (Node has fetch), esbuild
+#      bundles it for browsers, and `tsc --strict` type-checks a TypeScript user of it;
+#   4. the checkout is unchanged apart from the build (dist/).
+# No gateway needed: nothing connects.
+check_web() (
+  local here="$ROOT/clients/web" rel=clients/web work
+  local tsc="$here/node_modules/.bin/tsc" esbuild="$here/node_modules/.bin/esbuild"
+  [ -x "$tsc" ] && [ -x "$esbuild" ] || fail "run 'npm ci' in $here first"
+  work="$(scratch web)"
+  before="$(tree_state "$rel" node_modules dist)"
+
+  step "web: npm run build, npm pack"
+  mkdir "$work/pack"
+  (cd "$here" && npm run --silent build && npm pack --silent --pack-destination "$work/pack" >"$work/pack.out")
+  tarball="$(ls "$work"/pack/*.tgz)"
+  echo "$(basename "$tarball"): $(tar -tzf "$tarball" | wc -l) files"
+  listing="$(tar -tzf "$tarball" | sed 's|^package/||' | sort)"
+  for f in package.json README.md dist/src/index.js dist/src/index.d.ts dist/src/client.js \
+    dist/src/gen/entropy/v1/entropy_pb.js; do
+    grep -qx "$f" <<<"$listing" || fail "the tarball lacks $f"
+  done
+  if grep -v -e '^package.json$' -e '^README.md$' -e '^dist/src/' <<<"$listing"; then
+    fail "the tarball holds files beyond dist/src, package.json and README.md (listed above)"
+  fi
+
+  step "web: install the tarball in a scratch project; import, bundle for browsers, type-check"
+  mkdir -p "$work/app"
+  (cd "$work/app" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund "$tarball")
+  cat >"$work/app/check.mjs" <<'EOF2'
+import { EntropyClient, baseUrl } from "@entropy-diode/web";
+if (baseUrl("gw.example.com:50051") !== "http://gw.example.com:50051") throw new Error(baseUrl("gw.example.com:50051"));
+if (baseUrl("https://gw.example.com") !== "https://gw.example.com:50051") throw new Error("https default port");
+new EntropyClient("https://gw.example.com:50051", "a-key");
+let refused = false;
+try { new EntropyClient("https://gw.example.com", "bad key\n"); } catch { refused = true; }
+if (!refused) throw new Error("a bad key was accepted");
+console.log("esm ok");
+EOF2
+  cat >"$work/app/check.mts" <<'EOF2'
+import { EntropyClient, type Draw } from "@entropy-diode/web";
+const client: EntropyClient = new EntropyClient("https://gw.example.com:50051", "a-key");
+const draw: Promise<Draw> = client.draw(32);
+void draw.catch(() => {});
+EOF2
+  (
+    cd "$work/app"
+    node check.mjs
+    "$esbuild" check.mjs --bundle --platform=browser --format=esm --log-level=warning --outfile=bundle.js
+    echo "bundle ok: $(wc -c <bundle.js) bytes"
+    "$tsc" --strict --noEmit --module node16 --moduleResolution node16 --target es2022 \
+      --skipLibCheck --lib es2022,dom check.mts
+    echo "tsc ok"
+  )
+
+  same_tree "$rel" "$before" node_modules dist
+)
+
 # --- Java ----------------------------------------------------------------------------------------
 # `mvn install` of io.github.entropy-diode:entropy-client:0.1.0 into a throw-away local repository
 # (dependencies from ~/.m2 or Maven Central), then a scratch Maven project depends on it,
@@ -498,7 +560,7 @@ if is_wanted rust; then
   check_rust >"$SCRATCH/rust.log" 2>&1 &
   rust_pid=$!
 fi
-for language in python go typescript java; do
+for language in python go typescript web java; do
   if is_wanted "$language"; then "check_$language"; fi
 done
 if [ -n "$rust_pid" ]; then
