@@ -18,6 +18,7 @@ UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 EXPECTED = {
     "dice.py": r"([1-6] ){9}[1-6]",
     "password.py": r"\S{20}",
+    "tokens.py": r"[0-9a-f]{32} [A-Za-z0-9_-]{43} [0-9]{6}",
     "uuids.py": rf"({UUID4}\n){{4}}{UUID4}",
     "seed_prng.py": r"seed=[0-9a-f]{64} gauss: \S+\nshuffled: \[.*\]",
     "async_bytes.py": r"[0-9a-f]{64} (heads|tails) \[.*\]\nstreamed 1048576 bytes",

@@ -8,7 +8,7 @@ one caller, once.
 Layout: _calls.py (each call's request and response mapping, and the construction both
 clients share), client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom
 reader that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
-rng.py (random.Random subclass), errors.py (one exception per gRPC status), types.py (status,
+rng.py (random.Random subclass), tokens.py (the `secrets` module's calls), errors.py (one exception per gRPC status), types.py (status,
 provenance and quality-report views, SourceKind, Construction), _gen/ (generated from proto/ by
 clients/generate.sh).
 """
@@ -27,6 +27,7 @@ from .errors import (
     UnavailableError,
 )
 from .rng import EntropyRandom
+from .tokens import DEFAULT_ENTROPY, EntropySecrets
 from .stream import StreamReader
 from .types import (
     ChunkRef,
@@ -44,6 +45,7 @@ from .types import (
 )
 
 __all__ = [
+    "DEFAULT_ENTROPY",
     "AsyncEntropyClient",
     "AsyncStreamReader",
     "AuthenticationError",
@@ -57,6 +59,7 @@ __all__ = [
     "EntropyClient",
     "EntropyError",
     "EntropyRandom",
+    "EntropySecrets",
     "FailedPreconditionError",
     "Fips1402",
     "InvalidArgumentError",
