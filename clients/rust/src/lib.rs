@@ -14,10 +14,12 @@
 //! Layout: [`client`] (connection, unary calls), [`endpoint`] (the endpoint syntax),
 //! [`api_key`] (key checks), [`stream`] (an `AsyncRead` over StreamRandom that reconnects
 //! without losing or repeating what it handed out), [`reconnect`] (the rule it follows),
-//! [`rng`] (rand_core adapters), [`error`] (errors by gRPC status). The `entropy` CLI is the
-//! `entropy-diode-cli` crate.
+//! [`rng`] (rand_core adapters), [`blocking`] (the same without async: a client, a
+//! `std::io::Read` stream and a stream-backed RNG), [`error`] (errors by gRPC status). The
+//! `entropy` CLI is the `entropy-diode-cli` crate.
 
 pub mod api_key;
+pub mod blocking;
 pub mod client;
 pub mod endpoint;
 pub mod error;

@@ -351,3 +351,48 @@ async fn a_deadline_bounds_a_gateway_that_never_answers() {
         .expect("the client's 300 ms deadline did not end the call within 5 s");
     assert!(matches!(result, Err(Error::DeadlineExceeded(_))), "{result:?}");
 }
+
+/// The blocking client, used as a program without async uses it: from a plain thread, against
+/// a gateway running on a runtime of the test's own.
+#[test]
+fn the_blocking_client_stream_and_stream_rng_work_without_async() {
+    use entropy_diode_client::blocking::BlockingClient;
+    use rand_core::TryRng;
+    use std::io::Read;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let gw = runtime.block_on(dev_gateway());
+    let builder = || ClientBuilder::new(format!("http://{}", gw.addr), KEY);
+    // Inside a runtime it refuses rather than block that runtime's thread.
+    let inside = runtime.block_on(async { BlockingClient::connect(builder()).map(|_| ()) });
+    assert!(matches!(inside, Err(Error::Config(m)) if m.contains("async runtime")));
+
+    let client = BlockingClient::connect(builder()).unwrap();
+    assert_eq!(client.get_bytes(32).unwrap().len(), 32);
+    let dice = client.get_integers(1, 6, 100).unwrap();
+    assert!(dice.len() == 100 && dice.iter().all(|d| (1..=6).contains(d)));
+    assert_eq!(client.get_uuids(3).unwrap().len(), 3);
+    assert!(matches!(client.get_bytes(0), Err(Error::InvalidArgument(_))));
+    let served_before = client.status().unwrap().served_bytes_total;
+
+    let mut all = Vec::new();
+    let mut stream = client.stream(Some(1 << 20), 64 << 10);
+    stream.read_to_end(&mut all).unwrap();
+    assert_eq!(all.len(), 1 << 20);
+    assert!(no_repeated_blocks(&all));
+
+    let mut rng = client.stream_rng(4096);
+    let words: HashSet<u64> = (0..1000).map(|_| rng.try_next_u64().unwrap()).collect();
+    assert_eq!(words.len(), 1000, "no 64-bit value repeated");
+    let mut block = vec![0u8; 4096];
+    rng.try_fill_bytes(&mut block).unwrap();
+    assert!(no_repeated_blocks(&block));
+    assert!(client.status().unwrap().served_bytes_total >= served_before + (1 << 20) + 8000);
+
+    // A key the gateway does not know: the RNG fails, saying why, rather than stretching.
+    let bad = BlockingClient::connect(ClientBuilder::new(format!("http://{}", gw.addr), "wrong"))
+        .unwrap();
+    let err = bad.stream_rng(4096).try_next_u32().unwrap_err();
+    assert!(err.to_string().contains("unauthenticated"), "{err}");
+    drop(gw);
+}
