@@ -9,6 +9,7 @@
 //! entropy uuid --count 2
 //! entropy status
 //! entropy check --sample 1MiB                  # statistics and a verdict on bytes drawn for it
+//! entropy completions bash                     # shell completions; `entropy man`: the man page
 //! entropy --accept quantum bytes 32 --hex      # only bytes all of whose sources are quantum
 //! entropy --construction drbg stream --total 10GiB > out.bin   # DRBG output seeded from the
 //!                                              # pool (needs the key's entropy:drbg scope)
@@ -126,6 +127,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A completion script for SHELL on stdout, e.g.
+    /// `entropy completions bash > /etc/bash_completion.d/entropy`. Needs no gateway.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// This help as a man page (roff) on stdout, e.g.
+    /// `entropy man > /usr/local/share/man/man1/entropy.1`. Needs no gateway.
+    Man,
 }
 
 /// A source kind, as `--accept` spells it.
@@ -231,7 +241,25 @@ fn api_key(file: Option<&std::path::Path>) -> anyhow::Result<String> {
     }
 }
 
+/// What needs no gateway: the shell completions and the man page, from the CLI's own help.
+fn print_help_files(command: &Command) -> anyhow::Result<bool> {
+    use clap::CommandFactory as _;
+    let mut out = std::io::stdout().lock();
+    match command {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "entropy", &mut out);
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut out)?,
+        _ => return Ok(false),
+    }
+    out.flush()?;
+    Ok(true)
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if print_help_files(&cli.command)? {
+        return Ok(());
+    }
     let key = api_key(cli.api_key_file.as_deref())?;
     let mut builder =
         ClientBuilder::new(&cli.endpoint, key).timeout(Duration::from_millis(cli.timeout_ms));
@@ -291,6 +319,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 return Err(QualityFailed.into());
             }
         }
+        // Printed before the client was made (print_help_files).
+        Command::Completions { .. } | Command::Man => {}
     }
     out_flush()?;
     Ok(())

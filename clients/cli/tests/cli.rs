@@ -128,3 +128,30 @@ async fn the_key_comes_from_the_environment_or_a_file_never_a_flag_value() {
     let flag = run(vec!["--api-key".into(), KEY.into(), "bytes".into(), "8".into()]);
     assert_eq!(flag.status.code(), Some(2));
 }
+
+#[test]
+fn completions_and_the_man_page_need_no_gateway_and_cover_every_subcommand() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+            .args(args)
+            .env_remove("ENTROPY_API_KEY")
+            .env("ENTROPY_ENDPOINT", "127.0.0.1:1") // nothing listens: nothing may be called
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let subcommands = ["bytes", "stream", "int", "float", "uuid", "status", "check"];
+    let bash = run(&["completions", "bash"]);
+    let parsed = std::process::Command::new("bash").args(["-n", "-c", &bash]).status().unwrap();
+    assert!(parsed.success(), "bash cannot parse the completion script");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let script = run(&["completions", shell]);
+        assert!(subcommands.iter().all(|s| script.contains(s)), "{shell}: {script}");
+    }
+    assert!(subcommands.iter().all(|s| bash.contains(s)));
+    let man = run(&["man"]);
+    assert!(man.contains(".TH entropy 1"), "{man}");
+    assert!(subcommands.iter().all(|s| man.contains(s)), "{man}");
+    assert!(man.contains("api\\-key\\-file") || man.contains("api-key-file"), "{man}");
+}
