@@ -91,8 +91,9 @@ entropy_ops::config_keys! {
         egd_max_clients: usize = 16,
             flag(usize, "N"), unit("count, 1..=1024"),
             help("Most EGD clients at once");
-        /// An EGD client that sends no complete command, or does not read what it asked for,
-        /// within this is closed.
+        /// An EGD client that leaves a command half-sent, or does not read a reply, for this
+        /// long is closed. A client idle between commands is kept: QEMU connects once and asks
+        /// only when its guest reads.
         egd_idle_timeout_ms: u64 = 30_000,
             flag(u64, "MS"), unit("milliseconds, 1..=3600000"),
             help("Idle EGD clients are closed after this, ms");
