@@ -8,15 +8,23 @@
 //! which reads the gRPC framing: a 5-byte prefix whose first byte flags gRPC-Web trailers and
 //! whose next four give the length) and hands the settle to the ledger at that offset.
 //!
-//! gRPC-Web text responses are base64, one encoded piece per body frame; their frames are
-//! decoded to find the framing, and a message ends, conservatively, where the frame holding its
-//! last byte ends.
+//! The framing depends on the response's content type ([`Kind`]):
+//! - gRPC and gRPC-Web: messages are length-prefixed; a gRPC-Web trailers frame (flag 0x80) is
+//!   not a message;
+//! - gRPC-Web text: base64, one encoded piece per body frame; the frames are decoded to find
+//!   the framing, and a message ends, conservatively, where the frame holding its last byte
+//!   ends;
+//! - Connect streaming (`application/connect+…`): length-prefixed like gRPC; the end-of-stream
+//!   message (flag 0x02, the status as JSON) is not a message;
+//! - anything else (a Connect unary response, an HTTP/JSON answer): the whole body is the one
+//!   message, which ends with the body; its settle is handed on when the response finishes,
+//!   with every settle no framing claimed.
 
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 
-use super::framing::Framing;
+use super::framing::{CONNECT_END_STREAM_FLAG, Framing, GRPC_WEB_TRAILERS_FLAG};
 use super::ledger::Settle;
 use super::small_queue::SmallQueue;
 
@@ -51,10 +59,41 @@ impl Dues {
     }
 }
 
+/// How a response body frames its messages (see the module docs).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// gRPC, or binary gRPC-Web.
+    #[default]
+    Grpc,
+    /// gRPC-Web text (base64).
+    GrpcWebText,
+    /// A Connect streaming response.
+    ConnectStream,
+    /// One message, the whole body.
+    Whole,
+}
+
+impl Kind {
+    /// The framing of a response with `content_type` (none: gRPC, as tonic's own answers).
+    pub(crate) fn of(content_type: Option<&http::HeaderValue>) -> Self {
+        let Some(content_type) = content_type else { return Self::Grpc };
+        let Ok(content_type) = content_type.to_str() else { return Self::Whole };
+        if content_type.starts_with("application/grpc-web-text") {
+            Self::GrpcWebText
+        } else if content_type.starts_with("application/grpc") {
+            Self::Grpc
+        } else if content_type.starts_with("application/connect+") {
+            Self::ConnectStream
+        } else {
+            Self::Whole
+        }
+    }
+}
+
 /// Finds where messages end in a response body (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct MessageEnds {
-    base64: bool,
+    kind: Kind,
     framing: Framing,
     /// Body bytes seen so far (as sent, encoded or not).
     offset: u64,
@@ -63,10 +102,7 @@ pub(crate) struct MessageEnds {
 impl MessageEnds {
     /// For a response with `content_type`.
     pub(crate) fn new(content_type: Option<&http::HeaderValue>) -> Self {
-        let base64 = content_type
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/grpc-web-text"));
-        Self { base64, ..Self::default() }
+        Self { kind: Kind::of(content_type), ..Self::default() }
     }
 
     /// Body bytes seen so far.
@@ -79,21 +115,28 @@ impl MessageEnds {
     pub(crate) fn frame(&mut self, bytes: &[u8], mut ended: impl FnMut(u64)) {
         let start = self.offset;
         self.offset += bytes.len() as u64;
-        if self.base64 {
-            let decoded = base64::engine::general_purpose::STANDARD.decode(bytes);
-            let frame_end = self.offset;
-            self.framing.feed(&decoded.unwrap_or_default(), |_, trailers| {
-                if !trailers {
-                    ended(frame_end);
-                }
-            });
-            return;
-        }
-        self.framing.feed(bytes, |end, trailers| {
-            if !trailers {
-                ended(start + end as u64);
+        match self.kind {
+            Kind::Whole => {}
+            Kind::GrpcWebText => {
+                let decoded = base64::engine::general_purpose::STANDARD.decode(bytes);
+                let frame_end = self.offset;
+                self.framing.feed(&decoded.unwrap_or_default(), |_, flags| {
+                    if flags & GRPC_WEB_TRAILERS_FLAG == 0 {
+                        ended(frame_end);
+                    }
+                });
             }
-        });
+            Kind::Grpc => self.framing.feed(bytes, |end, flags| {
+                if flags & GRPC_WEB_TRAILERS_FLAG == 0 {
+                    ended(start + end as u64);
+                }
+            }),
+            Kind::ConnectStream => self.framing.feed(bytes, |end, flags| {
+                if flags & CONNECT_END_STREAM_FLAG == 0 {
+                    ended(start + end as u64);
+                }
+            }),
+        }
     }
 
     /// Counts `n` more body bytes of a response whose messages need no settling.
@@ -126,6 +169,47 @@ mod tests {
             ends.frame(&body[cut..], |at| found.push(at));
             assert_eq!(found, [15, 20, 53], "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn kinds_follow_the_content_type() {
+        let of = |v: &'static str| Kind::of(Some(&http::HeaderValue::from_static(v)));
+        assert_eq!(Kind::of(None), Kind::Grpc);
+        assert_eq!(of("application/grpc"), Kind::Grpc);
+        assert_eq!(of("application/grpc+proto"), Kind::Grpc);
+        assert_eq!(of("application/grpc-web+proto"), Kind::Grpc);
+        assert_eq!(of("application/grpc-web-text"), Kind::GrpcWebText);
+        assert_eq!(of("application/connect+json"), Kind::ConnectStream);
+        assert_eq!(of("application/connect+proto"), Kind::ConnectStream);
+        assert_eq!(of("application/json"), Kind::Whole);
+        assert_eq!(of("application/proto"), Kind::Whole);
+        assert_eq!(of("text/plain; charset=utf-8"), Kind::Whole);
+    }
+
+    #[test]
+    fn connect_streams_end_messages_but_not_their_end_of_stream_message() {
+        let connect = http::HeaderValue::from_static("application/connect+json");
+        let mut body = message(0, 10);
+        body.extend(message(0x02, 20));
+        for cut in 0..=body.len() {
+            let mut ends = MessageEnds::new(Some(&connect));
+            let mut found = Vec::new();
+            ends.frame(&body[..cut], |at| found.push(at));
+            ends.frame(&body[cut..], |at| found.push(at));
+            assert_eq!(found, [15], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_whole_body_answer_ends_no_message_on_its_way() {
+        // JSON whose first bytes would read as a gRPC prefix of a short message: never parsed.
+        let json = http::HeaderValue::from_static("application/json");
+        let mut ends = MessageEnds::new(Some(&json));
+        let mut found = Vec::new();
+        let body = b"{\0\0\0\x01x}{\"data\":\"00\"}";
+        ends.frame(body, |at| found.push(at));
+        assert!(found.is_empty());
+        assert_eq!(ends.offset(), body.len() as u64);
     }
 
     #[test]

@@ -7,7 +7,10 @@
 /// The prefix's length.
 const PREFIX: usize = 5;
 /// The prefix flag of a gRPC-Web trailers frame.
-const TRAILERS_FLAG: u8 = 0x80;
+pub(super) const GRPC_WEB_TRAILERS_FLAG: u8 = 0x80;
+/// The prefix flag of a Connect streaming response's end-of-stream message (its status and
+/// trailers as JSON).
+pub(super) const CONNECT_END_STREAM_FLAG: u8 = 0x02;
 
 /// Where a byte stream's framing stands.
 #[derive(Debug, Default)]
@@ -19,9 +22,9 @@ pub(super) struct Framing {
 }
 
 impl Framing {
-    /// Feeds the next `bytes`; calls `ended(offset, trailers)` with the offset within `bytes`
-    /// just after each message that ends in them, and whether it was a gRPC-Web trailers frame.
-    pub(super) fn feed(&mut self, bytes: &[u8], mut ended: impl FnMut(usize, bool)) {
+    /// Feeds the next `bytes`; calls `ended(offset, flags)` with the offset within `bytes` just
+    /// after each message that ends in them, and its prefix's flag byte.
+    pub(super) fn feed(&mut self, bytes: &[u8], mut ended: impl FnMut(usize, u8)) {
         let mut at = 0;
         while at < bytes.len() {
             if self.have < PREFIX {
@@ -40,7 +43,7 @@ impl Framing {
                 at += take;
             }
             if self.have == PREFIX && self.left == 0 {
-                ended(at, self.prefix[0] & TRAILERS_FLAG != 0);
+                ended(at, self.prefix[0]);
                 self.have = 0;
             }
         }
@@ -62,13 +65,13 @@ mod tests {
     fn ends_are_found_however_the_bytes_are_cut() {
         let mut bytes = message(0, 10);
         bytes.extend(message(0, 0));
-        bytes.extend(message(TRAILERS_FLAG, 3));
+        bytes.extend(message(GRPC_WEB_TRAILERS_FLAG, 3));
         for cut in 0..=bytes.len() {
             let mut framing = Framing::default();
             let mut ends = Vec::new();
             framing.feed(&bytes[..cut], |end, t| ends.push((end, t)));
             framing.feed(&bytes[cut..], |end, t| ends.push((end + cut, t)));
-            assert_eq!(ends, [(15, false), (20, false), (28, true)], "cut at {cut}");
+            assert_eq!(ends, [(15, 0), (20, 0), (28, 0x80)], "cut at {cut}");
         }
     }
 }
