@@ -113,21 +113,40 @@ fn extract(figment: Figment) -> Result<CollectorConfig, ConfigError> {
     Ok(config)
 }
 
-/// `url` with its user, password and query replaced by `REDACTED` (unchanged if it does not
-/// parse: validation reports that).
+/// `url` with its user, password and query replaced by `REDACTED`; a URL that does not parse
+/// is printed whole only if it has no `@` or `?` (validation reports it either way). Parsed by
+/// `http::Uri`, in every build, where the `url` crate came only with the Quantis client.
 fn redact_url(url: &str) -> String {
     const HIDDEN: &str = "REDACTED";
-    let Ok(mut parsed) = reqwest::Url::parse(url) else { return url.to_owned() };
-    if !parsed.username().is_empty() {
-        let _ = parsed.set_username(HIDDEN);
+    let unparsed = || {
+        if url.contains(['@', '?']) { format!("{HIDDEN} (not a URL)") } else { url.to_owned() }
+    };
+    let Ok(uri) = url.parse::<http::Uri>() else { return unparsed() };
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+        return unparsed();
+    };
+    let mut out = format!("{scheme}://");
+    let host_port = match authority.as_str().rsplit_once('@') {
+        Some((userinfo, host_port)) => {
+            out.push_str(HIDDEN);
+            if userinfo.contains(':') {
+                out.push(':');
+                out.push_str(HIDDEN);
+            }
+            out.push('@');
+            host_port
+        }
+        None => authority.as_str(),
+    };
+    out.push_str(host_port);
+    if let Some(path_and_query) = uri.path_and_query() {
+        out.push_str(path_and_query.path());
     }
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some(HIDDEN));
+    if uri.query().is_some() {
+        out.push('?');
+        out.push_str(HIDDEN);
     }
-    if parsed.query().is_some() {
-        parsed.set_query(Some(HIDDEN));
-    }
-    parsed.to_string()
+    out
 }
 
 /// Reads a hex secret (at least 32 bytes) from `path`.

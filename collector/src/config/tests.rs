@@ -142,9 +142,16 @@ fn printing_redacts_credentials_and_queries_in_urls() {
         assert!(!printed.contains(secret), "{secret} leaked:\n{printed}");
     }
     assert!(printed.contains("https://REDACTED:REDACTED@10.0.0.5/api?REDACTED"), "{printed}");
-    assert!(printed.contains("https://REDACTED@gw.internal:50052"), "{printed}");
+    assert!(printed.contains("\"https://REDACTED@gw.internal:50052/\""), "{printed}");
     // Nothing else changes.
     assert_eq!(config.redacted().source[1], config.source[1]);
+    // A URL the parser refuses keeps nothing that could be a credential or a query.
+    for odd in ["https://a:p@ss@10.0.0.5", "https://10.0.0.5/a b?token=s3cret", "not a url@x"] {
+        let text = GOOD.replace("https://10.0.0.5", odd);
+        let Ok(config) = parse(&text) else { continue };
+        let printed = toml::to_string(&config.redacted()).expect("prints");
+        assert!(!printed.contains("p@ss") && !printed.contains("s3cret"), "{printed}");
+    }
 }
 
 #[test]

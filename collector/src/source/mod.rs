@@ -6,9 +6,8 @@
 
 pub mod device;
 pub mod os;
+#[cfg(feature = "quantis")]
 pub mod quantis;
-
-use std::time::Duration;
 
 use crate::config::{SourceConfig, SourceSpec};
 use crate::provenance::SourceKind;
@@ -17,8 +16,15 @@ use crate::provenance::SourceKind;
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// A Quantis source whose client could not be made (its TLS trust, say).
+    #[cfg(feature = "quantis")]
     #[error(transparent)]
     Quantis(#[from] quantis::SetupError),
+    /// A Quantis source in a build without the `quantis` feature.
+    #[cfg(not(feature = "quantis"))]
+    #[error(
+        "source {0:?}: this build has no Quantis support (built without the `quantis` feature)"
+    )]
+    QuantisNotBuilt(String),
 }
 
 /// The source a `[[source]]` table describes.
@@ -28,16 +34,19 @@ pub fn open(config: &SourceConfig) -> Result<Box<dyn Source>, OpenError> {
         SourceSpec::Device { path, .. } => {
             Box::new(device::DeviceSource::new(&config.name, config.kind(), path.clone()))
         }
+        #[cfg(not(feature = "quantis"))]
+        SourceSpec::Quantis(_) => return Err(OpenError::QuantisNotBuilt(config.name.clone())),
+        #[cfg(feature = "quantis")]
         SourceSpec::Quantis(q) => Box::new(quantis::QuantisSource::new(
             &config.name,
             quantis::QuantisOptions {
                 base_url: q.url.clone(),
                 trust: q.trust.clone(),
                 allow_http: q.allow_http,
-                request_timeout: Duration::from_millis(q.request_timeout_ms),
+                request_timeout: std::time::Duration::from_millis(q.request_timeout_ms),
                 attempts: q.attempts,
-                initial_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_secs(2),
+                initial_backoff: std::time::Duration::from_millis(100),
+                max_backoff: std::time::Duration::from_secs(2),
             },
         )?),
     })
