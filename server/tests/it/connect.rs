@@ -330,14 +330,17 @@ fn code_name(code: tonic::Code) -> &'static str {
     }
 }
 
+/// A bad call: its name, method, request (protobuf), key, and the words its message must hold
+/// (the field and its bound).
+type Case<'a> = (&'a str, &'a str, Vec<u8>, &'a str, &'a [&'a str]);
+
 #[tokio::test]
 async fn every_error_has_connects_code_and_status_and_grpcs_message() {
     let gw = gateway(1 << 20, |_| {}).await;
     let base = format!("http://{}", gw.public);
     let http = client(false);
     let ints = |min, max, count| GetIntegersRequest { min, max, count, ..Default::default() };
-    // (case, method, request, key, words the message must hold: the field and its bound)
-    let cases: Vec<(&str, &str, Vec<u8>, &str, &[&str])> = vec![
+    let cases: Vec<Case> = vec![
         (
             "num_bytes 0",
             "GetRandom",
