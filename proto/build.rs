@@ -1,5 +1,6 @@
 //! Compiles `entropy/v1/*.proto` with protox (pure Rust, no protoc) into Rust types, tonic
-//! stubs, and the encoded file descriptor set that server reflection serves.
+//! stubs, and the encoded file descriptor set that server reflection serves; with the `json`
+//! feature, also the types' proto3 JSON mapping (pbjson's serde impls).
 
 use std::{env, fs, path::PathBuf};
 
@@ -15,10 +16,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut fds = protox::compile(PROTO_FILES, ["."])?;
     // Keep source info so generated code carries the .proto comments as rustdoc.
     let out_dir = PathBuf::from(env::var("OUT_DIR")?);
-    fs::write(out_dir.join("entropy_descriptor.bin"), fds.encode_to_vec())?;
+    let encoded = fds.encode_to_vec();
+    fs::write(out_dir.join("entropy_descriptor.bin"), &encoded)?;
 
     // Reflection clients ask for the well-known types too; protox includes imports in `fds`.
     fds.file.sort_by(|a, b| a.name.cmp(&b.name));
     tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(fds)?;
+
+    #[cfg(feature = "json")]
+    pbjson_build::Builder::new().register_descriptors(&encoded)?.build(&[".entropy.v1"])?;
     Ok(())
 }

@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	connectrpc.com/connect v1.21.1 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -4,6 +4,9 @@
 //!
 //! Layout:
 //! - [`v1`]: generated from `proto/entropy/v1/*.proto` at build time (protox, no protoc).
+//!   With the `json` feature, every message also implements serde's `Serialize` and
+//!   `Deserialize` in the proto3 JSON mapping (pbjson: camelCase names out, either spelling in,
+//!   64-bit integers as strings, bytes as base64, enums by name).
 //! - [`FILE_DESCRIPTOR_SET`]: the encoded descriptors, imports included.
 //! - [`signing`]: the canonical encoding and HMAC-SHA256 over it, as documented on
 //!   `PublishRequest`.
@@ -14,6 +17,8 @@ pub mod signing;
 #[allow(missing_docs, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("entropy.v1");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/entropy.v1.serde.rs"));
 }
 
 /// Encoded `FileDescriptorSet` of the contract (with its imports), for `tonic-reflection`.

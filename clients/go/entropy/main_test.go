@@ -84,8 +84,10 @@ var gatewayBin string
 // spawnGateway starts a dev gateway on addr with the given key (it is serving once
 // waitServingAt returns).
 func spawnGateway(addr, key string) (*exec.Cmd, error) {
+	// Connect on, for connect_test.go (the Go Connect client against the same gateway).
 	cmd := exec.Command(gatewayBin, "--dev", "--listen-addr", addr,
-		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity), "--metrics-listen-addr", "")
+		"--pool-capacity-bytes", fmt.Sprint(testPoolCapacity), "--metrics-listen-addr", "",
+		"--connect-enabled", "true")
 	cmd.Env = append(os.Environ(), "ENTROPY_DEV_API_KEY="+key)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (set GATEWAY_BIN): %w", gatewayBin, err)

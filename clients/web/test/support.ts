@@ -1,5 +1,6 @@
-// Shared by the tests: a live dev gateway with gRPC-Web on, that can be killed and started
-// again on the same port, and a static server for the example page.
+// Shared by the tests: a live dev gateway with gRPC-Web (and Connect, for connect.test.ts) on,
+// that can be killed and started again on the same port, and a static server for the example
+// page.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -88,6 +89,8 @@ export class Gateway {
       "--metrics-listen-addr",
       "",
       "--grpc-web-enabled",
+      "true",
+      "--connect-enabled",
       "true",
     ];
     if (this.origins.length > 0) args.push("--grpc-web-allowed-origins", this.origins.join(","));

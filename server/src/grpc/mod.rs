@@ -8,9 +8,11 @@
 //! delivery of drawn bytes ([`delivery`]), one request message per unary call
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
 //! ([`provenance`]), CheckQuality's report ([`quality`]), readiness on `grpc.health.v1`
-//! ([`health`]), gRPC-Web for browsers ([`web`]), and the two services.
+//! ([`health`]), gRPC-Web for browsers ([`web`]), the Connect protocol for JSON over HTTP
+//! ([`connect`]), and the two services.
 
 pub mod auth;
+pub(crate) mod connect;
 pub mod deadline;
 pub mod delivery;
 pub mod entropy_service;

@@ -34,7 +34,6 @@ use http::header::{
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use tonic::body::Body;
 use tonic::server::NamedService;
-use tonic::service::Routes;
 use tonic_web::{GrpcWebLayer, GrpcWebService};
 use tower::{Layer, Service};
 
@@ -94,33 +93,11 @@ impl GrpcWeb {
 
     /// `service` speaking gRPC-Web as well as gRPC, behind the CORS gate.
     pub(crate) fn wrap<S>(&self, service: S) -> BrowserGate<GrpcWebService<S>> {
+        tracing::info!(
+            origins = ?self.origins,
+            "gRPC-Web enabled for EntropyService on the public listener"
+        );
         BrowserGate { inner: GrpcWebLayer::new().layer(service), origins: self.origins.clone() }
-    }
-}
-
-/// The public routes with `api` (EntropyService), wrapped for gRPC-Web when `web` is set (the
-/// public listener then accepts HTTP/1.1 over plaintext too).
-pub(crate) fn route_public<S, B>(api: S, web: Option<&GrpcWeb>) -> Routes
-where
-    S: Service<Request<Body>, Response = Response<B>, Error = Infallible>
-        + NamedService
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    B: http_body::Body<Data = tonic::codegen::Bytes> + Send + 'static,
-    B::Error: Into<tonic::codegen::StdError> + std::fmt::Display,
-{
-    match web {
-        None => Routes::new(api),
-        Some(web) => {
-            tracing::info!(
-                origins = ?web.origins,
-                "gRPC-Web enabled for EntropyService on the public listener"
-            );
-            Routes::new(web.wrap(api))
-        }
     }
 }
 

@@ -26,6 +26,7 @@ use crate::domain::pool::Pool;
 use crate::domain::readiness::Readiness;
 use crate::domain::served::Totals;
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
+use crate::grpc::connect::Connect;
 use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::health::{INGEST_SERVICE, PUBLIC_SERVICE};
 use crate::grpc::ingest_service::IngestApi;
@@ -254,10 +255,11 @@ impl Gateway {
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
         let (public_routes, public_health) =
             self.public_routes(web.as_ref(), &streams, &shutdown).await?;
+        let http1 = public_http1(&self.config, self.tls.public.is_some());
         let (ingest_routes, ingest_health) = self.ingest_routes().await;
         let public_server = transport::serve(
             public,
-            self.public_listener(web.is_some()),
+            self.public_listener(http1),
             TrackCallsLayer.layer(public_routes),
             shutdown.clone(),
         );
@@ -278,7 +280,8 @@ impl Gateway {
     }
 
     /// The public listener's services: EntropyService (behind the key check, and gRPC-Web's
-    /// gate when `web` is on), health and reflection. Every service refuses requests past the
+    /// gate when `web` is on, and Connect's translation when `connect_enabled`), health and
+    /// reflection. Every service refuses requests past the
     /// public cap: health and reflection requests are a few bytes, and tonic's 4 MiB default
     /// let one connection hold 256 × 4 MiB of partial messages.
     async fn public_routes(
@@ -313,7 +316,8 @@ impl Gateway {
                 EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
                 ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
             )));
-        let routes = crate::grpc::web::route_public(entropy, web)
+        let connect = Connect::new(self.config.connect_enabled);
+        let routes = entropy_routes(entropy, web, connect)
             .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
@@ -336,8 +340,8 @@ impl Gateway {
     }
 
     /// The public listener: `max_connections` (as resolved), HTTP/2's smallest windows, and
-    /// HTTP/1.1 too when gRPC-Web is on over plaintext (browsers speak HTTP/2 only over TLS).
-    fn public_listener(&self, web: bool) -> Listener {
+    /// HTTP/1.1 too when `http1` ([`public_http1`]).
+    fn public_listener(&self, http1: bool) -> Listener {
         let config = &self.config;
         Listener {
             admission: Admission::new(
@@ -352,8 +356,11 @@ impl Gateway {
                 self.metrics.connections("public"),
                 true,
             ),
-            http1: web && self.tls.public.is_none(),
-            tls: self.tls.public.clone(),
+            http1,
+            tls: match &self.tls.public {
+                Some(tls) if http1 => Some(transport::tls::with_http1(tls)),
+                tls => tls.clone(),
+            },
             http2: Http2Settings {
                 stream_window: PUBLIC_WINDOW,
                 connection_window: PUBLIC_WINDOW,
@@ -454,6 +461,37 @@ impl Gateway {
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });
         Upkeep { tasks: [watcher, closer, upkeep], endpoint }
+    }
+}
+
+/// Whether the public listener admits HTTP/1.1 besides HTTP/2 (over TLS, by ALPN): for the
+/// protocols HTTP/1.1 clients speak there. gRPC-Web over plaintext (a browser speaks HTTP/2
+/// only over TLS; over TLS it negotiates HTTP/2), and Connect (curl and HTTP libraries speak
+/// HTTP/1.1 by default).
+pub(crate) fn public_http1(config: &GatewayConfig, tls: bool) -> bool {
+    (config.grpc_web_enabled && !tls) || config.connect_enabled
+}
+
+/// EntropyService as the public listener serves it: native gRPC, and the translations in front
+/// of it (Connect outermost, on or off: what it passes on is gRPC).
+fn entropy_routes<S, B>(api: S, web: Option<&GrpcWeb>, connect: Connect) -> Routes
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = std::convert::Infallible,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = tonic::codegen::Bytes> + Send + 'static,
+    B::Error: Into<tonic::codegen::StdError> + std::fmt::Display,
+{
+    match web {
+        None => Routes::new(connect.wrap(api)),
+        Some(web) => Routes::new(connect.wrap(web.wrap(api))),
     }
 }
 

@@ -1,12 +1,13 @@
-//! HTTP/1.1 connections, for gRPC-Web from browsers over plaintext (off unless
-//! `grpc_web_enabled`): served by hyper, under the same allowances and delivery rule as HTTP/2.
+//! HTTP/1.1 connections, for gRPC-Web from browsers over plaintext and for Connect (off unless
+//! `grpc_web_enabled` or `connect_enabled`: `public_http1` in `process::server`): served by
+//! hyper, under the same allowances and delivery rule as HTTP/2.
 //!
 //! HTTP/1.1 sends one response after another, so a response's book in the ledger is its
 //! number on the connection, which is also what the write path counts ([`super::written`]).
 //! hyper takes body frames as its write buffer drains, so a frame is recorded in the ledger as
 //! hyper takes it, cut to at most [`PIECE`] bytes. Request heads are bounded by hyper
 //! (`max_buf_size`, a header read timeout); bodies are read within the request allowances as on
-//! HTTP/2, and every request other than POST (gRPC-Web) or OPTIONS (its CORS preflight) is
+//! HTTP/2, and every request other than POST (gRPC-Web, Connect) or OPTIONS (its CORS preflight) is
 //! answered 405 with no body, here, so the write path never meets a response without a body
 //! whose head announces one.
 

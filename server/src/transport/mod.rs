@@ -14,7 +14,7 @@
 //! - [`http2`] (h2, driven by the gateway: see there why not hyper) with a task per stream
 //!   ([`stream`]): requests read within allowances ([`request_body`]), responses sent only as
 //!   far as the peer's windows admit, each message settled ([`dues`]) when its last byte leaves;
-//!   or, for gRPC-Web over plaintext, [`http1`] (hyper).
+//!   or, for gRPC-Web over plaintext and Connect, [`http1`] (hyper).
 //! - [`calls`]: which calls keep the connection from being idle.
 //!
 //! Every buffer counts against [`crate::domain::allowance`] accounts: per key (the key's
@@ -73,7 +73,9 @@ pub struct Listener {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Its HTTP/2 settings.
     pub http2: Http2Settings,
-    /// Plaintext HTTP/1.1 too (gRPC-Web); HTTP/2 only otherwise.
+    /// HTTP/1.1 too (gRPC-Web, Connect): over plaintext told apart by the HTTP/2 preface,
+    /// over TLS by ALPN (the TLS config must offer `http/1.1`: [`tls::with_http1`]); HTTP/2
+    /// only otherwise.
     pub http1: bool,
     /// The process's account for this listener's requests (public requests, or ingest bodies).
     pub requests: Account,
@@ -161,7 +163,7 @@ async fn serve_connection<S, B>(
         events: listener.events.clone(),
     });
     let leaving = Leaving { written: Written::default(), activity: activity.clone() };
-    match listener.tls {
+    match listener.tls.clone() {
         Some(config) => {
             let handshake = TlsAcceptor::from(config).accept(conn);
             let tls = match tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, handshake).await {
@@ -173,27 +175,67 @@ async fn serve_connection<S, B>(
             if tls.get_ref().1.peer_certificates().is_some() {
                 activity.prove();
             }
-            let io = Coalesce::with_outbound(tls, leaving);
-            http2::serve(io, listener.http2, ctx, shutdown).await;
+            // With HTTP/1.1 offered too, ALPN says which; a client that named neither gets
+            // the one its first bytes show.
+            match (listener.http1, tls.get_ref().1.alpn_protocol()) {
+                (true, Some(b"http/1.1")) => {
+                    let io = Coalesce::with_outbound(tls, leaving).flushing_at_once();
+                    let (admission, requests) = (listener.admission, listener.requests);
+                    http1::serve(io, service, activity, admission, requests, shutdown).await;
+                }
+                (true, None) => {
+                    serve_sniffed(tls, leaving, listener, ctx, service, shutdown).await;
+                }
+                _ => {
+                    let io = Coalesce::with_outbound(tls, leaving);
+                    http2::serve(io, listener.http2, ctx, shutdown).await;
+                }
+            }
         }
         None if listener.http1 => {
-            let (is_http2, conn) = match sniff(conn).await {
-                Ok(sniffed) => sniffed,
-                Err(e) => return tracing::debug!("connection closed before a request: {e}"),
-            };
-            let io = Coalesce::with_outbound(conn, leaving);
-            if is_http2 {
-                http2::serve(io, listener.http2, ctx, shutdown).await;
-            } else {
-                let (admission, requests) = (listener.admission, listener.requests);
-                let io = io.flushing_at_once();
-                http1::serve(io, service, activity, admission, requests, shutdown).await;
-            }
+            serve_sniffed(conn, leaving, listener, ctx, service, shutdown).await;
         }
         None => {
             let io = Coalesce::with_outbound(conn, leaving);
             http2::serve(io, listener.http2, ctx, shutdown).await;
         }
+    }
+}
+
+/// Serves a connection that may speak HTTP/2 or HTTP/1.1, as its first bytes show.
+async fn serve_sniffed<IO, S, B>(
+    io: IO,
+    leaving: Leaving,
+    listener: Listener,
+    ctx: Arc<StreamContext<S>>,
+    service: S,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display + Send,
+{
+    let (is_http2, io) = match sniff(io).await {
+        Ok(sniffed) => sniffed,
+        Err(e) => return tracing::debug!("connection closed before a request: {e}"),
+    };
+    let io = Coalesce::with_outbound(io, leaving);
+    if is_http2 {
+        http2::serve(io, listener.http2, ctx, shutdown).await;
+    } else {
+        let (admission, requests, activity) =
+            (listener.admission, listener.requests, ctx.activity.clone());
+        let io = io.flushing_at_once();
+        http1::serve(io, service, activity, admission, requests, shutdown).await;
     }
 }
 

@@ -42,3 +42,11 @@ pub fn server_config(files: &TlsFiles<'_>) -> Result<Arc<rustls::ServerConfig>, 
         &ServerSettings { versions, client_ca: files.client_ca, alpn: &[b"h2"] },
     )
 }
+
+/// `config` offering HTTP/1.1 as well as HTTP/2 by ALPN (HTTP/2 preferred), for a listener
+/// that serves both ([`super::Listener::http1`]).
+pub(crate) fn with_http1(config: &Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::clone(config);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(config)
+}

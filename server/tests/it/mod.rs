@@ -1,6 +1,7 @@
 //! Test groups and the shared harness.
 
 mod classes;
+mod connect;
 mod diode;
 mod drbg;
 mod entropy;

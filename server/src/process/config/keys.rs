@@ -244,6 +244,12 @@ entropy_ops::config_keys! {
         grpc_web_allowed_origins: Vec<Origin> = Vec::new(),
             flag(entropy_ops::config_keys::CommaList, "ORIGINS"), unit("list of origins"),
             help("Origins allowed to call over gRPC-Web, comma-separated, exact (https://app.example.com)");
+        /// Serve the Connect protocol (JSON or binary over plain HTTP POST: curl, `buf curl`,
+        /// Connect clients) for EntropyService on the public listener, with the same keys,
+        /// quotas and limits; this also admits HTTP/1.1 there (plaintext, and TLS by ALPN).
+        connect_enabled: bool = false,
+            flag(bool, "BOOL"), unit("boolean"),
+            help("Serve the Connect protocol (JSON over HTTP) on the public listener");
     }
     other {}
 }
