@@ -96,6 +96,9 @@ build_release
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
 python3 scripts/smoke/dev.py target/release/entropy-gateway
 
+step "smoke test: Connect (JSON over HTTP): the README's curl and buf curl recipes"
+python3 scripts/smoke/connect.py target/release/entropy-gateway
+
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
 python3 scripts/smoke/diode.py target/release
 
