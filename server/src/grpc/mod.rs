@@ -7,7 +7,7 @@
 //! ([`deadline`]), error mapping ([`errors`]), per-call metrics and log lines ([`observe`]),
 //! delivery of drawn bytes ([`delivery`]), one request message per unary call
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
-//! ([`provenance`]), CheckQuality's report ([`quality`]), readiness on `grpc.health.v1`
+//! ([`provenance`]), CheckQuality's report ([`quality`]), GetUsage's answer ([`usage`]), readiness on `grpc.health.v1`
 //! ([`health`]), gRPC-Web for browsers ([`web`]), and the two services.
 
 pub mod auth;
@@ -23,4 +23,5 @@ pub(crate) mod provenance;
 pub(crate) mod quality;
 pub(crate) mod requests;
 pub mod stream_random;
+pub(crate) mod usage;
 pub(crate) mod web;
