@@ -9,7 +9,7 @@
 // browser client, gen/ (generated from proto/ by clients/generate.sh with protoc-gen-es, as for
 // the browser client).
 
-export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
+export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey.js";
 export {
   type CallOptions,
   type ClientOptions,
@@ -19,8 +19,8 @@ export {
   type Draw,
   EntropyClient,
   type EnvClientOptions,
-} from "./client";
-export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint } from "./endpoint";
+} from "./client.js";
+export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint } from "./endpoint.js";
 export {
   DeadlineExceededError,
   EntropyError,
@@ -30,7 +30,7 @@ export {
   ResourceExhaustedError,
   UnauthenticatedError,
   UnavailableError,
-} from "./errors";
+} from "./errors.js";
 export {
   type ChunkRef,
   Construction,
@@ -39,8 +39,8 @@ export {
   type MonteCarloPi,
   type Provenance,
   type QualityReport,
-} from "./provenance";
-export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status";
+} from "./provenance.js";
+export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status.js";
 export {
   DEFAULT_ATTEMPT_TIMEOUT_MS,
   DEFAULT_INITIAL_BACKOFF_MS,
@@ -49,4 +49,4 @@ export {
   DEFAULT_STALL_TIMEOUT_MS,
   RandomStream,
   type StreamOptions,
-} from "./stream";
+} from "./stream.js";
