@@ -22,6 +22,7 @@ import {
 } from "./provenance.js";
 import { type SourceKind, type Status, statusFromPb } from "./status.js";
 import { RandomStream, type StreamOptions } from "./stream.js";
+import { type Usage, usageFromPb } from "./usage.js";
 
 /** Deadline (ms) of a unary call by default. The gateway itself answers UNAVAILABLE after its
  * max_wait_ms (2 s by default) when the pool runs dry, so this only bounds network trouble. */
@@ -225,6 +226,13 @@ export class EntropyClient {
   /** The gateway's pool, counters and sources. */
   async status(options?: CallOptions): Promise<Status> {
     return statusFromPb(await this.unary(this.rpc.getStatus, {}, options));
+  }
+
+  /** This client's key's limits and what is left of each now: calls and bytes per second (with
+   * when they refill), streams open, bytes drawn and not yet read. Any valid key may ask, about
+   * itself only; asking costs none of it. */
+  async usage(options?: CallOptions): Promise<Usage> {
+    return usageFromPb(await this.unary(this.rpc.getUsage, {}, options));
   }
 
   /** StreamRandom as an async iterable of chunks with `read(n)`; reconnects after transport

@@ -4,7 +4,8 @@
 // Layout: client.ts (promise API), grpc.ts (the grpc-js client made from the generated
 // descriptors), stream.ts (StreamRandom as async iterable / Readable, with the reconnect rule),
 // endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one class per gRPC
-// status), status.ts (SourceKind and GetStatus as plain objects) and provenance.ts (Construction,
+// status), status.ts (SourceKind and GetStatus as plain objects), usage.ts (GetUsage as plain
+// objects) and provenance.ts (Construction,
 // the acceptKinds and construction checks, provenance and quality reports as plain objects), both shared with the
 // browser client, gen/ (generated from proto/ by clients/generate.sh with protoc-gen-es, as for
 // the browser client).
@@ -50,3 +51,4 @@ export {
   RandomStream,
   type StreamOptions,
 } from "./stream.js";
+export { type HeldUsage, type RateUsage, type Usage } from "./usage.js";
