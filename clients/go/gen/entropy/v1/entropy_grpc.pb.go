@@ -108,7 +108,7 @@ type EntropyServiceClient interface {
 	// there is no way to name another. It costs nothing of what it reports: it is not counted
 	// against `requests_per_second` (a key that is out of calls can still ask when they come
 	// back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
-	// counters read, no wait, the same answer size for every key.
+	// counters read, no wait, and an answer of fixed size but for the key's name.
 	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
@@ -242,7 +242,7 @@ type EntropyServiceServer interface {
 	// there is no way to name another. It costs nothing of what it reports: it is not counted
 	// against `requests_per_second` (a key that is out of calls can still ask when they come
 	// back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
-	// counters read, no wait, the same answer size for every key.
+	// counters read, no wait, and an answer of fixed size but for the key's name.
 	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedEntropyServiceServer()
 }

@@ -1309,7 +1309,7 @@ export const EntropyService: GenService<{
    * there is no way to name another. It costs nothing of what it reports: it is not counted
    * against `requests_per_second` (a key that is out of calls can still ask when they come
    * back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
-   * counters read, no wait, the same answer size for every key.
+   * counters read, no wait, and an answer of fixed size but for the key's name.
    *
    * @generated from rpc entropy.v1.EntropyService.GetUsage
    */

@@ -144,7 +144,7 @@ class EntropyServiceServicer:
         there is no way to name another. It costs nothing of what it reports: it is not counted
         against `requests_per_second` (a key that is out of calls can still ask when they come
         back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
-        counters read, no wait, the same answer size for every key.
+        counters read, no wait, and an answer of fixed size but for the key's name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
