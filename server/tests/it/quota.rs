@@ -301,33 +301,38 @@ async fn get_usage_reports_each_limit_before_and_after_a_draw_and_costs_nothing(
     let drawn_at = std::time::Instant::now();
     let random = || GetRandomRequest { num_bytes: 500_000, ..Default::default() };
     client.get_random(with_key("metered", random())).await.expect("within every limit");
+    // Out of calls (one a second), the key is refused a draw, and may still ask when the next
+    // comes.
+    assert_status(
+        client.get_random(with_key("metered", random())).await,
+        Code::ResourceExhausted,
+        &["request rate"],
+    );
     let after = usage(&gw, "metered").await;
     let elapsed_ms = ms_since(drawn_at);
-    assert!(elapsed_ms < 1000, "the test's bounds assume under a second, took {elapsed_ms} ms");
     // The call: its one token is gone, back a second after it was taken.
     let requests = after.requests.expect("requests");
-    assert_eq!((requests.remaining, requests.burst), (0, 1), "{requests:?}");
-    assert!((1000 - elapsed_ms..=1000).contains(&requests.next_refill_ms), "{requests:?}");
-    assert_eq!(requests.full_in_ms, requests.next_refill_ms);
-    // The bytes: 500000 gone, one back each millisecond since.
+    assert_eq!(requests.burst, 1, "{requests:?}");
+    if elapsed_ms < 1000 {
+        assert_eq!(requests.remaining, 0, "{requests:?}");
+        assert!((1000 - elapsed_ms..=1000).contains(&requests.next_refill_ms), "{requests:?}");
+        assert_eq!(requests.full_in_ms, requests.next_refill_ms);
+    } else {
+        // A machine slow enough that the second passed: the token may be back, no sooner.
+        assert!(requests.remaining <= 1 && requests.next_refill_ms <= 1000, "{requests:?}");
+    }
+    // The bytes: 500000 gone (the refused call took none), one back each millisecond since.
     let bytes = after.bytes.expect("bytes");
     let left = (1 << 20) - 500_000;
     assert!((left..=left + elapsed_ms).contains(&bytes.remaining), "{bytes:?}");
     assert_eq!(bytes.next_refill_ms, 1, "{bytes:?}");
     assert!((500_000 - elapsed_ms..=500_000).contains(&bytes.full_in_ms), "{bytes:?}");
     assert_eq!(after.drbg_bytes, fresh.drbg_bytes, "a RAW draw takes no DRBG output");
-    // Read by the client: nothing is held any more.
-    assert_eq!(after.undelivered_bytes, fresh.undelivered_bytes);
-
-    // Out of calls, the key is refused a draw, and may still ask when the next comes.
-    assert_status(
-        client.get_random(with_key("metered", random())).await,
-        Code::ResourceExhausted,
-        &["request rate"],
-    );
-    let refused = usage(&gw, "metered").await.requests.expect("requests");
-    assert_eq!(refused.remaining, 0, "{refused:?}");
-    assert!(refused.next_refill_ms <= requests.next_refill_ms, "{refused:?}");
+    // Read by the client: what is held is the one response at most (its hold ends as its last
+    // byte leaves, which can be just after the client has it).
+    let held = after.undelivered_bytes.expect("undelivered");
+    assert_eq!((held.limit, held.in_use + held.remaining), (2 << 20, 2 << 20), "{held:?}");
+    assert!(held.in_use <= 500_000 + 64, "{held:?}");
     gw.stop().await;
 }
 
