@@ -110,12 +110,8 @@ impl Call {
         request: Request<Req>,
         handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
     ) -> Result<Response<Res>, Status> {
-        let mut call = Self::start(metrics, method);
-        let result = match call.authorize(request.extensions(), &[scope]) {
-            Ok(grant) => handler(Caller { grant, meter: call.meter() }, request).await,
-            Err(status) => Err(Failure::Status(status)),
-        };
-        call.finish(result)
+        let admit = |call: &mut Self, extensions: &_| call.authorize(extensions, &[scope]);
+        Self::run_admitted(metrics, method, request, admit, handler).await
     }
 
     /// Runs a unary `handler` of `method` about the calling key itself (GetUsage): any valid
@@ -127,8 +123,19 @@ impl Call {
         request: Request<Req>,
         handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
     ) -> Result<Response<Res>, Status> {
+        Self::run_admitted(metrics, method, request, Self::identify, handler).await
+    }
+
+    /// Runs a unary `handler` for the key `admit` lets in, and finishes the call.
+    async fn run_admitted<Req, Res: prost::Message>(
+        metrics: &Arc<GatewayMetrics>,
+        method: Method,
+        request: Request<Req>,
+        admit: impl FnOnce(&mut Self, &tonic::Extensions) -> Result<Arc<KeyGrant>, Status>,
+        handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
+    ) -> Result<Response<Res>, Status> {
         let mut call = Self::start(metrics, method);
-        let result = match call.identify(request.extensions()) {
+        let result = match admit(&mut call, request.extensions()) {
             Ok(grant) => handler(Caller { grant, meter: call.meter() }, request).await,
             Err(status) => Err(Failure::Status(status)),
         };
