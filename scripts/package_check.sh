@@ -298,22 +298,37 @@ EOF
 )
 
 # --- TypeScript ----------------------------------------------------------------------------------
-# @entropy-diode/client as a user outside this repository gets it:
-#   1. `npm pack`: the tarball holds the built library (dist/src, its .d.ts), package.json and
-#      README.md, and no sources, tests or examples;
+# @entropy-diode/client as a user outside this repository gets it, a dual package (an ES module
+# build for `import`, a CommonJS one for `require`):
+#   1. `npm pack`: the tarball holds both built libraries (dist/esm, dist/cjs, each with its
+#      .d.ts and the package.json marking its format), package.json and README.md, and no
+#      sources, tests or examples;
 #   2. a scratch project installs the tarball; another runs the README's install line,
-#      `npm install <path to clients/typescript>`, which must build the library itself (the
-#      `prepare` script);
-#   3. in each, an ES module and a CommonJS script import the package and construct a client for
-#      a loopback endpoint, and `tsc --strict` type-checks a TypeScript user of it;
+#      `npm install <path to clients/typescript>`, which must build both itself (the `prepare`
+#      script);
+#   3. in each, an ES module (.mjs) and a CommonJS script (.cjs) import the package, each loading
+#      its own build (checked by where the package resolves), construct clients for loopback,
+#      and draw bytes from a live dev gateway ($GATEWAY_BIN, default target/release/
+#      entropy-gateway); `tsc --strict` type-checks a TypeScript user of it, as an ES module
+#      (.mts) and as CommonJS (.cts), each against its build's types;
 #   4. the checkout is unchanged apart from the library `prepare` rebuilt (dist/).
-# No gateway needed: nothing connects.
 check_typescript() (
   local here="$ROOT/clients/typescript" rel=clients/typescript work
   local tsc="$here/node_modules/.bin/tsc"
+  local gateway="${GATEWAY_BIN:-$ROOT/target/release/entropy-gateway}"
   [ -x "$tsc" ] || fail "run 'npm ci' in $here first"
+  [ -x "$gateway" ] || fail "no gateway binary at $gateway (cargo build --release -p entropy-gateway, or set GATEWAY_BIN)"
   work="$(scratch typescript)"
   before="$(tree_state "$rel" node_modules dist)"
+
+  # A dev gateway on a free loopback port for the scripts to draw from (stopped on return).
+  local port key="package-check-$RANDOM$RANDOM"
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  ENTROPY_DEV_API_KEY="$key" "$gateway" --dev --listen-addr "127.0.0.1:$port" --metrics-listen-addr "" \
+    >"$work/gateway.log" 2>&1 &
+  local gateway_pid=$!
+  trap 'kill "$gateway_pid" 2>/dev/null || true; wait "$gateway_pid" 2>/dev/null || true' EXIT
+  export ENTROPY_ENDPOINT="127.0.0.1:$port" ENTROPY_API_KEY="$key"
 
   step "typescript: npm pack"
   mkdir "$work/pack"
@@ -321,17 +336,22 @@ check_typescript() (
   tarball="$(ls "$work"/pack/*.tgz)"
   echo "$(basename "$tarball"): $(tar -tzf "$tarball" | wc -l) files"
   listing="$(tar -tzf "$tarball" | sed 's|^package/||' | sort)"
-  for f in package.json README.md dist/src/index.js dist/src/index.d.ts dist/src/stream.js \
-    dist/src/gen/entropy/v1/entropy_pb.js; do
+  for build in esm cjs; do
+    for f in index.js index.d.ts stream.js gen/entropy/v1/entropy_pb.js package.json; do
+      grep -qx "dist/$build/$f" <<<"$listing" || fail "the tarball lacks dist/$build/$f"
+    done
+  done
+  for f in package.json README.md; do
     grep -qx "$f" <<<"$listing" || fail "the tarball lacks $f"
   done
-  if grep -v -e '^package.json$' -e '^README.md$' -e '^dist/src/' <<<"$listing"; then
-    fail "the tarball holds files beyond dist/src, package.json and README.md (listed above)"
+  if grep -v -e '^package.json$' -e '^README.md$' -e '^dist/esm/' -e '^dist/cjs/' <<<"$listing"; then
+    fail "the tarball holds files beyond dist/esm, dist/cjs, package.json and README.md (listed above)"
   fi
 
   # What a user writes: ESM, CommonJS and TypeScript, each constructing a client for loopback.
   write_users() {
     cat >"$1/check.mjs" <<'EOF'
+import { fileURLToPath } from "node:url";
 import { EntropyClient, InvalidArgumentError, parseEndpoint } from "@entropy-diode/client";
 const c = new EntropyClient("127.0.0.1:50051", "a-key");
 if (c.endpoint !== "http://127.0.0.1:50051") throw new Error(`endpoint ${c.endpoint}`);
@@ -346,15 +366,48 @@ try {
 } catch (e) {
   if (!(e instanceof InvalidArgumentError)) throw e;
 }
-console.log("esm ok");
+// import loads the ES module build, and draws from the live gateway (ENTROPY_* from the check).
+const entry = fileURLToPath(import.meta.resolve("@entropy-diode/client"));
+if (!entry.endsWith("/dist/esm/index.js")) throw new Error(`import loaded ${entry}, not dist/esm`);
+const live = EntropyClient.fromEnv();
+try {
+  const bytes = await live.getBytes(32);
+  if (bytes.length !== 32) throw new Error(`drew ${bytes.length} bytes`);
+  const read = await live.stream({ totalBytes: 4096, chunkBytes: 1024 }).read(4096);
+  if (read.length !== 4096) throw new Error(`streamed ${read.length} bytes`);
+} finally {
+  live.close();
+}
+console.log("esm ok: 32 bytes and a 4096-byte stream, from dist/esm");
 EOF
     cat >"$1/check.cjs" <<'EOF'
-const { EntropyClient } = require("@entropy-diode/client");
+const { EntropyClient, InvalidArgumentError } = require("@entropy-diode/client");
 const c = new EntropyClient("localhost", "a-key");
 if (c.endpoint !== "http://localhost:50051") throw new Error(`endpoint ${c.endpoint}`);
 c.close();
 if (require("@entropy-diode/client/package.json").name !== "@entropy-diode/client") throw new Error("name");
-console.log("cjs ok");
+try {
+  new EntropyClient("127.0.0.1", "bad key\n");
+  throw new Error("a bad key was accepted");
+} catch (e) {
+  if (!(e instanceof InvalidArgumentError)) throw e;
+}
+// require loads the CommonJS build, and draws from the live gateway (ENTROPY_* from the check).
+const entry = require.resolve("@entropy-diode/client");
+if (!entry.endsWith("/dist/cjs/index.js")) throw new Error(`require loaded ${entry}, not dist/cjs`);
+const live = EntropyClient.fromEnv();
+(async () => {
+  const bytes = await live.getBytes(32);
+  if (bytes.length !== 32) throw new Error(`drew ${bytes.length} bytes`);
+  const read = await live.stream({ totalBytes: 4096, chunkBytes: 1024 }).read(4096);
+  if (read.length !== 4096) throw new Error(`streamed ${read.length} bytes`);
+  console.log("cjs ok: 32 bytes and a 4096-byte stream, from dist/cjs");
+})()
+  .catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => live.close());
 EOF
     cat >"$1/check.mts" <<'EOF'
 import { EntropyClient, type RandomStream, type StreamOptions } from "@entropy-diode/client";
@@ -366,6 +419,16 @@ void read.catch(() => {});
 stream.cancel();
 client.close();
 EOF
+    # The same user as CommonJS: TypeScript gives it the `require` condition's types.
+    cat >"$1/check.cts" <<'EOF'
+import entropy = require("@entropy-diode/client");
+const options: entropy.StreamOptions = { totalBytes: 1024, reconnectBudgetMs: 0, attemptTimeoutMs: 2000 };
+const client: entropy.EntropyClient = new entropy.EntropyClient("127.0.0.1:50051", "a-key");
+const stream: entropy.RandomStream = client.stream(options);
+void stream.read(16).catch(() => {});
+stream.cancel();
+client.close();
+EOF
   }
 
   run_users() {
@@ -373,9 +436,16 @@ EOF
       cd "$1"
       node check.mjs
       node check.cjs
-      "$tsc" --strict --noEmit --module node16 --moduleResolution node16 --target es2022 \
-        --skipLibCheck --types node --typeRoots "$here/node_modules/@types" check.mts
-      echo "tsc ok"
+      local flags=(--module node16 --moduleResolution node16 --target es2022 --skipLibCheck
+        --types node --typeRoots "$here/node_modules/@types")
+      "$tsc" --strict --noEmit "${flags[@]}" check.mts check.cts
+      # Each user got its own build's types.
+      "$tsc" --noEmit "${flags[@]}" --traceResolution check.mts check.cts >trace.txt
+      grep -q "'@entropy-diode/client' was successfully resolved to '.*/dist/esm/index.d.ts'" trace.txt \
+        || fail "check.mts did not get dist/esm's types"
+      grep -q "'@entropy-diode/client' was successfully resolved to '.*/dist/cjs/index.d.ts'" trace.txt \
+        || fail "check.cts did not get dist/cjs's types"
+      echo "tsc ok: an ES module and a CommonJS user, each with its build's types"
     )
   }
 
@@ -397,7 +467,9 @@ EOF
   sleep 1
   (cd "$work/from-path" && npm install --silent --no-audit --no-fund "$here")
   # The link points at this folder, whose `prepare` must have built the library just now.
-  [ "$here/dist/src/index.js" -nt "$marker" ] || fail "npm install <path> did not build dist/src (prepare)"
+  for build in esm cjs; do
+    [ "$here/dist/$build/index.js" -nt "$marker" ] || fail "npm install <path> did not build dist/$build (prepare)"
+  done
   write_users "$work/from-path"
   run_users "$work/from-path"
 

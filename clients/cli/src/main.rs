@@ -8,6 +8,8 @@
 //! entropy float --count 3
 //! entropy uuid --count 2
 //! entropy status
+//! entropy usage                                # what is left of this key's limits, and when
+//!                                              # each refills (`--json`: the proto's fields)
 //! entropy check --sample 1MiB                  # statistics and a verdict on bytes drawn for it
 //! entropy completions bash                     # shell completions; `entropy man`: the man page
 //! entropy --accept quantum bytes 32 --hex      # only bytes all of whose sources are quantum
@@ -117,6 +119,14 @@ enum Command {
     },
     /// The gateway's pool, counters and sources.
     Status,
+    /// This key's limits and what is left of each now: calls and bytes per second (with when
+    /// they refill), streams open, bytes drawn and not yet read. Any valid key, no scope;
+    /// asking costs none of it.
+    Usage {
+        /// Print the usage as JSON (the proto's field names).
+        #[arg(long)]
+        json: bool,
+    },
     /// Draws a sample that no one is ever served and prints the gateway's statistics on it
     /// with a verdict (exit 3 when it fails). Needs the `quality:check` scope.
     Check {
@@ -304,6 +314,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Status => print_status(&mut out, &client.status().await?)?,
+        Command::Usage { json } => {
+            let usage = client.usage().await?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &usage_json(&usage))?;
+                writeln!(out)?;
+            } else {
+                print_usage(&mut out, &usage)?;
+            }
+        }
         Command::Check { sample, json } => {
             let sample = u32::try_from(sample)
                 .map_err(|_| Error::InvalidArgument("--sample must be at most 4MiB".into()))?;
@@ -550,6 +569,76 @@ fn print_status(out: &mut impl Write, s: &entropy_diode_client::Status) -> std::
             src.contributed_bytes_total,
             src.last_report_age_ms
         )?;
+    }
+    Ok(())
+}
+
+fn usage_json(u: &entropy_diode_client::Usage) -> serde_json::Value {
+    let rate = |r: &Option<entropy_diode_client::proto::RateUsage>| {
+        let r = r.unwrap_or_default();
+        serde_json::json!({
+            "unlimited": r.unlimited,
+            "per_second": r.per_second,
+            "burst": r.burst,
+            "remaining": r.remaining,
+            "next_refill_ms": r.next_refill_ms,
+            "full_in_ms": r.full_in_ms,
+        })
+    };
+    let held = |h: &Option<entropy_diode_client::proto::HeldUsage>| {
+        let h = h.unwrap_or_default();
+        serde_json::json!({
+            "unlimited": h.unlimited,
+            "limit": h.limit,
+            "in_use": h.in_use,
+            "remaining": h.remaining,
+        })
+    };
+    serde_json::json!({
+        "key_name": u.key_name,
+        "requests": rate(&u.requests),
+        "bytes": rate(&u.bytes),
+        "drbg_bytes": rate(&u.drbg_bytes),
+        "streams": held(&u.streams),
+        "undelivered_bytes": held(&u.undelivered_bytes),
+    })
+}
+
+fn print_usage(out: &mut impl Write, u: &entropy_diode_client::Usage) -> std::io::Result<()> {
+    writeln!(out, "key:            {}", u.key_name)?;
+    let rates = [
+        ("calls/s", "calls", &u.requests),
+        ("bytes/s", "bytes", &u.bytes),
+        ("DRBG bytes/s", "bytes", &u.drbg_bytes),
+    ];
+    for (name, unit, rate) in rates {
+        let r = rate.unwrap_or_default();
+        let label = format!("{name}:");
+        if r.unlimited {
+            writeln!(out, "{label:<16}unlimited")?;
+        } else if r.remaining >= r.burst {
+            writeln!(
+                out,
+                "{label:<16}{} of {} {unit} left (full; refills {}/s)",
+                r.remaining, r.burst, r.per_second
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{label:<16}{} of {} {unit} left (refills {}/s: next in {} ms, full in {} ms)",
+                r.remaining, r.burst, r.per_second, r.next_refill_ms, r.full_in_ms
+            )?;
+        }
+    }
+    let held =
+        [("streams:", "open", &u.streams), ("undelivered:", "bytes held", &u.undelivered_bytes)];
+    for (label, what, held) in held {
+        let h = held.unwrap_or_default();
+        if h.unlimited {
+            writeln!(out, "{label:<16}{} {what} (no limit)", h.in_use)?;
+        } else {
+            writeln!(out, "{label:<16}{} {what} of {} ({} left)", h.in_use, h.limit, h.remaining)?;
+        }
     }
     Ok(())
 }

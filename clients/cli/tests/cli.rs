@@ -46,6 +46,19 @@ async fn the_cli_does_what_its_help_says() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
     let out = run(KEY, &["status"]).await;
     assert!(String::from_utf8(out.stdout).unwrap().contains("SOURCE_KIND_OS"));
+    let out = run(KEY, &["usage"]).await;
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("key:            dev"), "{text}");
+    assert!(text.contains("calls/s:        unlimited"), "{text}");
+    assert!(text.contains("undelivered:    0 bytes held of 33554432 (33554432 left)"), "{text}");
+    let out = run(KEY, &["usage", "--json"]).await;
+    let usage: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(usage["key_name"], "dev");
+    assert_eq!(usage["bytes"]["unlimited"], true);
+    assert_eq!(usage["undelivered_bytes"]["limit"], 33554432);
+    let out = run("wrong", &["usage"]).await;
+    assert_eq!(out.status.code(), Some(1));
 
     let out = run("wrong", &["bytes", "8"]).await;
     assert_eq!(out.status.code(), Some(1));
@@ -141,7 +154,7 @@ fn completions_and_the_man_page_need_no_gateway_and_cover_every_subcommand() {
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    let subcommands = ["bytes", "stream", "int", "float", "uuid", "status", "check"];
+    let subcommands = ["bytes", "stream", "int", "float", "uuid", "status", "usage", "check"];
     let bash = run(&["completions", "bash"]);
     let parsed = std::process::Command::new("bash").args(["-n", "-c", &bash]).status().unwrap();
     assert!(parsed.success(), "bash cannot parse the completion script");

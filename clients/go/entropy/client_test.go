@@ -3,6 +3,7 @@ package entropy_test
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"regexp"
 	"strings"
@@ -193,5 +194,42 @@ func TestServedCounterCountsWhatWeTake(t *testing.T) {
 	}
 	if after.ServedBytesTotal < before.ServedBytesTotal+4096 {
 		t.Fatalf("served %d -> %d after taking 4096", before.ServedBytesTotal, after.ServedBytesTotal)
+	}
+}
+
+func TestUsageReadsTheKeysOwnLimitsAndCountsItsOpenStream(t *testing.T) {
+	c := liveClient(t)
+	ctx := context.Background()
+	u, err := c.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.KeyName != "dev" {
+		t.Fatalf("key name %q", u.KeyName)
+	}
+	// The dev key has no rate or stream limit; the undelivered allowance always has one.
+	if u.Requests != nil || u.Bytes != nil || u.DRBGBytes != nil || u.Streams.Limit != nil {
+		t.Fatalf("the dev key has no limits: %+v", u)
+	}
+	if u.UndeliveredBytes.Limit == nil || *u.UndeliveredBytes.Limit != 32<<20 {
+		t.Fatalf("undelivered: %+v", u.UndeliveredBytes)
+	}
+	before := u.Streams.InUse
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := c.NewReader(streamCtx, 0, 4096)
+	defer r.Close()
+	if _, err := io.ReadFull(r, make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	during, err := c.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during.Streams.InUse < before+1 {
+		t.Fatalf("streams in use %d, was %d before one was opened", during.Streams.InUse, before)
+	}
+	if _, err := newClient(t, target, "not-a-key").Usage(ctx); !errors.Is(err, entropy.ErrUnauthenticated) {
+		t.Fatalf("want ErrUnauthenticated, got %v", err)
 	}
 }

@@ -68,7 +68,7 @@
 //
 // Files: client.go (connection and unary calls), endpoint.go (the endpoint syntax), apikey.go
 // (key checks), reader.go (the stream reader and its reconnect rule), errors.go (typed errors),
-// status.go (GetStatus as Go types), provenance.go (source kinds and provenance), drbg.go
-// (constructions and DRBG labels), quality.go (CheckQuality). The generated code is in ../gen/entropy/v1
-// (clients/generate.sh).
+// status.go (GetStatus as Go types), usage.go (GetUsage as Go types), provenance.go (source
+// kinds and provenance), drbg.go (constructions and DRBG labels), quality.go (CheckQuality). The
+// generated code is in ../gen/entropy/v1 (clients/generate.sh).
 package entropy

@@ -59,9 +59,10 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     kinds: list[tuple[str, list[int]]] = field(default_factory=list)
     # (method, construction) of every call, in order.
     constructions: list[tuple[str, int]] = field(default_factory=list)
-    # What CheckQuality and GetStatus answer.
+    # What CheckQuality, GetStatus and GetUsage answer.
     quality: pb.CheckQualityResponse = field(default_factory=pb.CheckQualityResponse)
     status: pb.GetStatusResponse = field(default_factory=pb.GetStatusResponse)
+    usage: pb.GetUsageResponse = field(default_factory=pb.GetUsageResponse)
 
     def _unary(self, method: str, request: object, context: grpc.ServicerContext) -> None:
         """Records the call's accept_kinds and construction; raises the scripted error, if any."""
@@ -134,6 +135,12 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
     ) -> pb.CheckQualityResponse:
         self._unary("CheckQuality", request, context)
         return self.quality
+
+    def GetUsage(
+        self, request: pb.GetUsageRequest, context: grpc.ServicerContext
+    ) -> pb.GetUsageResponse:
+        self._unary("GetUsage", request, context)
+        return self.usage
 
 
 class FakeServer:

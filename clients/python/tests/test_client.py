@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from conftest import Gateway, assert_no_repeated_block
-from entropy_diode import EntropyClient, InvalidArgumentError
+from entropy_diode import AuthenticationError, EntropyClient, InvalidArgumentError
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -99,3 +99,22 @@ def test_served_counter_counts_what_we_take(client: EntropyClient) -> None:
     before = client.status().served_bytes_total
     client.get_bytes(4096)
     assert client.status().served_bytes_total >= before + 4096
+
+
+def test_usage_reads_the_keys_own_limits_and_counts_its_open_stream(gateway: Gateway) -> None:
+    with EntropyClient(gateway.target, gateway.api_key) as client:
+        usage = client.usage()
+        assert usage.key_name == "dev"
+        # The dev key has no rate or stream limit; the undelivered allowance always has one.
+        assert (usage.requests, usage.bytes, usage.drbg_bytes) == (None, None, None)
+        assert usage.streams.limit is None and usage.streams.remaining is None
+        assert usage.undelivered_bytes.limit == 32 << 20
+        held = usage.undelivered_bytes
+        assert held.in_use + (held.remaining or 0) == held.limit
+        before = usage.streams.in_use
+        with client.reader(chunk_bytes=4096) as reader:
+            assert len(reader.read(4096)) == 4096
+            assert client.usage().streams.in_use >= before + 1
+    with EntropyClient(gateway.target, "not-a-key") as stranger:
+        with pytest.raises(AuthenticationError):
+            stranger.usage()

@@ -16,10 +16,13 @@ from entropy_diode import (
     Construction,
     Draw,
     EntropyClient,
+    HeldUsage,
     InvalidArgumentError,
     QualityReport,
+    RateUsage,
     SourceKind,
     Status,
+    Usage,
 )
 from entropy_diode._calls import Calls
 from entropy_diode._gen.entropy.v1 import entropy_pb2 as pb
@@ -89,6 +92,7 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("get_uuids", (2,), {"construction": Construction.DRBG_PREDICTION_RESISTANT}),
     ("status", (), {}),
     ("check_quality", (2500,), {"timeout": 5.0}),
+    ("usage", (), {}),
 ]
 
 
@@ -102,6 +106,14 @@ def comparable(value: Any) -> Any:
 async def test_both_clients_send_and_map_every_call_the_same_way() -> None:
     fake = FakeEntropy()
     fake.status = pb.GetStatusResponse(pool_bytes=5, serving=True, not_serving_reason="")
+    fake.usage = pb.GetUsageResponse(
+        key_name="k",
+        requests=pb.RateUsage(per_second=3, burst=3, remaining=2, next_refill_ms=334),
+        bytes=pb.RateUsage(unlimited=True),
+        drbg_bytes=pb.RateUsage(unlimited=True),
+        streams=pb.HeldUsage(limit=2, in_use=1, remaining=1),
+        undelivered_bytes=pb.HeldUsage(limit=1 << 25, remaining=1 << 25),
+    )
     kinds = [SourceKind.QUANTUM]
     drbg = Construction.DRBG
     with FakeServer(fake) as target:
@@ -113,12 +125,17 @@ async def test_both_clients_send_and_map_every_call_the_same_way() -> None:
         async with AsyncEntropyClient(target, "k", accept_kinds=kinds, construction=drbg) as ac:
             aio = [comparable(await getattr(ac, m)(*a, **kw)) for m, a, kw in CASES]
         aio_calls = list(zip(fake.kinds, fake.constructions))
-    assert [type(v) for v in sync] == [int, tuple, list, list, list, Status, QualityReport]
+    types = [int, tuple, list, list, list, Status, QualityReport, Usage]
+    assert [type(v) for v in sync] == types
     assert sync == aio
     assert sync_calls == aio_calls
-    assert [k for (_, k), _ in sync_calls] == [[1], [], [1], [3, 1], [1], [], [1]]
-    # GetStatus has no construction: 0, as for a request without the field.
-    assert [c for _, (_, c) in sync_calls] == [2, 1, 2, 2, 3, 0, 2]
+    assert [k for (_, k), _ in sync_calls] == [[1], [], [1], [3, 1], [1], [], [1], []]
+    # GetStatus and GetUsage have no construction: 0, as for a request without the field.
+    assert [c for _, (_, c) in sync_calls] == [2, 1, 2, 2, 3, 0, 2, 0]
+    usage = sync[-1]
+    assert usage.requests == RateUsage(3, 3, 2, 334, 0)
+    assert (usage.bytes, usage.drbg_bytes) == (None, None), "unlimited: None"
+    assert usage.streams == HeldUsage(limit=2, in_use=1, remaining=1)
 
 
 async def test_both_clients_refuse_the_same_arguments_the_same_way() -> None:

@@ -28,7 +28,7 @@ use tokio::runtime::Runtime;
 use crate::client::{Client, ClientBuilder, Draw};
 use crate::error::Error;
 use crate::stream::RandomStream;
-use entropy_proto::v1::{CheckQualityResponse, GetStatusResponse};
+use entropy_proto::v1::{CheckQualityResponse, GetStatusResponse, GetUsageResponse};
 
 /// [`Client`] without async: each call blocks until it is answered (or its deadline passes).
 /// Cheap to clone; clones share the connection and the runtime.
@@ -89,6 +89,11 @@ impl BlockingClient {
     /// The gateway's status.
     pub fn status(&self) -> Result<GetStatusResponse, Error> {
         self.runtime.block_on(self.inner.status())
+    }
+
+    /// The key's limits and what is left of each (see [`Client::usage`]).
+    pub fn usage(&self) -> Result<GetUsageResponse, Error> {
+        self.runtime.block_on(self.inner.usage())
     }
 
     /// A statistical check of `sample_bytes` drawn for it (see [`Client::check_quality`]).

@@ -7,8 +7,8 @@ use std::time::Duration;
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, Construction, DrawProvenance, GetFloatsRequest,
-    GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse, GetUuidsRequest,
-    SourceKind,
+    GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse, GetUsageRequest,
+    GetUsageResponse, GetUuidsRequest, SourceKind,
 };
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -367,6 +367,13 @@ impl Client {
     /// The gateway's pool, counters and sources.
     pub async fn status(&self) -> Result<GetStatusResponse, Error> {
         self.call(self.inner.clone().get_status(self.request(GetStatusRequest {}))).await
+    }
+
+    /// This client's key's limits and what is left of each now: calls and bytes per second
+    /// (with when they refill), streams open, bytes drawn and not yet read. Any valid key may
+    /// ask, about itself only; asking costs none of it.
+    pub async fn usage(&self) -> Result<GetUsageResponse, Error> {
+        self.call(self.inner.clone().get_usage(self.request(GetUsageRequest {}))).await
     }
 
     /// A byte stream of `total` bytes (or endless with `None`), fetched in messages of

@@ -31,6 +31,7 @@ pub use client::{Client, ClientBuilder, DEFAULT_STREAM_WINDOW, DEFAULT_TIMEOUT, 
 pub use endpoint::Endpoint;
 pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
+pub use entropy_proto::v1::GetUsageResponse as Usage;
 pub use entropy_proto::v1::{
     CheckQualityResponse as QualityReport, Construction, DrawProvenance, DrbgLabel, SourceKind,
 };

@@ -40,6 +40,29 @@ async fn unary_calls_return_what_they_promise() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_reads_the_keys_own_limits_and_counts_its_open_streams() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    let usage = client.usage().await.unwrap();
+    assert_eq!(usage.key_name, "dev");
+    // The dev key has no limits but the undelivered allowance, which always has one.
+    for rate in [usage.requests, usage.bytes, usage.drbg_bytes] {
+        assert!(rate.unwrap().unlimited);
+    }
+    let undelivered = usage.undelivered_bytes.unwrap();
+    assert_eq!((undelivered.unlimited, undelivered.limit), (false, 32 << 20));
+    let streams = usage.streams.unwrap();
+    assert_eq!((streams.unlimited, streams.in_use), (true, 0));
+
+    let mut stream = client.stream(None, 4096);
+    let mut first = [0u8; 4096];
+    stream.read_exact(&mut first).await.unwrap();
+    assert_eq!(client.usage().await.unwrap().streams.unwrap().in_use, 1);
+    let wrong = Client::connect(&format!("http://{}", gw.addr), "wrong").await.unwrap();
+    assert!(matches!(wrong.usage().await, Err(Error::Unauthenticated(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_map_to_their_variants() {
     let gw = dev_gateway().await;
     let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
@@ -374,6 +397,7 @@ fn the_blocking_client_stream_and_stream_rng_work_without_async() {
     assert_eq!(client.get_uuids(3).unwrap().len(), 3);
     assert!(matches!(client.get_bytes(0), Err(Error::InvalidArgument(_))));
     let served_before = client.status().unwrap().served_bytes_total;
+    assert_eq!(client.usage().unwrap().key_name, "dev");
 
     let mut all = Vec::new();
     let mut stream = client.stream(Some(1 << 20), 64 << 10);

@@ -1,6 +1,6 @@
 // API keys are checked before they are used, and never put in a message.
 
-import { invalidArgument } from "./errors";
+import { invalidArgument } from "./errors.js";
 
 /** The longest key the gateway accepts, in characters (visible ASCII, so also bytes). */
 export const MAX_API_KEY_LENGTH = 512;

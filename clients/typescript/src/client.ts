@@ -5,11 +5,11 @@ import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/prot
 import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 
-import { validateApiKey } from "./apikey";
-import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endpoint";
-import { fromServiceError, invalidArgument } from "./errors";
+import { validateApiKey } from "./apikey.js";
+import { type Endpoint, formatEndpoint, grpcTarget, parseEndpoint } from "./endpoint.js";
+import { fromServiceError, invalidArgument } from "./errors.js";
 import { EntropyService } from "./gen/entropy/v1/entropy_pb.js";
-import { grpcClient, type GrpcClient, type UnaryMethod } from "./grpc";
+import { grpcClient, type GrpcClient, type UnaryMethod } from "./grpc.js";
 import {
   callWant,
   checkConstruction,
@@ -19,9 +19,10 @@ import {
   provenanceFromPb,
   type QualityReport,
   qualityFromPb,
-} from "./provenance";
-import { type SourceKind, type Status, statusFromPb } from "./status";
-import { RandomStream, type StreamOptions } from "./stream";
+} from "./provenance.js";
+import { type SourceKind, type Status, statusFromPb } from "./status.js";
+import { RandomStream, type StreamOptions } from "./stream.js";
+import { type Usage, usageFromPb } from "./usage.js";
 
 /** Deadline (ms) of a unary call by default. The gateway itself answers UNAVAILABLE after its
  * max_wait_ms (2 s by default) when the pool runs dry, so this only bounds network trouble. */
@@ -225,6 +226,13 @@ export class EntropyClient {
   /** The gateway's pool, counters and sources. */
   async status(options?: CallOptions): Promise<Status> {
     return statusFromPb(await this.unary(this.rpc.getStatus, {}, options));
+  }
+
+  /** This client's key's limits and what is left of each now: calls and bytes per second (with
+   * when they refill), streams open, bytes drawn and not yet read. Any valid key may ask, about
+   * itself only; asking costs none of it. */
+  async usage(options?: CallOptions): Promise<Usage> {
+    return usageFromPb(await this.unary(this.rpc.getUsage, {}, options));
   }
 
   /** StreamRandom as an async iterable of chunks with `read(n)`; reconnects after transport

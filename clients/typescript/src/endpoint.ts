@@ -1,7 +1,7 @@
 // The endpoint syntax every Entropy Diode client accepts (clients/README.md, "Endpoint syntax"),
 // parsed by one function.
 
-import { invalidArgument } from "./errors";
+import { invalidArgument } from "./errors.js";
 
 /** The gateway's default public port. */
 export const DEFAULT_PORT = 50051;

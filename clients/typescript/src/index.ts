@@ -4,12 +4,13 @@
 // Layout: client.ts (promise API), grpc.ts (the grpc-js client made from the generated
 // descriptors), stream.ts (StreamRandom as async iterable / Readable, with the reconnect rule),
 // endpoint.ts (the endpoint syntax), apikey.ts (key checks), errors.ts (one class per gRPC
-// status), status.ts (SourceKind and GetStatus as plain objects) and provenance.ts (Construction,
+// status), status.ts (SourceKind and GetStatus as plain objects), usage.ts (GetUsage as plain
+// objects) and provenance.ts (Construction,
 // the acceptKinds and construction checks, provenance and quality reports as plain objects), both shared with the
 // browser client, gen/ (generated from proto/ by clients/generate.sh with protoc-gen-es, as for
 // the browser client).
 
-export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey";
+export { MAX_API_KEY_LENGTH, validateApiKey } from "./apikey.js";
 export {
   type CallOptions,
   type ClientOptions,
@@ -19,8 +20,8 @@ export {
   type Draw,
   EntropyClient,
   type EnvClientOptions,
-} from "./client";
-export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint } from "./endpoint";
+} from "./client.js";
+export { DEFAULT_PORT, type Endpoint, formatEndpoint, isLoopback, parseEndpoint } from "./endpoint.js";
 export {
   DeadlineExceededError,
   EntropyError,
@@ -30,7 +31,7 @@ export {
   ResourceExhaustedError,
   UnauthenticatedError,
   UnavailableError,
-} from "./errors";
+} from "./errors.js";
 export {
   type ChunkRef,
   Construction,
@@ -39,8 +40,8 @@ export {
   type MonteCarloPi,
   type Provenance,
   type QualityReport,
-} from "./provenance";
-export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status";
+} from "./provenance.js";
+export { type ClassLevel, type Source, SourceKind, sourceKindName, type Status } from "./status.js";
 export {
   DEFAULT_ATTEMPT_TIMEOUT_MS,
   DEFAULT_INITIAL_BACKOFF_MS,
@@ -49,4 +50,5 @@ export {
   DEFAULT_STALL_TIMEOUT_MS,
   RandomStream,
   type StreamOptions,
-} from "./stream";
+} from "./stream.js";
+export { type HeldUsage, type RateUsage, type Usage } from "./usage.js";

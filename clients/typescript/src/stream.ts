@@ -5,11 +5,11 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { status } from "@grpc/grpc-js";
 import { Readable } from "node:stream";
 
-import { DeadlineExceededError, EntropyError, fromServiceError, invalidArgument, UnavailableError } from "./errors";
+import { DeadlineExceededError, EntropyError, fromServiceError, invalidArgument, UnavailableError } from "./errors.js";
 import type { StreamRandomRequestSchema, StreamRandomResponse } from "./gen/entropy/v1/entropy_pb.js";
 import type { DrawProvenance } from "./gen/entropy/v1/provenance_pb.js";
-import { checkConstruction, checkKinds, Construction, type Provenance, provenanceFromPb } from "./provenance";
-import type { SourceKind } from "./status";
+import { checkConstruction, checkKinds, Construction, type Provenance, provenanceFromPb } from "./provenance.js";
+import type { SourceKind } from "./status.js";
 
 /** How long a stream keeps reconnecting after a failure by default (ms). */
 export const DEFAULT_RECONNECT_BUDGET_MS = 30_000;

@@ -139,6 +139,23 @@ describe("unary calls", () => {
     assert.deepEqual(new Set(s.sources.map((src) => src.kind)), new Set(["os"])); // never "quantum" in dev
   });
 
+  test("usage reads the key's own limits and counts its open streams", async () => {
+    const u = await client.usage();
+    assert.equal(u.keyName, "dev");
+    // The dev key has no rate or stream limit; the undelivered allowance always has one.
+    assert.deepEqual([u.requests, u.bytes, u.drbgBytes], [null, null, null]);
+    assert.equal(u.streams.limit, null);
+    assert.equal(u.undeliveredBytes.limit, 32n << 20n);
+    const before = u.streams.inUse;
+    const stream = client.stream({ chunkBytes: 4096 });
+    assert.equal((await stream.read(4096)).length, 4096);
+    assert.ok((await client.usage()).streams.inUse >= before + 1n);
+    stream.cancel();
+    const stranger = new EntropyClient(gw.target, "not-a-key");
+    await assert.rejects(stranger.usage(), UnauthenticatedError);
+    stranger.close();
+  });
+
   test("the served counter counts what we take", async () => {
     const before = (await client.status()).servedBytesTotal;
     await client.getBytes(4096);

@@ -10,8 +10,8 @@ use entropy_proto::v1::entropy_service_server::{EntropyService, EntropyServiceSe
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
     GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, StreamRandomRequest,
-    StreamRandomResponse,
+    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
+    StreamRandomRequest, StreamRandomResponse,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -222,6 +222,13 @@ impl EntropyService for Fake {
         &self,
         _: Request<CheckQualityRequest>,
     ) -> Result<Response<CheckQualityResponse>, Status> {
+        Err(Status::unimplemented("fake gateway: StreamRandom only"))
+    }
+
+    async fn get_usage(
+        &self,
+        _: Request<GetUsageRequest>,
+    ) -> Result<Response<GetUsageResponse>, Status> {
         Err(Status::unimplemented("fake gateway: StreamRandom only"))
     }
 }

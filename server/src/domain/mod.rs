@@ -7,7 +7,8 @@
 //! - [`sampling`]: unbiased integers, floats and UUIDs from bytes.
 //! - [`drbg`]: DRBG output seeded from the pool, one instance per call or stream.
 //! - [`auth`]: client API keys (SHA-256 digests, constant-time match), scopes; [`quota`]: each
-//!   key's request, byte and stream limits.
+//!   key's request, byte and stream limits, and what is left of each; [`bucket`]: the token
+//!   bucket under the rate limits, readable without taking from it.
 //! - [`allowance`]: byte allowances, the one type every buffer bound is made of (a key's, a
 //!   connection's, the process's).
 //! - [`readiness`]: ready or not, and why, from the pool level and ingest activity.
@@ -16,6 +17,7 @@
 
 pub mod allowance;
 pub mod auth;
+pub mod bucket;
 pub mod drbg;
 pub mod ingest;
 pub(crate) mod log_safety;

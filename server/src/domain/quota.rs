@@ -5,16 +5,19 @@
 //! call is admitted or refused before any byte is drawn, and a refusal says when to retry.
 //! A stream is metered as it flows: before each chunk it waits for that many byte tokens, so a
 //! 10 MB/s key streams at ~10 MB/s instead of being refused.
+//!
+//! [`KeyQuota::usage`] reads all of it for the key's holder (GetUsage) without taking anything:
+//! the buckets are read as [`crate::domain::bucket`] explains, the counts are loaded.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota};
+use governor::Quota;
 
 use crate::domain::allowance::Account;
+use crate::domain::bucket::{Bucket, Level, Refusal};
 
 /// A key's limits as configured; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -135,9 +138,9 @@ impl QuotaError {
 #[derive(Debug)]
 pub struct KeyQuota {
     limits: Limits,
-    requests: Option<DefaultDirectRateLimiter>,
-    bytes: Option<DefaultDirectRateLimiter>,
-    drbg_bytes: Option<DefaultDirectRateLimiter>,
+    requests: Option<Bucket>,
+    bytes: Option<Bucket>,
+    drbg_bytes: Option<Bucket>,
     open_streams: Arc<AtomicUsize>,
     /// Bytes drawn for the key and not yet delivered (`max_undelivered_bytes`).
     undelivered: Account,
@@ -149,11 +152,10 @@ const MIN_BYTE_BURST: u32 = 1 << 20;
 impl KeyQuota {
     /// Fresh buckets for `limits`.
     pub fn new(limits: Limits) -> Self {
-        let requests =
-            limits.requests_per_second.map(|r| governor::RateLimiter::direct(Quota::per_second(r)));
+        let requests = limits.requests_per_second.map(|r| Bucket::new(Quota::per_second(r)));
         let byte_bucket = |b: NonZeroU32| {
             let burst = NonZeroU32::new(b.get().max(MIN_BYTE_BURST)).unwrap_or(b);
-            governor::RateLimiter::direct(Quota::per_second(b).allow_burst(burst))
+            Bucket::new(Quota::per_second(b).allow_burst(burst))
         };
         let bytes = limits.bytes_per_second.map(byte_bucket);
         let drbg_bytes = limits.drbg_bytes_per_second.map(byte_bucket);
@@ -194,9 +196,13 @@ impl KeyQuota {
         let (Some(bucket), Some(limit)) = (&self.requests, self.limits.requests_per_second) else {
             return Ok(());
         };
-        bucket.check().map_err(|not_until| QuotaError::Requests {
+        bucket.take(NonZeroU32::MIN).map_err(|refusal| QuotaError::Requests {
             limit: limit.get(),
-            retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+            retry_after: match refusal {
+                Refusal::Wait(wait) => wait,
+                // A burst is at least one call.
+                Refusal::OverBurst => Duration::from_secs(1),
+            },
         })
     }
 
@@ -210,7 +216,7 @@ impl KeyQuota {
         self.admit(ByteRate::Drbg, n)
     }
 
-    fn bucket(&self, rate: ByteRate) -> (Option<&DefaultDirectRateLimiter>, Option<NonZeroU32>) {
+    fn bucket(&self, rate: ByteRate) -> (Option<&Bucket>, Option<NonZeroU32>) {
         match rate {
             ByteRate::Pool => (self.bytes.as_ref(), self.limits.bytes_per_second),
             ByteRate::Drbg => (self.drbg_bytes.as_ref(), self.limits.drbg_bytes_per_second),
@@ -224,16 +230,14 @@ impl KeyQuota {
         let Some(cells) = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)) else {
             return Ok(());
         };
-        match bucket.check_n(cells) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(not_until)) => Err(QuotaError::Bytes {
-                rate,
-                limit: limit.get(),
-                retry_after: not_until.wait_time_from(DefaultClock::default().now()),
-            }),
+        match bucket.take(cells) {
+            Ok(()) => Ok(()),
+            Err(Refusal::Wait(retry_after)) => {
+                Err(QuotaError::Bytes { rate, limit: limit.get(), retry_after })
+            }
             // More than the burst: never admissible at once (a CheckQuality sample of up to
             // 4 MiB for a key whose burst is 1 MiB): say so, rather than "retry" for ever.
-            Err(_) => Err(QuotaError::Burst {
+            Err(Refusal::OverBurst) => Err(QuotaError::Burst {
                 rate,
                 limit: limit.get(),
                 burst: limit.get().max(MIN_BYTE_BURST),
@@ -255,8 +259,8 @@ impl KeyQuota {
     async fn wait(&self, rate: ByteRate, n: usize) {
         let (Some(bucket), _) = self.bucket(rate) else { return };
         if let Some(cells) = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)) {
-            // Chunks are at most 1 MiB, within the burst, so this cannot be refused.
-            let _ = bucket.until_n_ready(cells).await;
+            // Chunks are at most 1 MiB, within the burst, so this is never refused for good.
+            bucket.take_when_ready(cells).await;
         }
     }
 
@@ -275,10 +279,70 @@ impl KeyQuota {
         &self.undelivered
     }
 
-    #[cfg(test)]
     /// Streams open now.
     pub(crate) fn open_streams(&self) -> usize {
         self.open_streams.load(Ordering::Acquire)
+    }
+
+    /// Every limit of the key with what is left of it now, taking nothing: no token of any
+    /// bucket, no stream slot, no undelivered byte. A few atomic loads and, per rate limit, at
+    /// most three readings of its bucket.
+    pub fn usage(&self) -> Usage {
+        let rate = |bucket: Option<&Bucket>, limit: Option<NonZeroU32>| match (bucket, limit) {
+            (Some(bucket), Some(limit)) => {
+                Some(RateUsage { per_second: limit.get(), level: bucket.level() })
+            }
+            _ => None,
+        };
+        let undelivered = &self.undelivered;
+        Usage {
+            requests: rate(self.requests.as_ref(), self.limits.requests_per_second),
+            bytes: rate(self.bytes.as_ref(), self.limits.bytes_per_second),
+            drbg_bytes: rate(self.drbg_bytes.as_ref(), self.limits.drbg_bytes_per_second),
+            streams: Held { limit: self.limits.max_streams, in_use: self.open_streams() },
+            undelivered_bytes: Held { limit: Some(undelivered.cap()), in_use: undelivered.held() },
+        }
+    }
+}
+
+/// A key's limits and what is left of each, as of one reading ([`KeyQuota::usage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// `requests_per_second`; `None`: unlimited.
+    pub requests: Option<RateUsage>,
+    /// `bytes_per_second`; `None`: unlimited.
+    pub bytes: Option<RateUsage>,
+    /// `drbg_bytes_per_second`; `None`: unlimited.
+    pub drbg_bytes: Option<RateUsage>,
+    /// `max_streams`: streams open now.
+    pub streams: Held,
+    /// `max_undelivered_bytes`: bytes drawn for the key and not yet taken by the transport.
+    pub undelivered_bytes: Held,
+}
+
+/// A rate limit: its rate, and its bucket now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateUsage {
+    /// Units refilled per second.
+    pub per_second: u32,
+    /// The bucket: burst, units available, when the next comes back, when it is full.
+    pub level: Level,
+}
+
+/// A limit on what the key holds at once: units come back when the key lets them go, not
+/// over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// The most the key may hold; `None`: unlimited.
+    pub limit: Option<usize>,
+    /// What it holds now.
+    pub in_use: usize,
+}
+
+impl Held {
+    /// What the key may still take now (`None`: unlimited).
+    pub fn remaining(&self) -> Option<usize> {
+        self.limit.map(|limit| limit.saturating_sub(self.in_use))
     }
 }
 
@@ -387,6 +451,71 @@ mod tests {
             0,
             "a new cap starts anew"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn usage_reads_every_limit_takes_nothing_and_follows_the_clock() {
+        let q = KeyQuota::new(Limits {
+            requests_per_second: nz(10),
+            bytes_per_second: nz(1_000_000),
+            max_streams: Some(3),
+            max_undelivered_bytes: Some(2 << 20),
+            ..Limits::default()
+        });
+        let ms = Duration::from_millis;
+        let full = |burst| Level { burst, available: burst, next_in: ms(0), full_in: ms(0) };
+        let fresh = Usage {
+            requests: Some(RateUsage { per_second: 10, level: full(10) }),
+            // The burst is at least 1 MiB.
+            bytes: Some(RateUsage { per_second: 1_000_000, level: full(1 << 20) }),
+            drbg_bytes: None,
+            streams: Held { limit: Some(3), in_use: 0 },
+            undelivered_bytes: Held { limit: Some(2 << 20), in_use: 0 },
+        };
+        for _ in 0..100 {
+            assert_eq!(q.usage(), fresh, "reading takes nothing");
+        }
+        q.admit_request().expect("a call");
+        q.admit_bytes(250_000).expect("a quarter of a second's worth");
+        let _stream = q.open_stream().expect("a stream");
+        let _held = q.undelivered().try_hold(1000).expect("room");
+        let used = q.usage();
+        assert_eq!(
+            used.requests.map(|r| r.level),
+            Some(Level { burst: 10, available: 9, next_in: ms(100), full_in: ms(100) })
+        );
+        assert_eq!(
+            used.bytes.map(|r| r.level),
+            Some(Level {
+                burst: 1 << 20,
+                available: (1 << 20) - 250_000,
+                next_in: Duration::from_micros(1),
+                full_in: ms(250)
+            }),
+            "a byte comes back every microsecond"
+        );
+        assert_eq!((used.streams.in_use, used.streams.remaining()), (1, Some(2)));
+        assert_eq!(used.undelivered_bytes.remaining(), Some((2 << 20) - 1000));
+        assert_eq!(q.usage(), used, "reading takes nothing");
+        tokio::time::advance(ms(125)).await;
+        let later = q.usage();
+        assert_eq!(later.requests.map(|r| r.level), Some(full(10)));
+        assert_eq!(
+            later.bytes.map(|r| (r.level.available, r.level.full_in)),
+            Some(((1 << 20) - 125_000, ms(125))),
+            "an eighth of a second refills an eighth of the rate"
+        );
+    }
+
+    #[test]
+    fn an_unlimited_key_reads_as_unlimited_but_for_its_undelivered_cap() {
+        let q = KeyQuota::new(Limits::default());
+        let _stream = q.open_stream().expect("no limit");
+        let usage = q.usage();
+        assert_eq!((usage.requests, usage.bytes, usage.drbg_bytes), (None, None, None));
+        assert_eq!(usage.streams, Held { limit: None, in_use: 1 });
+        assert_eq!(usage.streams.remaining(), None);
+        assert_eq!(usage.undelivered_bytes.limit, Some(DEFAULT_MAX_UNDELIVERED_BYTES));
     }
 
     #[tokio::test]

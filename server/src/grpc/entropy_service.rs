@@ -1,4 +1,5 @@
-//! EntropyService: bytes, a stream, integers, floats, UUIDs and status, drawn from the pool.
+//! EntropyService: bytes, a stream, integers, floats, UUIDs and status, drawn from the pool;
+//! a quality check; and the calling key's usage of its limits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +8,8 @@ use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, Encoding, GetFloatsRequest, GetFloatsResponse,
     GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, SourceStatus, StreamRandomRequest,
+    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
+    SourceStatus, StreamRandomRequest,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +27,7 @@ use super::provenance;
 use super::quality;
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
+use super::usage;
 use crate::domain::allowance::Account;
 use crate::domain::auth::{KeyGrant, Scope};
 use crate::domain::drbg::{Construction, Reseeding};
@@ -352,6 +355,17 @@ impl EntropyService for EntropyApi {
             request,
             async |c, r| self.check_quality(c, r).await,
         )
+        .await
+    }
+
+    /// Any valid key, about itself only, at no cost to its quota ([`Call::run_for_key`]).
+    async fn get_usage(
+        &self,
+        request: Request<GetUsageRequest>,
+    ) -> Result<Response<GetUsageResponse>, Status> {
+        Call::run_for_key(&self.metrics, Method::GetUsage, request, async |caller, _| {
+            Ok(Reply::new(usage::of(&caller.grant)))
+        })
         .await
     }
 }

@@ -7,9 +7,9 @@
 //! ([`deadline`]), error mapping ([`errors`]), per-call metrics and log lines ([`observe`]),
 //! delivery of drawn bytes ([`delivery`]), one request message per unary call
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
-//! ([`provenance`]), CheckQuality's report ([`quality`]), readiness on `grpc.health.v1`
-//! ([`health`]), gRPC-Web for browsers ([`web`]), the Connect protocol for JSON over HTTP
-//! ([`connect`]), and the two services.
+//! ([`provenance`]), CheckQuality's report ([`quality`]), GetUsage's answer ([`usage`]),
+//! readiness on `grpc.health.v1` ([`health`]), gRPC-Web for browsers ([`web`]), the Connect
+//! protocol for JSON over HTTP ([`connect`]), and the two services.
 
 pub mod auth;
 pub(crate) mod connect;
@@ -25,4 +25,5 @@ pub(crate) mod provenance;
 pub(crate) mod quality;
 pub(crate) mod requests;
 pub mod stream_random;
+pub(crate) mod usage;
 pub(crate) mod web;

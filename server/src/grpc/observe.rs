@@ -110,21 +110,40 @@ impl Call {
         request: Request<Req>,
         handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
     ) -> Result<Response<Res>, Status> {
+        let admit = |call: &mut Self, extensions: &_| call.authorize(extensions, &[scope]);
+        Self::run_admitted(metrics, method, request, admit, handler).await
+    }
+
+    /// Runs a unary `handler` of `method` about the calling key itself (GetUsage): any valid
+    /// key, no scope, and no request token taken, so the call costs nothing of the quota it
+    /// may report on. Finished like [`Call::run`].
+    pub async fn run_for_key<Req, Res: prost::Message>(
+        metrics: &Arc<GatewayMetrics>,
+        method: Method,
+        request: Request<Req>,
+        handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
+    ) -> Result<Response<Res>, Status> {
+        Self::run_admitted(metrics, method, request, Self::identify, handler).await
+    }
+
+    /// Runs a unary `handler` for the key `admit` lets in, and finishes the call.
+    async fn run_admitted<Req, Res: prost::Message>(
+        metrics: &Arc<GatewayMetrics>,
+        method: Method,
+        request: Request<Req>,
+        admit: impl FnOnce(&mut Self, &tonic::Extensions) -> Result<Arc<KeyGrant>, Status>,
+        handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
+    ) -> Result<Response<Res>, Status> {
         let mut call = Self::start(metrics, method);
-        let result = match call.authorize(request.extensions(), &[scope]) {
+        let result = match admit(&mut call, request.extensions()) {
             Ok(grant) => handler(Caller { grant, meter: call.meter() }, request).await,
             Err(status) => Err(Failure::Status(status)),
         };
         call.finish(result)
     }
 
-    /// The request's key grant, if it authenticated, holds one of `scopes`, and its request
-    /// quota admits one more call.
-    pub(crate) fn authorize(
-        &mut self,
-        extensions: &tonic::Extensions,
-        scopes: &[Scope],
-    ) -> Result<Arc<KeyGrant>, Status> {
+    /// The request's key grant, if it authenticated (counted for the key and method).
+    fn identify(&mut self, extensions: &tonic::Extensions) -> Result<Arc<KeyGrant>, Status> {
         let Some(grant) = extensions.get::<Arc<KeyGrant>>().cloned() else {
             // The interceptor refuses every request without a valid key, so this is reached
             // only if it were not installed.
@@ -134,6 +153,17 @@ impl Call {
         let handles = self.metrics.key(&grant.name);
         handles.request(self.method);
         self.key = Some((grant.clone(), handles));
+        Ok(grant)
+    }
+
+    /// The request's key grant, if it authenticated, holds one of `scopes`, and its request
+    /// quota admits one more call.
+    pub(crate) fn authorize(
+        &mut self,
+        extensions: &tonic::Extensions,
+        scopes: &[Scope],
+    ) -> Result<Arc<KeyGrant>, Status> {
+        let grant = self.identify(extensions)?;
         if !scopes.iter().any(|&scope| grant.allows(scope)) {
             let names: Vec<_> = scopes.iter().map(|scope| scope.as_str()).collect();
             let status = errors::missing_scope(&grant.name, &names.join(" or "));

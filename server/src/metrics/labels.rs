@@ -18,11 +18,13 @@ pub enum Method {
     GetStatus,
     /// CheckQuality.
     CheckQuality,
+    /// GetUsage.
+    GetUsage,
 }
 
 impl Method {
     /// Every method, in label order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::GetRandom,
         Self::StreamRandom,
         Self::GetIntegers,
@@ -30,6 +32,7 @@ impl Method {
         Self::GetUuids,
         Self::GetStatus,
         Self::CheckQuality,
+        Self::GetUsage,
     ];
 
     /// The RPC name.
@@ -42,6 +45,7 @@ impl Method {
             Self::GetUuids => "GetUuids",
             Self::GetStatus => "GetStatus",
             Self::CheckQuality => "CheckQuality",
+            Self::GetUsage => "GetUsage",
         }
     }
 }

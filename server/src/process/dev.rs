@@ -192,6 +192,7 @@ pub fn banner(public: SocketAddr, keys: &DevKeys, tls_cert: Option<&std::path::P
         call("GetIntegers", r#"{"min": 1, "max": 6, "count": 10}"#),
         call("GetUuids", r#"{"count": 3}"#),
         call("GetStatus", "{}"),
+        call("GetUsage", "{}"),
         format!("  grpcurl {transport} {public} list"),
         String::new(),
     ]

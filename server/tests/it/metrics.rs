@@ -13,8 +13,8 @@ use entropy_gateway::domain::ingest::keys::MacKeys;
 use entropy_gateway::process::config::GatewayConfig;
 use entropy_gateway::process::fd_limit;
 use entropy_proto::v1::{
-    GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
-    StreamRandomRequest,
+    GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUsageRequest,
+    GetUuidsRequest, StreamRandomRequest,
 };
 use entropy_testkit::docs_table::check_documented;
 use entropy_testkit::exposition::Exposition;
@@ -156,6 +156,8 @@ async fn metrics_follow_traffic_and_match_the_docs() {
         .expect("uuids");
     received.insert("GetUuids", uuids.into_inner().uuids.len() as u64 * 16);
 
+    client.get_usage(authed(GetUsageRequest {})).await.expect("usage");
+
     let status = t.status().await;
     let e = scrape(metrics).await;
     let total: u64 = received.values().sum();
@@ -180,6 +182,13 @@ async fn metrics_follow_traffic_and_match_the_docs() {
     assert_eq!(ok_calls("GetRandom"), 3.0);
     assert_eq!(ok_calls("StreamRandom"), 1.0);
     assert_eq!(ok_calls("GetStatus"), 1.0);
+    assert_eq!(ok_calls("GetUsage"), 1.0);
+    assert_eq!(
+        e.sum("entropy_gateway_key_requests_total", &[("key", "alice"), ("method", "GetUsage")]),
+        1.0,
+        "counted for its key like any call"
+    );
+    assert_eq!(e.sum("entropy_gateway_served_bytes_total", &[("method", "GetUsage")]), 0.0);
     assert_eq!(e.sum("entropy_gateway_streams_opened_total", &[]), 1.0);
     assert_eq!(e.sum("entropy_gateway_streams_active", &[]), 0.0);
     assert_eq!(

@@ -1,9 +1,12 @@
 //! Scopes and quotas per key: PERMISSION_DENIED, RESOURCE_EXHAUSTED with a retry delay, streams
-//! capped in number and metered in bytes, and nothing drawn for a refused call.
+//! capped in number and metered in bytes, and nothing drawn for a refused call; GetUsage, what
+//! is left of each limit, for the calling key only and at no cost.
 
 use std::time::Duration;
 
-use entropy_proto::v1::{GetRandomRequest, GetStatusRequest, StreamRandomRequest};
+use entropy_proto::v1::{
+    GetRandomRequest, GetStatusRequest, GetUsageRequest, HeldUsage, RateUsage, StreamRandomRequest,
+};
 use tokio_stream::StreamExt;
 use tonic::Code;
 
@@ -249,5 +252,175 @@ async fn streams_are_capped_per_key_and_metered_as_they_flow() {
         "metered: took {:?}",
         started.elapsed()
     );
+    gw.stop().await;
+}
+
+/// The calling key's usage.
+async fn usage(gw: &TestGateway, key: &str) -> entropy_proto::v1::GetUsageResponse {
+    let mut client = gw.client().await;
+    client.get_usage(with_key(key, GetUsageRequest {})).await.expect("GetUsage").into_inner()
+}
+
+/// Milliseconds since `t`, rounded up: the bound on how much a bucket refilled meanwhile.
+fn ms_since(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_micros().div_ceil(1000)).expect("small")
+}
+
+#[tokio::test]
+async fn get_usage_reports_each_limit_before_and_after_a_draw_and_costs_nothing() {
+    // One call a second (burst 1), so a GetUsage that took a call would refuse the next one;
+    // 1000 B/s (burst 1 MiB, the floor), so a byte comes back each millisecond.
+    let gw = gateway(&[(
+        "metered",
+        "requests_per_second = 1\nbytes_per_second = 1000\ndrbg_bytes_per_second = 2000000\n\
+         max_streams = 2\nmax_undelivered_bytes = 2097152",
+    )])
+    .await;
+    let fresh = usage(&gw, "metered").await;
+    assert_eq!(fresh.key_name, "metered");
+    let rate = |unlimited, per_second, burst, remaining, next_refill_ms, full_in_ms| RateUsage {
+        unlimited,
+        per_second,
+        burst,
+        remaining,
+        next_refill_ms,
+        full_in_ms,
+    };
+    assert_eq!(fresh.requests, Some(rate(false, 1, 1, 1, 0, 0)));
+    assert_eq!(fresh.bytes, Some(rate(false, 1000, 1 << 20, 1 << 20, 0, 0)));
+    assert_eq!(fresh.drbg_bytes, Some(rate(false, 2_000_000, 2_000_000, 2_000_000, 0, 0)));
+    let held =
+        |unlimited, limit, in_use, remaining| HeldUsage { unlimited, limit, in_use, remaining };
+    assert_eq!(fresh.streams, Some(held(false, 2, 0, 2)));
+    assert_eq!(fresh.undelivered_bytes, Some(held(false, 2 << 20, 0, 2 << 20)));
+    for _ in 0..20 {
+        assert_eq!(usage(&gw, "metered").await, fresh, "GetUsage takes none of what it reports");
+    }
+
+    let mut client = gw.client().await;
+    let drawn_at = std::time::Instant::now();
+    let random = || GetRandomRequest { num_bytes: 500_000, ..Default::default() };
+    client.get_random(with_key("metered", random())).await.expect("within every limit");
+    // Out of calls (one a second), the key is refused a draw, and may still ask when the next
+    // comes.
+    assert_status(
+        client.get_random(with_key("metered", random())).await,
+        Code::ResourceExhausted,
+        &["request rate"],
+    );
+    let after = usage(&gw, "metered").await;
+    let elapsed_ms = ms_since(drawn_at);
+    // The call: its one token is gone, back a second after it was taken.
+    let requests = after.requests.expect("requests");
+    assert_eq!(requests.burst, 1, "{requests:?}");
+    if elapsed_ms < 1000 {
+        assert_eq!(requests.remaining, 0, "{requests:?}");
+        assert!((1000 - elapsed_ms..=1000).contains(&requests.next_refill_ms), "{requests:?}");
+        assert_eq!(requests.full_in_ms, requests.next_refill_ms);
+    } else {
+        // A machine slow enough that the second passed: the token may be back, no sooner.
+        assert!(requests.remaining <= 1 && requests.next_refill_ms <= 1000, "{requests:?}");
+    }
+    // The bytes: 500000 gone (the refused call took none), one back each millisecond since.
+    let bytes = after.bytes.expect("bytes");
+    let left = (1 << 20) - 500_000;
+    assert!((left..=left + elapsed_ms).contains(&bytes.remaining), "{bytes:?}");
+    assert_eq!(bytes.next_refill_ms, 1, "{bytes:?}");
+    assert!((500_000 - elapsed_ms..=500_000).contains(&bytes.full_in_ms), "{bytes:?}");
+    assert_eq!(after.drbg_bytes, fresh.drbg_bytes, "a RAW draw takes no DRBG output");
+    // Read by the client: what is held is the one response at most (its hold ends as its last
+    // byte leaves, which can be just after the client has it).
+    let held = after.undelivered_bytes.expect("undelivered");
+    assert_eq!((held.limit, held.in_use + held.remaining), (2 << 20, 2 << 20), "{held:?}");
+    assert!(held.in_use <= 500_000 + 64, "{held:?}");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn get_usage_counts_open_streams_and_says_unlimited_for_what_is_not_set() {
+    let gw = gateway(&[
+        ("streamer", "max_streams = 2"),
+        ("watcher", "scopes = [\"status:read\"]"),
+        ("feeder", "scopes = [\"entropy:feed\"]"),
+    ])
+    .await;
+    let unlimited = RateUsage { unlimited: true, ..RateUsage::default() };
+    for key in ["watcher", "feeder"] {
+        // No scope is needed: any valid key reads its own usage.
+        let usage = usage(&gw, key).await;
+        assert_eq!(usage.key_name, key);
+        assert_eq!(
+            (usage.requests, usage.bytes, usage.drbg_bytes),
+            (Some(unlimited), Some(unlimited), Some(unlimited))
+        );
+        assert_eq!(
+            usage.streams,
+            Some(HeldUsage { unlimited: true, limit: 0, in_use: 0, remaining: 0 })
+        );
+        assert_eq!(
+            usage.undelivered_bytes,
+            Some(HeldUsage { unlimited: false, limit: 32 << 20, in_use: 0, remaining: 32 << 20 }),
+            "the undelivered allowance has a default, never unlimited"
+        );
+    }
+
+    let mut client = gw.client().await;
+    let open = StreamRandomRequest { chunk_bytes: 4096, ..Default::default() };
+    let mut stream =
+        client.stream_random(with_key("streamer", open)).await.expect("stream").into_inner();
+    stream.next().await.expect("a message").expect("ok");
+    let streaming = usage(&gw, "streamer").await;
+    let streams = streaming.streams.expect("streams");
+    assert_eq!((streams.limit, streams.in_use, streams.remaining), (2, 1, 1));
+    let undelivered = streaming.undelivered_bytes.expect("undelivered");
+    assert_eq!(undelivered.in_use + undelivered.remaining, undelivered.limit, "{undelivered:?}");
+    for key in ["watcher", "feeder"] {
+        assert_eq!(
+            usage(&gw, key).await.streams.expect("streams").in_use,
+            0,
+            "another key's stream is never counted, nor seen"
+        );
+    }
+    drop(stream);
+    // The server notices the cancel; the slot comes back (polled, bounded).
+    let mut in_use = 1;
+    for _ in 0..500 {
+        in_use = usage(&gw, "streamer").await.streams.expect("streams").in_use;
+        if in_use == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(in_use, 0, "the closed stream's slot came back");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn get_usage_needs_a_valid_key_and_reads_no_other() {
+    let gw =
+        gateway(&[("alice", "requests_per_second = 7"), ("bob", "requests_per_second = 9")]).await;
+    let mut client = gw.client().await;
+    assert_status(
+        client.get_usage(tonic::Request::new(GetUsageRequest {})).await,
+        Code::Unauthenticated,
+        &["missing API key"],
+    );
+    assert_status(
+        client.get_usage(with_key("mallory", GetUsageRequest {})).await,
+        Code::Unauthenticated,
+        &["invalid API key"],
+    );
+    for _ in 0..3 {
+        client
+            .get_random(with_key("alice", GetRandomRequest { num_bytes: 8, ..Default::default() }))
+            .await
+            .expect("within alice's rate");
+    }
+    let (alice, bob) = (usage(&gw, "alice").await, usage(&gw, "bob").await);
+    assert_eq!((alice.key_name.as_str(), bob.key_name.as_str()), ("alice", "bob"));
+    assert_eq!(alice.requests.map(|r| r.per_second), Some(7));
+    assert!(alice.requests.expect("limited").remaining < 7, "alice's calls took her tokens");
+    let bob = bob.requests.expect("limited");
+    assert_eq!((bob.per_second, bob.remaining), (9, 9), "bob sees his own, untouched");
     gw.stop().await;
 }

@@ -13,8 +13,8 @@ use entropy_proto::v1::ingest_service_server::{IngestService, IngestServiceServe
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
     GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, PublishRequest, PublishResponse,
-    StreamRandomRequest, StreamRandomResponse,
+    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
+    PublishRequest, PublishResponse, StreamRandomRequest, StreamRandomResponse,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -114,6 +114,13 @@ impl EntropyService for Echo {
         &self,
         _: Request<CheckQualityRequest>,
     ) -> Result<Response<CheckQualityResponse>, Status> {
+        Err(Status::unimplemented("echo-server serves GetRandom and StreamRandom only"))
+    }
+
+    async fn get_usage(
+        &self,
+        _: Request<GetUsageRequest>,
+    ) -> Result<Response<GetUsageResponse>, Status> {
         Err(Status::unimplemented("echo-server serves GetRandom and StreamRandom only"))
     }
 }

@@ -36,9 +36,11 @@ from .types import (
     QualityReport,
     SourceKind,
     Status,
+    Usage,
     provenance_from_pb,
     quality_from_pb,
     status_from_pb,
+    usage_from_pb,
 )
 
 R = TypeVar("R")
@@ -134,6 +136,9 @@ class Calls:
 
     def status(self) -> Call[Status]:
         return Call("GetStatus", pb.GetStatusRequest(), status_from_pb)
+
+    def usage(self) -> Call[Usage]:
+        return Call("GetUsage", pb.GetUsageRequest(), usage_from_pb)
 
     def _random(
         self,

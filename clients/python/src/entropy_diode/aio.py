@@ -18,7 +18,7 @@ from ._calls import Call, ClientCore
 from ._common import Connection, StreamState, Want
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from .config import StreamOptions
-from .types import Construction, Draw, Provenance, QualityReport, SourceKind, Status
+from .types import Construction, Draw, Provenance, QualityReport, SourceKind, Status, Usage
 
 R = TypeVar("R")
 
@@ -113,6 +113,12 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
     async def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
         return await self._call(self._calls.status(), timeout)
+
+    async def usage(self, *, timeout: float | None = None) -> Usage:
+        """This client's key's limits and what is left of each now: calls and bytes per second
+        (with when they refill), streams open, bytes drawn and not yet read. Any valid key may
+        ask, about itself only; asking costs none of it."""
+        return await self._call(self._calls.usage(), timeout)
 
     def reader(
         self,

@@ -14,7 +14,7 @@ from ._calls import Call, ClientCore
 from ._common import Connection
 from .config import StreamOptions
 from .stream import StreamReader
-from .types import Construction, Draw, QualityReport, SourceKind, Status
+from .types import Construction, Draw, QualityReport, SourceKind, Status, Usage
 
 R = TypeVar("R")
 
@@ -122,6 +122,12 @@ class EntropyClient(ClientCore[grpc.Channel]):
     def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
         return self._call(self._calls.status(), timeout)
+
+    def usage(self, *, timeout: float | None = None) -> Usage:
+        """This client's key's limits and what is left of each now: calls and bytes per second
+        (with when they refill), streams open, bytes drawn and not yet read. Any valid key may
+        ask, about itself only; asking costs none of it."""
+        return self._call(self._calls.usage(), timeout)
 
     def reader(
         self,

@@ -234,6 +234,79 @@ class Status:
     drbg_seed_bytes_total: int = 0
 
 
+@dataclass(frozen=True)
+class RateUsage:
+    """One rate limit of the key (GetUsage): a token bucket holding at most `burst` units,
+    refilled `per_second` a second, evenly. Durations are whole milliseconds, rounded up."""
+
+    per_second: int
+    # The most units the bucket holds, the most one call can take at once.
+    burst: int
+    # Units that could be taken now.
+    remaining: int
+    # Until one more unit is there; 0 when full.
+    next_refill_ms: int
+    # Until the bucket is full again if nothing more is taken; 0 when full.
+    full_in_ms: int
+
+
+@dataclass(frozen=True)
+class HeldUsage:
+    """A limit on what the key holds at once (GetUsage): streams open, bytes drawn and not yet
+    read. Units come back when the key lets them go, not over time."""
+
+    # None: the key has no such limit.
+    limit: int | None
+    in_use: int
+    # None: unlimited.
+    remaining: int | None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The calling key's limits and what is left of each (GetUsage). A rate limit the key does
+    not have is None."""
+
+    key_name: str
+    # requests_per_second: each unary call and stream opened takes one (GetUsage none).
+    requests: RateUsage | None
+    # bytes_per_second: pool bytes.
+    bytes: RateUsage | None
+    # drbg_bytes_per_second: DRBG output.
+    drbg_bytes: RateUsage | None
+    # max_streams.
+    streams: HeldUsage
+    # max_undelivered_bytes (never unlimited).
+    undelivered_bytes: HeldUsage
+
+
+def usage_from_pb(msg: entropy_pb2.GetUsageResponse) -> Usage:
+    def rate(r: entropy_pb2.RateUsage) -> RateUsage | None:
+        if r.unlimited:
+            return None
+        return RateUsage(
+            per_second=r.per_second,
+            burst=r.burst,
+            remaining=r.remaining,
+            next_refill_ms=r.next_refill_ms,
+            full_in_ms=r.full_in_ms,
+        )
+
+    def held(h: entropy_pb2.HeldUsage) -> HeldUsage:
+        if h.unlimited:
+            return HeldUsage(limit=None, in_use=h.in_use, remaining=None)
+        return HeldUsage(limit=h.limit, in_use=h.in_use, remaining=h.remaining)
+
+    return Usage(
+        key_name=msg.key_name,
+        requests=rate(msg.requests),
+        bytes=rate(msg.bytes),
+        drbg_bytes=rate(msg.drbg_bytes),
+        streams=held(msg.streams),
+        undelivered_bytes=held(msg.undelivered_bytes),
+    )
+
+
 def _enum_label(enum: object, value: int, prefix: str) -> str:
     """SOURCE_KIND_QUANTUM -> "quantum"; a value this client does not know stays visible as
     its number rather than failing."""

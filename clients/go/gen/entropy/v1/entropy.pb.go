@@ -14,7 +14,7 @@
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
 //   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:read` for the entropy
 //                       calls, or `entropy:feed` for StreamRandom alone, a host feeder's key;
-//                       `entropy:drbg` as well for a DRBG construction).
+//                       `entropy:drbg` as well for a DRBG construction). GetUsage needs none.
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
@@ -1657,6 +1657,314 @@ func (x *Fips1402) GetBlocksFailed() uint64 {
 	return 0
 }
 
+// Request for GetUsage. The key is the call's own (`authorization` metadata).
+type GetUsageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{18}
+}
+
+// Response for GetUsage: each limit of the calling key and what is left of it, read at one
+// moment while the call is served. Other calls of the key may use the same allowances at the
+// same time, so what is left can be less by the time the client acts on it: the answer is
+// advice, and the limits themselves decide each call.
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's name in the keys file (as the gateway's logs and metrics name it); never the
+	// secret.
+	KeyName string `protobuf:"bytes,1,opt,name=key_name,json=keyName,proto3" json:"key_name,omitempty"`
+	// Calls per second (`requests_per_second`): each unary call and each stream opened takes
+	// one; GetUsage takes none.
+	Requests *RateUsage `protobuf:"bytes,2,opt,name=requests,proto3" json:"requests,omitempty"`
+	// Pool bytes per second (`bytes_per_second`): every byte drawn from the pool, DRBG seeds and
+	// CheckQuality samples included. A unary call larger than `remaining` is refused
+	// (RESOURCE_EXHAUSTED with a retry delay); a stream waits for its bytes instead.
+	Bytes *RateUsage `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// DRBG output per second (`drbg_bytes_per_second`).
+	DrbgBytes *RateUsage `protobuf:"bytes,4,opt,name=drbg_bytes,json=drbgBytes,proto3" json:"drbg_bytes,omitempty"`
+	// Streams open at once (`max_streams`).
+	Streams *HeldUsage `protobuf:"bytes,5,opt,name=streams,proto3" json:"streams,omitempty"`
+	// Bytes drawn for the key and not yet read by its clients (`max_undelivered_bytes`, default
+	// 32 MiB): never unlimited. A call that would go past it is refused until the key's clients
+	// read what is in flight.
+	UndeliveredBytes *HeldUsage `protobuf:"bytes,6,opt,name=undelivered_bytes,json=undeliveredBytes,proto3" json:"undelivered_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetUsageResponse) GetKeyName() string {
+	if x != nil {
+		return x.KeyName
+	}
+	return ""
+}
+
+func (x *GetUsageResponse) GetRequests() *RateUsage {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetBytes() *RateUsage {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetDrbgBytes() *RateUsage {
+	if x != nil {
+		return x.DrbgBytes
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetStreams() *HeldUsage {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetUndeliveredBytes() *HeldUsage {
+	if x != nil {
+		return x.UndeliveredBytes
+	}
+	return nil
+}
+
+// A rate limit: a token bucket that holds at most `burst` units and refills `per_second` of
+// them each second, evenly (one every 1/`per_second` s; GCRA). Durations are rounded up to
+// whole milliseconds.
+type RateUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the key has no such limit; every other field is then 0.
+	Unlimited bool `protobuf:"varint,1,opt,name=unlimited,proto3" json:"unlimited,omitempty"`
+	// The configured rate, in units per second.
+	PerSecond uint64 `protobuf:"varint,2,opt,name=per_second,json=perSecond,proto3" json:"per_second,omitempty"`
+	// The most units the bucket holds: the most one call can take at once. For calls, one
+	// second's worth; for bytes, one second's worth but at least 1048576 (1 MiB), so the largest
+	// request always fits.
+	Burst uint64 `protobuf:"varint,3,opt,name=burst,proto3" json:"burst,omitempty"`
+	// Units that could be taken now (at most `burst`).
+	Remaining uint64 `protobuf:"varint,4,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	// Milliseconds until one more unit is there; 0 when the bucket is full.
+	NextRefillMs uint64 `protobuf:"varint,5,opt,name=next_refill_ms,json=nextRefillMs,proto3" json:"next_refill_ms,omitempty"`
+	// Milliseconds until the bucket is full again (`burst` units) if nothing more is taken; 0
+	// when it is full.
+	FullInMs      uint64 `protobuf:"varint,6,opt,name=full_in_ms,json=fullInMs,proto3" json:"full_in_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateUsage) Reset() {
+	*x = RateUsage{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateUsage) ProtoMessage() {}
+
+func (x *RateUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateUsage.ProtoReflect.Descriptor instead.
+func (*RateUsage) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RateUsage) GetUnlimited() bool {
+	if x != nil {
+		return x.Unlimited
+	}
+	return false
+}
+
+func (x *RateUsage) GetPerSecond() uint64 {
+	if x != nil {
+		return x.PerSecond
+	}
+	return 0
+}
+
+func (x *RateUsage) GetBurst() uint64 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *RateUsage) GetRemaining() uint64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+func (x *RateUsage) GetNextRefillMs() uint64 {
+	if x != nil {
+		return x.NextRefillMs
+	}
+	return 0
+}
+
+func (x *RateUsage) GetFullInMs() uint64 {
+	if x != nil {
+		return x.FullInMs
+	}
+	return 0
+}
+
+// A limit on what the key holds at once. Units do not refill over time: one comes back when
+// the key lets it go (a stream closes, a response's bytes are read).
+type HeldUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the key has no such limit; `limit` and `remaining` are then 0 and `in_use` still
+	// counts.
+	Unlimited bool `protobuf:"varint,1,opt,name=unlimited,proto3" json:"unlimited,omitempty"`
+	// The configured limit.
+	Limit uint64 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Held now.
+	InUse uint64 `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	// `limit` - `in_use` (0 when a moment's race puts `in_use` above `limit`).
+	Remaining     uint64 `protobuf:"varint,4,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldUsage) Reset() {
+	*x = HeldUsage{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldUsage) ProtoMessage() {}
+
+func (x *HeldUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldUsage.ProtoReflect.Descriptor instead.
+func (*HeldUsage) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *HeldUsage) GetUnlimited() bool {
+	if x != nil {
+		return x.Unlimited
+	}
+	return false
+}
+
+func (x *HeldUsage) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *HeldUsage) GetInUse() uint64 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
+func (x *HeldUsage) GetRemaining() uint64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
 var File_entropy_v1_entropy_proto protoreflect.FileDescriptor
 
 const file_entropy_v1_entropy_proto_rawDesc = "" +
@@ -1792,11 +2100,34 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\x0epoker_failures\x18\x03 \x01(\x04R\rpokerFailures\x12#\n" +
 	"\rruns_failures\x18\x04 \x01(\x04R\frunsFailures\x12*\n" +
 	"\x11long_run_failures\x18\x05 \x01(\x04R\x0flongRunFailures\x12#\n" +
-	"\rblocks_failed\x18\x06 \x01(\x04R\fblocksFailed*K\n" +
+	"\rblocks_failed\x18\x06 \x01(\x04R\fblocksFailed\"\x11\n" +
+	"\x0fGetUsageRequest\"\xb8\x02\n" +
+	"\x10GetUsageResponse\x12\x19\n" +
+	"\bkey_name\x18\x01 \x01(\tR\akeyName\x121\n" +
+	"\brequests\x18\x02 \x01(\v2\x15.entropy.v1.RateUsageR\brequests\x12+\n" +
+	"\x05bytes\x18\x03 \x01(\v2\x15.entropy.v1.RateUsageR\x05bytes\x124\n" +
+	"\n" +
+	"drbg_bytes\x18\x04 \x01(\v2\x15.entropy.v1.RateUsageR\tdrbgBytes\x12/\n" +
+	"\astreams\x18\x05 \x01(\v2\x15.entropy.v1.HeldUsageR\astreams\x12B\n" +
+	"\x11undelivered_bytes\x18\x06 \x01(\v2\x15.entropy.v1.HeldUsageR\x10undeliveredBytes\"\xc0\x01\n" +
+	"\tRateUsage\x12\x1c\n" +
+	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x1d\n" +
+	"\n" +
+	"per_second\x18\x02 \x01(\x04R\tperSecond\x12\x14\n" +
+	"\x05burst\x18\x03 \x01(\x04R\x05burst\x12\x1c\n" +
+	"\tremaining\x18\x04 \x01(\x04R\tremaining\x12$\n" +
+	"\x0enext_refill_ms\x18\x05 \x01(\x04R\fnextRefillMs\x12\x1c\n" +
+	"\n" +
+	"full_in_ms\x18\x06 \x01(\x04R\bfullInMs\"t\n" +
+	"\tHeldUsage\x12\x1c\n" +
+	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x04R\x05limit\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\x04R\x05inUse\x12\x1c\n" +
+	"\tremaining\x18\x04 \x01(\x04R\tremaining*K\n" +
 	"\bEncoding\x12\x18\n" +
 	"\x14ENCODING_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fENCODING_HEX\x10\x01\x12\x13\n" +
-	"\x0fENCODING_BASE64\x10\x022\xad\x04\n" +
+	"\x0fENCODING_BASE64\x10\x022\xf4\x04\n" +
 	"\x0eEntropyService\x12H\n" +
 	"\tGetRandom\x12\x1c.entropy.v1.GetRandomRequest\x1a\x1d.entropy.v1.GetRandomResponse\x12S\n" +
 	"\fStreamRandom\x12\x1f.entropy.v1.StreamRandomRequest\x1a .entropy.v1.StreamRandomResponse0\x01\x12N\n" +
@@ -1804,7 +2135,8 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\tGetFloats\x12\x1c.entropy.v1.GetFloatsRequest\x1a\x1d.entropy.v1.GetFloatsResponse\x12E\n" +
 	"\bGetUuids\x12\x1b.entropy.v1.GetUuidsRequest\x1a\x1c.entropy.v1.GetUuidsResponse\x12H\n" +
 	"\tGetStatus\x12\x1c.entropy.v1.GetStatusRequest\x1a\x1d.entropy.v1.GetStatusResponse\x12Q\n" +
-	"\fCheckQuality\x12\x1f.entropy.v1.CheckQualityRequest\x1a .entropy.v1.CheckQualityResponseB\xb3\x01\n" +
+	"\fCheckQuality\x12\x1f.entropy.v1.CheckQualityRequest\x1a .entropy.v1.CheckQualityResponse\x12E\n" +
+	"\bGetUsage\x12\x1b.entropy.v1.GetUsageRequest\x1a\x1c.entropy.v1.GetUsageResponseB\xb3\x01\n" +
 	"\x0ecom.entropy.v1B\fEntropyProtoP\x01ZJgithub.com/entropy-diode/entropy-diode/clients/go/gen/entropy/v1;entropyv1\xa2\x02\x03EXX\xaa\x02\n" +
 	"Entropy.V1\xca\x02\n" +
 	"Entropy\\V1\xe2\x02\x16Entropy\\V1\\GPBMetadata\xea\x02\vEntropy::V1b\x06proto3"
@@ -1822,7 +2154,7 @@ func file_entropy_v1_entropy_proto_rawDescGZIP() []byte {
 }
 
 var file_entropy_v1_entropy_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_entropy_v1_entropy_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_entropy_v1_entropy_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_entropy_v1_entropy_proto_goTypes = []any{
 	(Encoding)(0),                // 0: entropy.v1.Encoding
 	(*GetRandomRequest)(nil),     // 1: entropy.v1.GetRandomRequest
@@ -1843,60 +2175,71 @@ var file_entropy_v1_entropy_proto_goTypes = []any{
 	(*CheckQualityResponse)(nil), // 16: entropy.v1.CheckQualityResponse
 	(*MonteCarloPi)(nil),         // 17: entropy.v1.MonteCarloPi
 	(*Fips1402)(nil),             // 18: entropy.v1.Fips1402
-	(SourceKind)(0),              // 19: entropy.v1.SourceKind
-	(Construction)(0),            // 20: entropy.v1.Construction
-	(*DrawProvenance)(nil),       // 21: entropy.v1.DrawProvenance
-	(SourceHealth)(0),            // 22: entropy.v1.SourceHealth
-	(Mixing)(0),                  // 23: entropy.v1.Mixing
+	(*GetUsageRequest)(nil),      // 19: entropy.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),     // 20: entropy.v1.GetUsageResponse
+	(*RateUsage)(nil),            // 21: entropy.v1.RateUsage
+	(*HeldUsage)(nil),            // 22: entropy.v1.HeldUsage
+	(SourceKind)(0),              // 23: entropy.v1.SourceKind
+	(Construction)(0),            // 24: entropy.v1.Construction
+	(*DrawProvenance)(nil),       // 25: entropy.v1.DrawProvenance
+	(SourceHealth)(0),            // 26: entropy.v1.SourceHealth
+	(Mixing)(0),                  // 27: entropy.v1.Mixing
 }
 var file_entropy_v1_entropy_proto_depIdxs = []int32{
 	0,  // 0: entropy.v1.GetRandomRequest.encoding:type_name -> entropy.v1.Encoding
-	19, // 1: entropy.v1.GetRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 2: entropy.v1.GetRandomRequest.construction:type_name -> entropy.v1.Construction
-	21, // 3: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 4: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 5: entropy.v1.StreamRandomRequest.construction:type_name -> entropy.v1.Construction
-	21, // 6: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 7: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 8: entropy.v1.GetIntegersRequest.construction:type_name -> entropy.v1.Construction
-	21, // 9: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 10: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 11: entropy.v1.GetFloatsRequest.construction:type_name -> entropy.v1.Construction
-	21, // 12: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	19, // 13: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 14: entropy.v1.GetUuidsRequest.construction:type_name -> entropy.v1.Construction
-	21, // 15: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 1: entropy.v1.GetRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 2: entropy.v1.GetRandomRequest.construction:type_name -> entropy.v1.Construction
+	25, // 3: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 4: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 5: entropy.v1.StreamRandomRequest.construction:type_name -> entropy.v1.Construction
+	25, // 6: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 7: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 8: entropy.v1.GetIntegersRequest.construction:type_name -> entropy.v1.Construction
+	25, // 9: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 10: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 11: entropy.v1.GetFloatsRequest.construction:type_name -> entropy.v1.Construction
+	25, // 12: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 13: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 14: entropy.v1.GetUuidsRequest.construction:type_name -> entropy.v1.Construction
+	25, // 15: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
 	14, // 16: entropy.v1.GetStatusResponse.sources:type_name -> entropy.v1.SourceStatus
 	13, // 17: entropy.v1.GetStatusResponse.pool_by_class:type_name -> entropy.v1.ClassLevel
-	19, // 18: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
-	19, // 19: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
-	22, // 20: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
-	23, // 21: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
-	19, // 22: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	20, // 23: entropy.v1.CheckQualityRequest.construction:type_name -> entropy.v1.Construction
-	21, // 24: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 18: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
+	23, // 19: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
+	26, // 20: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
+	27, // 21: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
+	23, // 22: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	24, // 23: entropy.v1.CheckQualityRequest.construction:type_name -> entropy.v1.Construction
+	25, // 24: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
 	17, // 25: entropy.v1.CheckQualityResponse.pi:type_name -> entropy.v1.MonteCarloPi
 	17, // 26: entropy.v1.CheckQualityResponse.pi_os_reference:type_name -> entropy.v1.MonteCarloPi
 	18, // 27: entropy.v1.CheckQualityResponse.fips140_2:type_name -> entropy.v1.Fips1402
-	1,  // 28: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
-	3,  // 29: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
-	5,  // 30: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
-	7,  // 31: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
-	9,  // 32: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
-	11, // 33: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
-	15, // 34: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
-	2,  // 35: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
-	4,  // 36: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
-	6,  // 37: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
-	8,  // 38: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
-	10, // 39: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
-	12, // 40: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
-	16, // 41: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
-	35, // [35:42] is the sub-list for method output_type
-	28, // [28:35] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	21, // 28: entropy.v1.GetUsageResponse.requests:type_name -> entropy.v1.RateUsage
+	21, // 29: entropy.v1.GetUsageResponse.bytes:type_name -> entropy.v1.RateUsage
+	21, // 30: entropy.v1.GetUsageResponse.drbg_bytes:type_name -> entropy.v1.RateUsage
+	22, // 31: entropy.v1.GetUsageResponse.streams:type_name -> entropy.v1.HeldUsage
+	22, // 32: entropy.v1.GetUsageResponse.undelivered_bytes:type_name -> entropy.v1.HeldUsage
+	1,  // 33: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
+	3,  // 34: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
+	5,  // 35: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
+	7,  // 36: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
+	9,  // 37: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
+	11, // 38: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
+	15, // 39: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
+	19, // 40: entropy.v1.EntropyService.GetUsage:input_type -> entropy.v1.GetUsageRequest
+	2,  // 41: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
+	4,  // 42: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
+	6,  // 43: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
+	8,  // 44: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
+	10, // 45: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
+	12, // 46: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
+	16, // 47: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
+	20, // 48: entropy.v1.EntropyService.GetUsage:output_type -> entropy.v1.GetUsageResponse
+	41, // [41:49] is the sub-list for method output_type
+	33, // [33:41] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_entropy_v1_entropy_proto_init() }
@@ -1913,7 +2256,7 @@ func file_entropy_v1_entropy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_entropy_v1_entropy_proto_rawDesc), len(file_entropy_v1_entropy_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

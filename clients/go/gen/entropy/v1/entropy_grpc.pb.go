@@ -14,7 +14,7 @@
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
 //   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:read` for the entropy
 //                       calls, or `entropy:feed` for StreamRandom alone, a host feeder's key;
-//                       `entropy:drbg` as well for a DRBG construction).
+//                       `entropy:drbg` as well for a DRBG construction). GetUsage needs none.
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
@@ -72,6 +72,7 @@ const (
 	EntropyService_GetUuids_FullMethodName     = "/entropy.v1.EntropyService/GetUuids"
 	EntropyService_GetStatus_FullMethodName    = "/entropy.v1.EntropyService/GetStatus"
 	EntropyService_CheckQuality_FullMethodName = "/entropy.v1.EntropyService/CheckQuality"
+	EntropyService_GetUsage_FullMethodName     = "/entropy.v1.EntropyService/GetUsage"
 )
 
 // EntropyServiceClient is the client API for EntropyService service.
@@ -101,6 +102,14 @@ type EntropyServiceClient interface {
 	// they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
 	// verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
 	CheckQuality(ctx context.Context, in *CheckQualityRequest, opts ...grpc.CallOption) (*CheckQualityResponse, error)
+	// The calling key's own limits (its entry in the gateway's keys file) and what is left of
+	// each now: calls and bytes per second with when they refill, streams open, bytes drawn and
+	// not yet read. Any valid key may call it, with no scope, and it reports that key only:
+	// there is no way to name another. It costs nothing of what it reports: it is not counted
+	// against `requests_per_second` (a key that is out of calls can still ask when they come
+	// back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
+	// counters read, no wait, and an answer of fixed size but for the key's name.
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type entropyServiceClient struct {
@@ -190,6 +199,16 @@ func (c *entropyServiceClient) CheckQuality(ctx context.Context, in *CheckQualit
 	return out, nil
 }
 
+func (c *entropyServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, EntropyService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EntropyServiceServer is the server API for EntropyService service.
 // All implementations must embed UnimplementedEntropyServiceServer
 // for forward compatibility.
@@ -217,6 +236,14 @@ type EntropyServiceServer interface {
 	// they look (ent's statistics, SP 800-90B min-entropy, FIPS 140-2 block tests) with one
 	// verdict. Needs the `quality:check` scope; the drawn bytes count against the key's byte quota.
 	CheckQuality(context.Context, *CheckQualityRequest) (*CheckQualityResponse, error)
+	// The calling key's own limits (its entry in the gateway's keys file) and what is left of
+	// each now: calls and bytes per second with when they refill, streams open, bytes drawn and
+	// not yet read. Any valid key may call it, with no scope, and it reports that key only:
+	// there is no way to name another. It costs nothing of what it reports: it is not counted
+	// against `requests_per_second` (a key that is out of calls can still ask when they come
+	// back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
+	// counters read, no wait, and an answer of fixed size but for the key's name.
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedEntropyServiceServer()
 }
 
@@ -247,6 +274,9 @@ func (UnimplementedEntropyServiceServer) GetStatus(context.Context, *GetStatusRe
 }
 func (UnimplementedEntropyServiceServer) CheckQuality(context.Context, *CheckQualityRequest) (*CheckQualityResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckQuality not implemented")
+}
+func (UnimplementedEntropyServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedEntropyServiceServer) mustEmbedUnimplementedEntropyServiceServer() {}
 func (UnimplementedEntropyServiceServer) testEmbeddedByValue()                        {}
@@ -388,6 +418,24 @@ func _EntropyService_CheckQuality_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _EntropyService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EntropyServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: EntropyService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EntropyServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // EntropyService_ServiceDesc is the grpc.ServiceDesc for EntropyService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -418,6 +466,10 @@ var EntropyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckQuality",
 			Handler:    _EntropyService_CheckQuality_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _EntropyService_GetUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -14,7 +14,7 @@
 //   UNAUTHENTICATED     no key, or a key the gateway does not know.
 //   PERMISSION_DENIED   the key lacks the scope this call needs (`entropy:read` for the entropy
 //                       calls, or `entropy:feed` for StreamRandom alone, a host feeder's key;
-//                       `entropy:drbg` as well for a DRBG construction).
+//                       `entropy:drbg` as well for a DRBG construction). GetUsage needs none.
 //   RESOURCE_EXHAUSTED  the key's quota is used up (retry after the `retry-after-ms` trailer),
 //                       or the key or the connection already holds its cap of bytes drawn
 //                       and not yet read by the client (`max_undelivered_bytes`): read the
@@ -58,7 +58,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file entropy/v1/entropy.proto.
  */
 export const file_entropy_v1_entropy: GenFile = /*@__PURE__*/
-  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEiqwEKEEdldFJhbmRvbVJlcXVlc3QSEQoJbnVtX2J5dGVzGAEgASgNEiYKCGVuY29kaW5nGAIgASgOMhQuZW50cm9weS52MS5FbmNvZGluZxIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAQgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iXwoRR2V0UmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIMCgR0ZXh0GAIgASgJEi4KCnByb3ZlbmFuY2UYAyABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIp0BChNTdHJlYW1SYW5kb21SZXF1ZXN0EhMKC2NodW5rX2J5dGVzGAEgASgNEhMKC3RvdGFsX2J5dGVzGAIgASgEEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBCABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiJUChRTdHJlYW1SYW5kb21SZXNwb25zZRIMCgRkYXRhGAEgASgMEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIpsBChJHZXRJbnRlZ2Vyc1JlcXVlc3QSCwoDbWluGAEgASgDEgsKA21heBgCIAEoAxINCgVjb3VudBgDIAEoDRIsCgxhY2NlcHRfa2luZHMYBCADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAUgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iVQoTR2V0SW50ZWdlcnNSZXNwb25zZRIOCgZ2YWx1ZXMYASADKAMSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UifwoQR2V0RmxvYXRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUwoRR2V0RmxvYXRzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygBEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIn4KD0dldFV1aWRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUQoQR2V0VXVpZHNSZXNwb25zZRINCgV1dWlkcxgBIAMoCRIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSISChBHZXRTdGF0dXNSZXF1ZXN0IrQFChFHZXRTdGF0dXNSZXNwb25zZRISCgpwb29sX2J5dGVzGAEgASgEEhsKE3Bvb2xfY2FwYWNpdHlfYnl0ZXMYAiABKAQSIAoYcG9vbF9sb3dfd2F0ZXJtYXJrX2J5dGVzGAMgASgEEg8KB3dhaXRlcnMYBCABKAQSHAoUaW5nZXN0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSc2VydmVkX2J5dGVzX3RvdGFsGAYgASgEEh0KFWNodW5rc19hY2NlcHRlZF90b3RhbBgHIAEoBBIdChVjaHVua3NfcmVqZWN0ZWRfdG90YWwYCCABKAQSEQoJdXB0aW1lX21zGAkgASgEEh4KEWxhc3RfY2h1bmtfYWdlX21zGAogASgESACIAQESKQoHc291cmNlcxgLIAMoCzIYLmVudHJvcHkudjEuU291cmNlU3RhdHVzEg8KB3NlcnZpbmcYDCABKAgSHQoVY2h1bmtzX2RlZmVycmVkX3RvdGFsGA0gASgEEhoKEm5vdF9zZXJ2aW5nX3JlYXNvbhgOIAEoCRItCg1wb29sX2J5X2NsYXNzGA8gAygLMhYuZW50cm9weS52MS5DbGFzc0xldmVsEhsKE2V4cGlyZWRfYnl0ZXNfdG90YWwYECABKAQSFwoPbWF4X2J5dGVfYWdlX21zGBEgASgEEhsKE2V2aWN0ZWRfYnl0ZXNfdG90YWwYEiABKAQSHQoVZGlzY2FyZGVkX2J5dGVzX3RvdGFsGBMgASgEEiIKGnF1YWxpdHlfdGVzdGVkX2J5dGVzX3RvdGFsGBQgASgEEh8KF2RyYmdfc2VydmVkX2J5dGVzX3RvdGFsGBUgASgEEh0KFWRyYmdfc2VlZF9ieXRlc190b3RhbBgWIAEoBEIUChJfbGFzdF9jaHVua19hZ2VfbXMiQgoKQ2xhc3NMZXZlbBIlCgVraW5kcxgBIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBINCgVieXRlcxgCIAEoBCLoAQoMU291cmNlU3RhdHVzEhQKDGNvbGxlY3Rvcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEiQKBGtpbmQYAyABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAQgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSHwoXY29udHJpYnV0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSbGFzdF9yZXBvcnRfYWdlX21zGAYgASgEEicKC2xhc3RfbWl4aW5nGAcgASgOMhIuZW50cm9weS52MS5NaXhpbmciiQEKE0NoZWNrUXVhbGl0eVJlcXVlc3QSFAoMc2FtcGxlX2J5dGVzGAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiLUAwoUQ2hlY2tRdWFsaXR5UmVzcG9uc2USFAoMc2FtcGxlX2J5dGVzGAEgASgEEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEiUKHXNoYW5ub25fZW50cm9weV9iaXRzX3Blcl9ieXRlGAMgASgBEiEKGW1pbl9lbnRyb3B5X2JpdHNfcGVyX2J5dGUYBCABKAESEgoKY2hpX3NxdWFyZRgFIAEoARIaChJjaGlfc3F1YXJlX3BfdmFsdWUYBiABKAESDAoEbWVhbhgHIAEoARIfChJzZXJpYWxfY29ycmVsYXRpb24YCCABKAFIAIgBARIkCgJwaRgJIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEjEKD3BpX29zX3JlZmVyZW5jZRgKIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEicKCWZpcHMxNDBfMhgLIAEoCzIULmVudHJvcHkudjEuRmlwczE0MDISDgoGcGFzc2VkGAwgASgIEhAKCGZhaWx1cmVzGA0gAygJEhIKCnRocmVzaG9sZHMYDiADKAlCFQoTX3NlcmlhbF9jb3JyZWxhdGlvbiJXCgxNb250ZUNhcmxvUGkSEAoIZXN0aW1hdGUYASABKAESDQoFZXJyb3IYAiABKAESFgoOc3RhbmRhcmRfZXJyb3IYAyABKAESDgoGcG9pbnRzGAQgASgEIpUBCghGaXBzMTQwMhIOCgZibG9ja3MYASABKAQSGAoQbW9ub2JpdF9mYWlsdXJlcxgCIAEoBBIWCg5wb2tlcl9mYWlsdXJlcxgDIAEoBBIVCg1ydW5zX2ZhaWx1cmVzGAQgASgEEhkKEWxvbmdfcnVuX2ZhaWx1cmVzGAUgASgEEhUKDWJsb2Nrc19mYWlsZWQYBiABKAQqSwoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIQCgxFTkNPRElOR19IRVgQARITCg9FTkNPRElOR19CQVNFNjQQAjKtBAoORW50cm9weVNlcnZpY2USSAoJR2V0UmFuZG9tEhwuZW50cm9weS52MS5HZXRSYW5kb21SZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRSYW5kb21SZXNwb25zZRJTCgxTdHJlYW1SYW5kb20SHy5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlcXVlc3QaIC5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlc3BvbnNlMAESTgoLR2V0SW50ZWdlcnMSHi5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVxdWVzdBofLmVudHJvcHkudjEuR2V0SW50ZWdlcnNSZXNwb25zZRJICglHZXRGbG9hdHMSHC5lbnRyb3B5LnYxLkdldEZsb2F0c1JlcXVlc3QaHS5lbnRyb3B5LnYxLkdldEZsb2F0c1Jlc3BvbnNlEkUKCEdldFV1aWRzEhsuZW50cm9weS52MS5HZXRVdWlkc1JlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFV1aWRzUmVzcG9uc2USSAoJR2V0U3RhdHVzEhwuZW50cm9weS52MS5HZXRTdGF0dXNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRTdGF0dXNSZXNwb25zZRJRCgxDaGVja1F1YWxpdHkSHy5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlcXVlc3QaIC5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlc3BvbnNlYgZwcm90bzM", [file_entropy_v1_provenance]);
+  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEiqwEKEEdldFJhbmRvbVJlcXVlc3QSEQoJbnVtX2J5dGVzGAEgASgNEiYKCGVuY29kaW5nGAIgASgOMhQuZW50cm9weS52MS5FbmNvZGluZxIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAQgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iXwoRR2V0UmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIMCgR0ZXh0GAIgASgJEi4KCnByb3ZlbmFuY2UYAyABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIp0BChNTdHJlYW1SYW5kb21SZXF1ZXN0EhMKC2NodW5rX2J5dGVzGAEgASgNEhMKC3RvdGFsX2J5dGVzGAIgASgEEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBCABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiJUChRTdHJlYW1SYW5kb21SZXNwb25zZRIMCgRkYXRhGAEgASgMEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIpsBChJHZXRJbnRlZ2Vyc1JlcXVlc3QSCwoDbWluGAEgASgDEgsKA21heBgCIAEoAxINCgVjb3VudBgDIAEoDRIsCgxhY2NlcHRfa2luZHMYBCADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAUgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iVQoTR2V0SW50ZWdlcnNSZXNwb25zZRIOCgZ2YWx1ZXMYASADKAMSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UifwoQR2V0RmxvYXRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUwoRR2V0RmxvYXRzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygBEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIn4KD0dldFV1aWRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUQoQR2V0VXVpZHNSZXNwb25zZRINCgV1dWlkcxgBIAMoCRIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSISChBHZXRTdGF0dXNSZXF1ZXN0IrQFChFHZXRTdGF0dXNSZXNwb25zZRISCgpwb29sX2J5dGVzGAEgASgEEhsKE3Bvb2xfY2FwYWNpdHlfYnl0ZXMYAiABKAQSIAoYcG9vbF9sb3dfd2F0ZXJtYXJrX2J5dGVzGAMgASgEEg8KB3dhaXRlcnMYBCABKAQSHAoUaW5nZXN0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSc2VydmVkX2J5dGVzX3RvdGFsGAYgASgEEh0KFWNodW5rc19hY2NlcHRlZF90b3RhbBgHIAEoBBIdChVjaHVua3NfcmVqZWN0ZWRfdG90YWwYCCABKAQSEQoJdXB0aW1lX21zGAkgASgEEh4KEWxhc3RfY2h1bmtfYWdlX21zGAogASgESACIAQESKQoHc291cmNlcxgLIAMoCzIYLmVudHJvcHkudjEuU291cmNlU3RhdHVzEg8KB3NlcnZpbmcYDCABKAgSHQoVY2h1bmtzX2RlZmVycmVkX3RvdGFsGA0gASgEEhoKEm5vdF9zZXJ2aW5nX3JlYXNvbhgOIAEoCRItCg1wb29sX2J5X2NsYXNzGA8gAygLMhYuZW50cm9weS52MS5DbGFzc0xldmVsEhsKE2V4cGlyZWRfYnl0ZXNfdG90YWwYECABKAQSFwoPbWF4X2J5dGVfYWdlX21zGBEgASgEEhsKE2V2aWN0ZWRfYnl0ZXNfdG90YWwYEiABKAQSHQoVZGlzY2FyZGVkX2J5dGVzX3RvdGFsGBMgASgEEiIKGnF1YWxpdHlfdGVzdGVkX2J5dGVzX3RvdGFsGBQgASgEEh8KF2RyYmdfc2VydmVkX2J5dGVzX3RvdGFsGBUgASgEEh0KFWRyYmdfc2VlZF9ieXRlc190b3RhbBgWIAEoBEIUChJfbGFzdF9jaHVua19hZ2VfbXMiQgoKQ2xhc3NMZXZlbBIlCgVraW5kcxgBIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBINCgVieXRlcxgCIAEoBCLoAQoMU291cmNlU3RhdHVzEhQKDGNvbGxlY3Rvcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEiQKBGtpbmQYAyABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAQgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSHwoXY29udHJpYnV0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSbGFzdF9yZXBvcnRfYWdlX21zGAYgASgEEicKC2xhc3RfbWl4aW5nGAcgASgOMhIuZW50cm9weS52MS5NaXhpbmciiQEKE0NoZWNrUXVhbGl0eVJlcXVlc3QSFAoMc2FtcGxlX2J5dGVzGAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiLUAwoUQ2hlY2tRdWFsaXR5UmVzcG9uc2USFAoMc2FtcGxlX2J5dGVzGAEgASgEEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEiUKHXNoYW5ub25fZW50cm9weV9iaXRzX3Blcl9ieXRlGAMgASgBEiEKGW1pbl9lbnRyb3B5X2JpdHNfcGVyX2J5dGUYBCABKAESEgoKY2hpX3NxdWFyZRgFIAEoARIaChJjaGlfc3F1YXJlX3BfdmFsdWUYBiABKAESDAoEbWVhbhgHIAEoARIfChJzZXJpYWxfY29ycmVsYXRpb24YCCABKAFIAIgBARIkCgJwaRgJIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEjEKD3BpX29zX3JlZmVyZW5jZRgKIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEicKCWZpcHMxNDBfMhgLIAEoCzIULmVudHJvcHkudjEuRmlwczE0MDISDgoGcGFzc2VkGAwgASgIEhAKCGZhaWx1cmVzGA0gAygJEhIKCnRocmVzaG9sZHMYDiADKAlCFQoTX3NlcmlhbF9jb3JyZWxhdGlvbiJXCgxNb250ZUNhcmxvUGkSEAoIZXN0aW1hdGUYASABKAESDQoFZXJyb3IYAiABKAESFgoOc3RhbmRhcmRfZXJyb3IYAyABKAESDgoGcG9pbnRzGAQgASgEIpUBCghGaXBzMTQwMhIOCgZibG9ja3MYASABKAQSGAoQbW9ub2JpdF9mYWlsdXJlcxgCIAEoBBIWCg5wb2tlcl9mYWlsdXJlcxgDIAEoBBIVCg1ydW5zX2ZhaWx1cmVzGAQgASgEEhkKEWxvbmdfcnVuX2ZhaWx1cmVzGAUgASgEEhUKDWJsb2Nrc19mYWlsZWQYBiABKAQiEQoPR2V0VXNhZ2VSZXF1ZXN0IvgBChBHZXRVc2FnZVJlc3BvbnNlEhAKCGtleV9uYW1lGAEgASgJEicKCHJlcXVlc3RzGAIgASgLMhUuZW50cm9weS52MS5SYXRlVXNhZ2USJAoFYnl0ZXMYAyABKAsyFS5lbnRyb3B5LnYxLlJhdGVVc2FnZRIpCgpkcmJnX2J5dGVzGAQgASgLMhUuZW50cm9weS52MS5SYXRlVXNhZ2USJgoHc3RyZWFtcxgFIAEoCzIVLmVudHJvcHkudjEuSGVsZFVzYWdlEjAKEXVuZGVsaXZlcmVkX2J5dGVzGAYgASgLMhUuZW50cm9weS52MS5IZWxkVXNhZ2UigAEKCVJhdGVVc2FnZRIRCgl1bmxpbWl0ZWQYASABKAgSEgoKcGVyX3NlY29uZBgCIAEoBBINCgVidXJzdBgDIAEoBBIRCglyZW1haW5pbmcYBCABKAQSFgoObmV4dF9yZWZpbGxfbXMYBSABKAQSEgoKZnVsbF9pbl9tcxgGIAEoBCJQCglIZWxkVXNhZ2USEQoJdW5saW1pdGVkGAEgASgIEg0KBWxpbWl0GAIgASgEEg4KBmluX3VzZRgDIAEoBBIRCglyZW1haW5pbmcYBCABKAQqSwoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIQCgxFTkNPRElOR19IRVgQARITCg9FTkNPRElOR19CQVNFNjQQAjL0BAoORW50cm9weVNlcnZpY2USSAoJR2V0UmFuZG9tEhwuZW50cm9weS52MS5HZXRSYW5kb21SZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRSYW5kb21SZXNwb25zZRJTCgxTdHJlYW1SYW5kb20SHy5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlcXVlc3QaIC5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlc3BvbnNlMAESTgoLR2V0SW50ZWdlcnMSHi5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVxdWVzdBofLmVudHJvcHkudjEuR2V0SW50ZWdlcnNSZXNwb25zZRJICglHZXRGbG9hdHMSHC5lbnRyb3B5LnYxLkdldEZsb2F0c1JlcXVlc3QaHS5lbnRyb3B5LnYxLkdldEZsb2F0c1Jlc3BvbnNlEkUKCEdldFV1aWRzEhsuZW50cm9weS52MS5HZXRVdWlkc1JlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFV1aWRzUmVzcG9uc2USSAoJR2V0U3RhdHVzEhwuZW50cm9weS52MS5HZXRTdGF0dXNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRTdGF0dXNSZXNwb25zZRJRCgxDaGVja1F1YWxpdHkSHy5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlcXVlc3QaIC5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlc3BvbnNlEkUKCEdldFVzYWdlEhsuZW50cm9weS52MS5HZXRVc2FnZVJlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFVzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_entropy_v1_provenance]);
 
 /**
  * Request for GetRandom.
@@ -1000,6 +1000,191 @@ export const Fips1402Schema: GenMessage<Fips1402> = /*@__PURE__*/
   messageDesc(file_entropy_v1_entropy, 17);
 
 /**
+ * Request for GetUsage. The key is the call's own (`authorization` metadata).
+ *
+ * @generated from message entropy.v1.GetUsageRequest
+ */
+export type GetUsageRequest = Message<"entropy.v1.GetUsageRequest"> & {
+};
+
+/**
+ * Describes the message entropy.v1.GetUsageRequest.
+ * Use `create(GetUsageRequestSchema)` to create a new message.
+ */
+export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 18);
+
+/**
+ * Response for GetUsage: each limit of the calling key and what is left of it, read at one
+ * moment while the call is served. Other calls of the key may use the same allowances at the
+ * same time, so what is left can be less by the time the client acts on it: the answer is
+ * advice, and the limits themselves decide each call.
+ *
+ * @generated from message entropy.v1.GetUsageResponse
+ */
+export type GetUsageResponse = Message<"entropy.v1.GetUsageResponse"> & {
+  /**
+   * The key's name in the keys file (as the gateway's logs and metrics name it); never the
+   * secret.
+   *
+   * @generated from field: string key_name = 1;
+   */
+  keyName: string;
+
+  /**
+   * Calls per second (`requests_per_second`): each unary call and each stream opened takes
+   * one; GetUsage takes none.
+   *
+   * @generated from field: entropy.v1.RateUsage requests = 2;
+   */
+  requests?: RateUsage | undefined;
+
+  /**
+   * Pool bytes per second (`bytes_per_second`): every byte drawn from the pool, DRBG seeds and
+   * CheckQuality samples included. A unary call larger than `remaining` is refused
+   * (RESOURCE_EXHAUSTED with a retry delay); a stream waits for its bytes instead.
+   *
+   * @generated from field: entropy.v1.RateUsage bytes = 3;
+   */
+  bytes?: RateUsage | undefined;
+
+  /**
+   * DRBG output per second (`drbg_bytes_per_second`).
+   *
+   * @generated from field: entropy.v1.RateUsage drbg_bytes = 4;
+   */
+  drbgBytes?: RateUsage | undefined;
+
+  /**
+   * Streams open at once (`max_streams`).
+   *
+   * @generated from field: entropy.v1.HeldUsage streams = 5;
+   */
+  streams?: HeldUsage | undefined;
+
+  /**
+   * Bytes drawn for the key and not yet read by its clients (`max_undelivered_bytes`, default
+   * 32 MiB): never unlimited. A call that would go past it is refused until the key's clients
+   * read what is in flight.
+   *
+   * @generated from field: entropy.v1.HeldUsage undelivered_bytes = 6;
+   */
+  undeliveredBytes?: HeldUsage | undefined;
+};
+
+/**
+ * Describes the message entropy.v1.GetUsageResponse.
+ * Use `create(GetUsageResponseSchema)` to create a new message.
+ */
+export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 19);
+
+/**
+ * A rate limit: a token bucket that holds at most `burst` units and refills `per_second` of
+ * them each second, evenly (one every 1/`per_second` s; GCRA). Durations are rounded up to
+ * whole milliseconds.
+ *
+ * @generated from message entropy.v1.RateUsage
+ */
+export type RateUsage = Message<"entropy.v1.RateUsage"> & {
+  /**
+   * True when the key has no such limit; every other field is then 0.
+   *
+   * @generated from field: bool unlimited = 1;
+   */
+  unlimited: boolean;
+
+  /**
+   * The configured rate, in units per second.
+   *
+   * @generated from field: uint64 per_second = 2;
+   */
+  perSecond: bigint;
+
+  /**
+   * The most units the bucket holds: the most one call can take at once. For calls, one
+   * second's worth; for bytes, one second's worth but at least 1048576 (1 MiB), so the largest
+   * request always fits.
+   *
+   * @generated from field: uint64 burst = 3;
+   */
+  burst: bigint;
+
+  /**
+   * Units that could be taken now (at most `burst`).
+   *
+   * @generated from field: uint64 remaining = 4;
+   */
+  remaining: bigint;
+
+  /**
+   * Milliseconds until one more unit is there; 0 when the bucket is full.
+   *
+   * @generated from field: uint64 next_refill_ms = 5;
+   */
+  nextRefillMs: bigint;
+
+  /**
+   * Milliseconds until the bucket is full again (`burst` units) if nothing more is taken; 0
+   * when it is full.
+   *
+   * @generated from field: uint64 full_in_ms = 6;
+   */
+  fullInMs: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.RateUsage.
+ * Use `create(RateUsageSchema)` to create a new message.
+ */
+export const RateUsageSchema: GenMessage<RateUsage> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 20);
+
+/**
+ * A limit on what the key holds at once. Units do not refill over time: one comes back when
+ * the key lets it go (a stream closes, a response's bytes are read).
+ *
+ * @generated from message entropy.v1.HeldUsage
+ */
+export type HeldUsage = Message<"entropy.v1.HeldUsage"> & {
+  /**
+   * True when the key has no such limit; `limit` and `remaining` are then 0 and `in_use` still
+   * counts.
+   *
+   * @generated from field: bool unlimited = 1;
+   */
+  unlimited: boolean;
+
+  /**
+   * The configured limit.
+   *
+   * @generated from field: uint64 limit = 2;
+   */
+  limit: bigint;
+
+  /**
+   * Held now.
+   *
+   * @generated from field: uint64 in_use = 3;
+   */
+  inUse: bigint;
+
+  /**
+   * `limit` - `in_use` (0 when a moment's race puts `in_use` above `limit`).
+   *
+   * @generated from field: uint64 remaining = 4;
+   */
+  remaining: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.HeldUsage.
+ * Use `create(HeldUsageSchema)` to create a new message.
+ */
+export const HeldUsageSchema: GenMessage<HeldUsage> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 21);
+
+/**
  * How GetRandom returns its bytes.
  *
  * @generated from enum entropy.v1.Encoding
@@ -1116,6 +1301,22 @@ export const EntropyService: GenService<{
     methodKind: "unary";
     input: typeof CheckQualityRequestSchema;
     output: typeof CheckQualityResponseSchema;
+  },
+  /**
+   * The calling key's own limits (its entry in the gateway's keys file) and what is left of
+   * each now: calls and bytes per second with when they refill, streams open, bytes drawn and
+   * not yet read. Any valid key may call it, with no scope, and it reports that key only:
+   * there is no way to name another. It costs nothing of what it reports: it is not counted
+   * against `requests_per_second` (a key that is out of calls can still ask when they come
+   * back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
+   * counters read, no wait, and an answer of fixed size but for the key's name.
+   *
+   * @generated from rpc entropy.v1.EntropyService.GetUsage
+   */
+  getUsage: {
+    methodKind: "unary";
+    input: typeof GetUsageRequestSchema;
+    output: typeof GetUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_entropy_v1_entropy, 0);

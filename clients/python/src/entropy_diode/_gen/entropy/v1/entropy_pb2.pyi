@@ -264,3 +264,51 @@ class Fips1402(_message.Message):
     long_run_failures: int
     blocks_failed: int
     def __init__(self, blocks: _Optional[int] = ..., monobit_failures: _Optional[int] = ..., poker_failures: _Optional[int] = ..., runs_failures: _Optional[int] = ..., long_run_failures: _Optional[int] = ..., blocks_failed: _Optional[int] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetUsageResponse(_message.Message):
+    __slots__ = ("key_name", "requests", "bytes", "drbg_bytes", "streams", "undelivered_bytes")
+    KEY_NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DRBG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    UNDELIVERED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    key_name: str
+    requests: RateUsage
+    bytes: RateUsage
+    drbg_bytes: RateUsage
+    streams: HeldUsage
+    undelivered_bytes: HeldUsage
+    def __init__(self, key_name: _Optional[str] = ..., requests: _Optional[_Union[RateUsage, _Mapping]] = ..., bytes: _Optional[_Union[RateUsage, _Mapping]] = ..., drbg_bytes: _Optional[_Union[RateUsage, _Mapping]] = ..., streams: _Optional[_Union[HeldUsage, _Mapping]] = ..., undelivered_bytes: _Optional[_Union[HeldUsage, _Mapping]] = ...) -> None: ...
+
+class RateUsage(_message.Message):
+    __slots__ = ("unlimited", "per_second", "burst", "remaining", "next_refill_ms", "full_in_ms")
+    UNLIMITED_FIELD_NUMBER: _ClassVar[int]
+    PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    NEXT_REFILL_MS_FIELD_NUMBER: _ClassVar[int]
+    FULL_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    unlimited: bool
+    per_second: int
+    burst: int
+    remaining: int
+    next_refill_ms: int
+    full_in_ms: int
+    def __init__(self, unlimited: _Optional[bool] = ..., per_second: _Optional[int] = ..., burst: _Optional[int] = ..., remaining: _Optional[int] = ..., next_refill_ms: _Optional[int] = ..., full_in_ms: _Optional[int] = ...) -> None: ...
+
+class HeldUsage(_message.Message):
+    __slots__ = ("unlimited", "limit", "in_use", "remaining")
+    UNLIMITED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    IN_USE_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    unlimited: bool
+    limit: int
+    in_use: int
+    remaining: int
+    def __init__(self, unlimited: _Optional[bool] = ..., limit: _Optional[int] = ..., in_use: _Optional[int] = ..., remaining: _Optional[int] = ...) -> None: ...

@@ -70,6 +70,11 @@ class EntropyServiceStub:
                 request_serializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.SerializeToString,
                 response_deserializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.FromString,
                 _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/entropy.v1.EntropyService/GetUsage',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetUsageResponse.FromString,
+                _registered_method=True)
 
 
 class EntropyServiceServicer:
@@ -132,6 +137,19 @@ class EntropyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUsage(self, request, context):
+        """The calling key's own limits (its entry in the gateway's keys file) and what is left of
+        each now: calls and bytes per second with when they refill, streams open, bytes drawn and
+        not yet read. Any valid key may call it, with no scope, and it reports that key only:
+        there is no way to name another. It costs nothing of what it reports: it is not counted
+        against `requests_per_second` (a key that is out of calls can still ask when they come
+        back), takes no byte, no stream and no pool byte. It is as cheap as a refused call: a few
+        counters read, no wait, and an answer of fixed size but for the key's name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EntropyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +187,11 @@ def add_EntropyServiceServicer_to_server(servicer, server):
                     servicer.CheckQuality,
                     request_deserializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.FromString,
                     response_serializer=entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetUsageRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.GetUsageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -361,6 +384,33 @@ class EntropyService:
             '/entropy.v1.EntropyService/CheckQuality',
             entropy_dot_v1_dot_entropy__pb2.CheckQualityRequest.SerializeToString,
             entropy_dot_v1_dot_entropy__pb2.CheckQualityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.EntropyService/GetUsage',
+            entropy_dot_v1_dot_entropy__pb2.GetUsageRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.GetUsageResponse.FromString,
             options,
             channel_credentials,
             insecure,

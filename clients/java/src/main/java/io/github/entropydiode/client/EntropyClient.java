@@ -6,6 +6,7 @@ import entropy.v1.Entropy.GetIntegersRequest;
 import entropy.v1.Entropy.GetRandomRequest;
 import entropy.v1.Entropy.GetRandomResponse;
 import entropy.v1.Entropy.GetStatusRequest;
+import entropy.v1.Entropy.GetUsageRequest;
 import entropy.v1.Entropy.GetUuidsRequest;
 import entropy.v1.EntropyServiceGrpc;
 import entropy.v1.EntropyServiceGrpc.EntropyServiceBlockingStub;
@@ -273,6 +274,15 @@ public final class EntropyClient implements AutoCloseable {
   /** The gateway's pool, counters and sources. */
   public GatewayStatus status() {
     return GatewayStatus.fromProto(call(s -> s.getStatus(GetStatusRequest.getDefaultInstance())));
+  }
+
+  /**
+   * This client's key's limits and what is left of each now: calls and bytes per second (with
+   * when they refill), streams open, bytes drawn and not yet read. Any valid key may ask, about
+   * itself only; asking costs none of it.
+   */
+  public KeyUsage usage() {
+    return KeyUsage.fromProto(call(s -> s.getUsage(GetUsageRequest.getDefaultInstance())));
   }
 
   /**

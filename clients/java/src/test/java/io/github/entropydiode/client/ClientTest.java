@@ -101,6 +101,25 @@ class ClientTest {
   }
 
   @Test
+  void usageReadsTheKeysOwnLimitsAndCountsItsOpenStream() throws IOException {
+    KeyUsage u = client.usage();
+    assertEquals("dev", u.keyName());
+    // The dev key has no rate or stream limit; the undelivered allowance always has one.
+    assertTrue(u.requests().isEmpty() && u.bytes().isEmpty() && u.drbgBytes().isEmpty(), u.toString());
+    assertTrue(u.streams().limit().isEmpty(), u.toString());
+    assertEquals(32L << 20, u.undeliveredBytes().limit().orElseThrow());
+    long before = u.streams().inUse();
+    try (RandomStream stream = client.stream(0)) {
+      assertEquals(4096, stream.readNBytes(4096).length);
+      assertTrue(client.usage().streams().inUse() >= before + 1);
+    }
+    try (EntropyClient stranger =
+        EntropyClient.builder().endpoint(gateway.endpoint()).apiKey("not-a-key").build()) {
+      assertThrows(UnauthenticatedException.class, stranger::usage);
+    }
+  }
+
+  @Test
   void theReadmeLinesRunFromTheEnvironmentVariables() throws Exception {
     ProcessBuilder pb =
         new ProcessBuilder(
