@@ -10,8 +10,8 @@
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
     GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUuidsRequest, GetUuidsResponse, StreamRandomRequest,
-    StreamRandomResponse,
+    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
+    StreamRandomRequest, StreamRandomResponse,
 };
 use prost::Message;
 
@@ -68,6 +68,7 @@ const METHODS: &[Method] = &[
     method::<GetUuidsRequest, GetUuidsResponse>("GetUuids", false),
     method::<GetStatusRequest, GetStatusResponse>("GetStatus", false),
     method::<CheckQualityRequest, CheckQualityResponse>("CheckQuality", false),
+    method::<GetUsageRequest, GetUsageResponse>("GetUsage", false),
 ];
 
 const fn method<Req, Res>(name: &'static str, streaming: bool) -> Method
