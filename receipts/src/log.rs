@@ -81,12 +81,14 @@ pub struct Recovery {
 }
 
 /// An acknowledged append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Appended {
     /// The receipt's serial, which is its leaf index.
     pub serial: u64,
     /// Its leaf hash.
     pub leaf_hash: Hash,
+    /// The signed receipt, for the caller.
+    pub receipt: SignedReceipt,
 }
 
 /// The writer of one log directory. One per directory (an exclusive lock on `receipts.log`).
@@ -383,7 +385,7 @@ impl ReceiptLog {
                 }
             }
         }
-        Ok(Appended { serial, leaf_hash })
+        Ok(Appended { serial, leaf_hash, receipt: signed })
     }
 
     /// Acknowledged receipts.
