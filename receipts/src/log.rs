@@ -139,7 +139,7 @@ impl NodeCache {
         }
         let nodes = &mut self.levels[level];
         nodes.push(node);
-        if nodes.len() % 2 == 0 {
+        if nodes.len().is_multiple_of(2) {
             let parent = merkle::node_hash(&nodes[nodes.len() - 2], &nodes[nodes.len() - 1]);
             self.push_node(level + 1, parent);
         }

@@ -56,7 +56,7 @@ fn split(n: u64) -> u64 {
 /// MTH(D[lo:hi]) for `lo < hi`, from perfect subtrees.
 pub fn subtree_hash<S: Subtrees>(s: &S, lo: u64, hi: u64) -> Result<Hash, S::Error> {
     let n = hi - lo;
-    if n.is_power_of_two() && lo % n == 0 {
+    if n.is_power_of_two() && lo.is_multiple_of(n) {
         return s.perfect(lo, n.trailing_zeros());
     }
     let k = split(n);

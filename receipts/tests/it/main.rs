@@ -1,6 +1,9 @@
 //! entropy-receipts' integration tests, one binary: known Merkle vectors, end-to-end
 //! verification and tampering, the kill -9 crash test, the no-value scan, and the spec's vectors.
 
+// Test code: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod ct_vectors;
 mod end_to_end;
 mod kill9;
