@@ -8,7 +8,8 @@
 //! delivery of drawn bytes ([`delivery`]), one request message per unary call
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
 //! ([`provenance`]), CheckQuality's report ([`quality`]), readiness on `grpc.health.v1`
-//! ([`health`]), gRPC-Web for browsers ([`web`]), and the two services.
+//! ([`health`]), gRPC-Web for browsers ([`web`]), the original QRNG-DD gateway's REST routes
+//! ([`rest`]), and the two services.
 
 pub mod auth;
 pub mod deadline;
@@ -22,5 +23,6 @@ pub(crate) mod one_message;
 pub(crate) mod provenance;
 pub(crate) mod quality;
 pub(crate) mod requests;
+pub(crate) mod rest;
 pub mod stream_random;
 pub(crate) mod web;

@@ -30,13 +30,14 @@ use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::health::{INGEST_SERVICE, PUBLIC_SERVICE};
 use crate::grpc::ingest_service::IngestApi;
 use crate::grpc::one_message::OneMessageLayer;
+use crate::grpc::rest::Rest;
 use crate::grpc::stream_random::ShutdownCuts;
 use crate::grpc::web::GrpcWeb;
 use crate::metrics::GatewayMetrics;
 use crate::process::config::GatewayConfig;
 use crate::process::ops_endpoint::GatewayProbe;
 use crate::transport::{
-    self, Admission, ConnectionLimits, Http2Settings, Listener, TrackCallsLayer,
+    self, Admission, ConnectionLimits, Http1, Http2Settings, Listener, TrackCallsLayer,
 };
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
@@ -313,12 +314,18 @@ impl Gateway {
                 EntropyServiceServer::new(api).max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
                 ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
             )));
+        let rest =
+            self.config.rest_enabled.then(|| Rest::new(entropy.clone(), self.readiness.clone()));
         let routes = crate::grpc::web::route_public(entropy, web)
             .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
-            .add_service(reflection_v1alpha)
-            .prepare();
-        Ok((routes, health))
+            .add_service(reflection_v1alpha);
+        let routes = match rest {
+            // The REST routes call the same EntropyService stack (rest/mod.rs).
+            Some(rest) => crate::grpc::rest::install(routes, rest),
+            None => routes,
+        };
+        Ok((routes.prepare(), health))
     }
 
     /// The ingest listener's services: IngestService, whose requests may carry a chunk, and
@@ -335,8 +342,16 @@ impl Gateway {
         (Routes::new(api).add_service(health_service).prepare(), health)
     }
 
+    /// Which HTTP/1.1 requests the public listener serves: over plaintext, gRPC-Web's (browsers
+    /// speak HTTP/2 only over TLS) when it is on, and the REST routes' GETs (the original's
+    /// clients speak HTTP/1.1) when they are on; none over TLS (ALPN offers `h2` only).
+    fn public_http1(&self, web: bool) -> Http1 {
+        let plaintext = self.tls.public.is_none();
+        Http1 { post: web && plaintext, get: self.config.rest_enabled && plaintext }
+    }
+
     /// The public listener: `max_connections` (as resolved), HTTP/2's smallest windows, and
-    /// HTTP/1.1 too when gRPC-Web is on over plaintext (browsers speak HTTP/2 only over TLS).
+    /// HTTP/1.1 as [`Self::public_http1`] decides.
     fn public_listener(&self, web: bool) -> Listener {
         let config = &self.config;
         Listener {
@@ -352,7 +367,7 @@ impl Gateway {
                 self.metrics.connections("public"),
                 true,
             ),
-            http1: web && self.tls.public.is_none(),
+            http1: self.public_http1(web),
             tls: self.tls.public.clone(),
             http2: Http2Settings {
                 stream_window: PUBLIC_WINDOW,
@@ -396,7 +411,7 @@ impl Gateway {
                 max_frame: INGEST_MAX_FRAME,
                 ..http2_settings(config.max_streams_per_connection)
             },
-            http1: false,
+            http1: Http1::default(),
             requests: self.budget.ingest.clone(),
             events: self.metrics.transport_events("ingest"),
         }

@@ -73,12 +73,37 @@ pub struct Listener {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Its HTTP/2 settings.
     pub http2: Http2Settings,
-    /// Plaintext HTTP/1.1 too (gRPC-Web); HTTP/2 only otherwise.
-    pub http1: bool,
+    /// Which plaintext HTTP/1.1 requests it serves besides HTTP/2 (none: HTTP/2 only).
+    pub http1: Http1,
     /// The process's account for this listener's requests (public requests, or ingest bodies).
     pub requests: Account,
     /// Where refusals and cuts are counted.
     pub events: crate::metrics::ListenerEvents,
+}
+
+/// The plaintext HTTP/1.1 requests a listener serves; any other method is answered 405 there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Http1 {
+    /// POST and OPTIONS (gRPC-Web and its CORS preflight).
+    pub post: bool,
+    /// GET (the REST routes).
+    pub get: bool,
+}
+
+impl Http1 {
+    /// Whether the listener speaks HTTP/1.1 at all.
+    pub fn any(self) -> bool {
+        self.post || self.get
+    }
+
+    /// Whether a request with `method` is served (else 405).
+    pub(crate) fn serves(self, method: &http::Method) -> bool {
+        match *method {
+            http::Method::POST | http::Method::OPTIONS => self.post,
+            http::Method::GET => self.get,
+            _ => false,
+        }
+    }
 }
 
 /// Serves `service` on `tcp` for `listener` until `shutdown`; then stops accepting and waits
@@ -176,7 +201,7 @@ async fn serve_connection<S, B>(
             let io = Coalesce::with_outbound(tls, leaving);
             http2::serve(io, listener.http2, ctx, shutdown).await;
         }
-        None if listener.http1 => {
+        None if listener.http1.any() => {
             let (is_http2, conn) = match sniff(conn).await {
                 Ok(sniffed) => sniffed,
                 Err(e) => return tracing::debug!("connection closed before a request: {e}"),
@@ -187,7 +212,8 @@ async fn serve_connection<S, B>(
             } else {
                 let (admission, requests) = (listener.admission, listener.requests);
                 let io = io.flushing_at_once();
-                http1::serve(io, service, activity, admission, requests, shutdown).await;
+                let methods = listener.http1;
+                http1::serve(io, service, (activity, methods), admission, requests, shutdown).await;
             }
         }
         None => {
