@@ -129,6 +129,10 @@ where
             field: None,
         });
         response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
+        if parts.method == Method::HEAD {
+            // An answer to HEAD has no body.
+            *response.body_mut() = Body::empty();
+        }
         return response;
     }
     // The request has arrived once its body has ended (the transport starts the call then).
@@ -151,7 +155,7 @@ where
             let request =
                 GetRandomRequest { num_bytes: bytes, encoding: wire as i32, ..Default::default() };
             call.make("GetRandom", &request, |r: GetRandomResponse| match encoding {
-                Encoding::Binary => (render::BINARY, r.data.to_vec()),
+                Encoding::Binary => (render::BINARY, r.data),
                 Encoding::Hex | Encoding::Base64 => (render::TEXT, r.text.into_bytes()),
             })
             .await
