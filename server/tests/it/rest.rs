@@ -19,6 +19,7 @@ use super::web::{Http1, exchange, parse};
 const KEY: &str = "rest-reader";
 const WATCHER: &str = "rest-watcher";
 const SLOW: &str = "rest-slow";
+const TESTER: &str = "rest-tester";
 
 /// Which HTTP a request goes over.
 #[derive(Debug, Clone, Copy)]
@@ -123,6 +124,7 @@ async fn rest_gateway(
         (KEY, ""),
         (WATCHER, "scopes = [\"status:read\"]"),
         (SLOW, "requests_per_second = 2"),
+        (TESTER, "scopes = [\"quality:check\"]"),
     ]);
     let mut gw = start_with_keys(config, keys).await;
     gw.feed(4 << 20, 256 << 10, word_byte).await;
@@ -253,6 +255,23 @@ async fn every_route_and_encoding_in_the_original_shapes_over_http1_and_http2() 
         assert_eq!(v["status"], "healthy", "{v}");
         assert!(v["last_data_received"].as_str().unwrap().ends_with('Z'), "{v}");
 
+        // Monte Carlo pi is CheckQuality (its scope; 6 bytes a point, tested and wiped).
+        let tester = bearer(TESTER);
+        let path = "/api/test/monte-carlo?iterations=5000";
+        let r = get(gw.public, via, path, &[("authorization", &tester)]).await;
+        assert_eq!(r.status, 200, "{r:?}");
+        let v = r.json();
+        assert_eq!(v["iterations"], 5000, "{v}");
+        // The fed bytes are word indices, far from uniform: the estimate shows it.
+        let estimate = v["estimated_pi"].as_f64().unwrap();
+        assert!((0.0..=4.0).contains(&estimate), "{v}");
+        let error = v["error"].as_f64().unwrap();
+        assert!((error - (estimate - std::f64::consts::PI).abs()).abs() < 1e-9, "{v}");
+        assert!(v["quantum_vs_pseudo"]["pseudo_error"].is_number(), "{v}");
+        assert!(v["convergence_rate"].is_string() && v["quality_assessment"].is_string(), "{v}");
+        let r = get(gw.public, via, path, &key).await;
+        assert!(r.error(403).contains("lacks the quality:check scope"), "{r:?}");
+
         // /health needs no key, as the gRPC health service.
         let r = get(gw.public, via, "/health", &[]).await;
         assert_eq!(r.status, 200, "{r:?}");
@@ -295,6 +314,7 @@ async fn every_bad_input_is_refused_naming_the_parameter_and_its_bound_and_draws
             ("/api/floats?count=", "count", "decimal integer in 1..=10000"),
             ("/api/uuid?count=0", "count", "count is 0, must be 1..=10000"),
             ("/api/uuid?count=100000", "count", "must be 1..=10000"),
+            ("/api/test/monte-carlo?iterations=1000000", "iterations", "must be 417..=699050"),
         ] {
             let r = get(gw.public, via, path, &key).await;
             let message = r.error(400);

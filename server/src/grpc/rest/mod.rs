@@ -2,8 +2,8 @@
 //! without changing their code. Off unless `rest_enabled`.
 //!
 //! `GET /api/random?bytes=N&encoding=hex|base64|binary`, `/api/integers?count=N&min=A&max=B`,
-//! `/api/floats?count=N`, `/api/uuid?count=N`, `/api/status` and `/health` answer in the
-//! original's shapes (text, raw bytes or JSON; see [`render`]). Each `/api/*` request becomes
+//! `/api/floats?count=N`, `/api/uuid?count=N`, `/api/status`, `/api/test/monte-carlo?iterations=N`
+//! (CheckQuality, scope `quality:check`) and `/health` answer in the original's shapes (text, raw bytes or JSON; see [`render`]). Each `/api/*` request becomes
 //! one call on the very EntropyService stack gRPC clients reach (one-message check, method tag,
 //! API-key interceptor, service): a prost request framed as gRPC, the caller's `Authorization`
 //! or `X-API-Key` header passed on as metadata, the connection's extensions carried along. So
@@ -25,8 +25,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use entropy_proto::v1::{
-    GetFloatsRequest, GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
-    GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUuidsRequest, GetUuidsResponse,
+    CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
+    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
+    GetStatusResponse, GetUuidsRequest, GetUuidsResponse,
 };
 use http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, TE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
@@ -180,6 +181,14 @@ where
             call.make("GetUuids", &request, move |r: GetUuidsResponse| match r.uuids.as_slice() {
                 [one] if count == 1 => (render::TEXT, one.clone().into_bytes()),
                 many => (render::JSON, json!(many).to_string().into_bytes()),
+            })
+            .await
+        }
+        Ask::MonteCarlo { iterations } => {
+            let sample_bytes = iterations * params::BYTES_PER_POINT;
+            let request = CheckQualityRequest { sample_bytes, ..Default::default() };
+            call.make("CheckQuality", &request, |r: CheckQualityResponse| {
+                (render::JSON, render::monte_carlo(&r).to_string().into_bytes())
             })
             .await
         }

@@ -6,12 +6,22 @@
 //! history. Unknown and repeated parameters are refused too, so a typo never silently falls
 //! back to a default.
 
-use crate::grpc::requests::MAX_COUNT;
+use entropy_quality::MIN_SAMPLE_BYTES;
+
+use crate::grpc::requests::{MAX_COUNT, MAX_SAMPLE_BYTES};
 use crate::process::config::MAX_GET_RANDOM_BYTES;
 
 /// Query parameter names (lowercased, `-` and `_` dropped) refused as credentials in the URL.
 const KEY_NAMES: [&str; 8] =
     ["apikey", "key", "token", "accesstoken", "auth", "authorization", "xapikey", "bearer"];
+/// Sample bytes per Monte Carlo point: CheckQuality's estimate takes 24-bit coordinate pairs.
+pub(crate) const BYTES_PER_POINT: u32 = 6;
+/// Fewest Monte Carlo iterations: as many points as CheckQuality's smallest sample holds.
+pub(crate) const MIN_ITERATIONS: u32 = (MIN_SAMPLE_BYTES as u32).div_ceil(BYTES_PER_POINT);
+/// Most Monte Carlo iterations: as many points as CheckQuality's largest sample holds.
+pub(crate) const MAX_ITERATIONS: u32 = MAX_SAMPLE_BYTES as u32 / BYTES_PER_POINT;
+/// Monte Carlo iterations when none are asked for (the original's clients ask for 500000).
+pub(crate) const DEFAULT_ITERATIONS: u32 = 500_000;
 /// The longest parameter value echoed back in a message, in characters.
 const ECHO_CHARS: usize = 32;
 
@@ -28,6 +38,8 @@ pub(crate) enum Ask {
     Uuids { count: u32 },
     /// `GET /api/status`.
     Status,
+    /// `GET /api/test/monte-carlo`: CheckQuality on `iterations` points' worth of bytes.
+    MonteCarlo { iterations: u32 },
     /// `GET /health`: readiness, without a key.
     Health,
 }
@@ -58,12 +70,13 @@ impl BadRequest {
 }
 
 /// The routes served, and the parameters each accepts.
-const ROUTES: [(&str, &[&str]); 6] = [
+const ROUTES: [(&str, &[&str]); 7] = [
     ("/api/random", &["bytes", "encoding"]),
     ("/api/integers", &["count", "min", "max"]),
     ("/api/floats", &["count"]),
     ("/api/uuid", &["count"]),
     ("/api/status", &[]),
+    ("/api/test/monte-carlo", &["iterations"]),
     ("/health", &[]),
 ];
 
@@ -149,6 +162,20 @@ pub(crate) fn read(path: &str, query: Option<&str>) -> Result<Ask, BadRequest> {
             Ask::Uuids { count: unsigned("count", count, 1, u64::from(MAX_COUNT), &count_bound)? }
         }
         "/api/status" => Ask::Status,
+        "/api/test/monte-carlo" => {
+            let bound = format!("{MIN_ITERATIONS}..={MAX_ITERATIONS}");
+            let iterations = match get("iterations") {
+                None => DEFAULT_ITERATIONS,
+                Some(text) => unsigned(
+                    "iterations",
+                    text,
+                    u64::from(MIN_ITERATIONS),
+                    u64::from(MAX_ITERATIONS),
+                    &bound,
+                )?,
+            };
+            Ask::MonteCarlo { iterations }
+        }
         _ => Ask::Health,
     })
 }
@@ -254,6 +281,10 @@ mod tests {
         );
         assert_eq!(read("/api/uuid", None), Ok(Ask::Uuids { count: 1 }));
         assert_eq!(read("/api/status", None), Ok(Ask::Status));
+        assert_eq!(
+            read("/api/test/monte-carlo", None),
+            Ok(Ask::MonteCarlo { iterations: 500_000 })
+        );
         assert_eq!(read("/health", Some("")), Ok(Ask::Health));
     }
 
@@ -280,6 +311,8 @@ mod tests {
             ("/api/floats", "", "count", "missing"),
             ("/api/uuid", "count=-1", "count", "decimal integer in 1..=10000"),
             ("/api/status", "x=1", "x", "accepted: none"),
+            ("/api/test/monte-carlo", "iterations=416", "iterations", "must be 417..=699050"),
+            ("/api/test/monte-carlo", "iterations=1000000", "iterations", "must be 417..=699050"),
         ] {
             let e = refused(path, query);
             assert_eq!(e.status, http::StatusCode::BAD_REQUEST, "{query}");

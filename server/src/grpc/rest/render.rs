@@ -4,7 +4,7 @@
 //! Every answer carries `Cache-Control: no-store`: random bytes must never be served twice by a
 //! cache between the gateway and its caller.
 
-use entropy_proto::v1::GetStatusResponse;
+use entropy_proto::v1::{CheckQualityResponse, GetStatusResponse};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::json;
@@ -176,6 +176,46 @@ pub(crate) fn status(s: &GetStatusResponse, now_unix_ms: i64) -> serde_json::Val
         "total_bytes_served": s.served_bytes_total,
         "requests_per_second": null,
         "warnings": warnings,
+    })
+}
+
+/// The original's `/api/test/monte-carlo` object from CheckQuality's Monte Carlo estimate (ent's
+/// method, 24-bit coordinate pairs), with the gateway's OS CSPRNG on as many bytes as the
+/// pseudo-random comparison. The verdicts use the original's thresholds on the error in percent.
+pub(crate) fn monte_carlo(r: &CheckQualityResponse) -> serde_json::Value {
+    let pi = r.pi.clone().unwrap_or_default();
+    let error = pi.error.abs();
+    let percent = error / std::f64::consts::PI * 100.0;
+    let convergence = match percent {
+        p if p < 0.01 => "excellent",
+        p if p < 0.1 => "good",
+        p if p < 1.0 => "fair",
+        _ => "poor",
+    };
+    let quality = match percent {
+        p if p < 0.1 => "high_quality",
+        p if p < 1.0 => "acceptable",
+        _ => "poor_quality",
+    };
+    let pseudo = r.pi_os_reference.as_ref().map(|os| {
+        let pseudo_error = os.error.abs();
+        json!({
+            "quantum_error": error,
+            "pseudo_error": pseudo_error,
+            "improvement_factor": if pseudo_error > 0.0 { pseudo_error / error.max(1e-10) } else { 1.0 },
+        })
+    });
+    json!({
+        "estimated_pi": pi.estimate,
+        "error": error,
+        "error_percent": percent,
+        "iterations": pi.points,
+        "convergence_rate": convergence,
+        "quality_assessment": quality,
+        "note": "Monte Carlo pi measures statistical uniformity, not unpredictability; the \
+                 sample was drawn from the pool, tested and wiped, never served. CheckQuality \
+                 reports the full battery (entropy, chi-square, FIPS 140-2).",
+        "quantum_vs_pseudo": pseudo,
     })
 }
 
