@@ -291,16 +291,16 @@ where
     RB::Error: Into<tonic::Status>,
 {
     // A trailers-only response (an error before any message) has its status in the head.
-    if let Some(status) = tonic::Status::from_header_map(headers) {
-        if status.code() != tonic::Code::Ok {
-            return Err(status);
-        }
+    if let Some(status) = tonic::Status::from_header_map(headers)
+        && status.code() != tonic::Code::Ok
+    {
+        return Err(status);
     }
     let collected = body.collect().await.map_err(Into::into)?;
-    if let Some(status) = collected.trailers().and_then(tonic::Status::from_header_map) {
-        if status.code() != tonic::Code::Ok {
-            return Err(status);
-        }
+    if let Some(status) = collected.trailers().and_then(tonic::Status::from_header_map)
+        && status.code() != tonic::Code::Ok
+    {
+        return Err(status);
     }
     let mut bytes = collected.to_bytes();
     let malformed = |why: &str| crate::grpc::errors::internal("REST reply", &why);

@@ -183,7 +183,7 @@ pub(crate) fn status(s: &GetStatusResponse, now_unix_ms: i64) -> serde_json::Val
 /// method, 24-bit coordinate pairs), with the gateway's OS CSPRNG on as many bytes as the
 /// pseudo-random comparison. The verdicts use the original's thresholds on the error in percent.
 pub(crate) fn monte_carlo(r: &CheckQualityResponse) -> serde_json::Value {
-    let pi = r.pi.clone().unwrap_or_default();
+    let pi = r.pi.unwrap_or_default();
     let error = pi.error.abs();
     let percent = error / std::f64::consts::PI * 100.0;
     let convergence = match percent {
