@@ -14,7 +14,7 @@
 //! - [`http2`] (h2, driven by the gateway: see there why not hyper) with a task per stream
 //!   ([`stream`]): requests read within allowances ([`request_body`]), responses sent only as
 //!   far as the peer's windows admit, each message settled ([`dues`]) when its last byte leaves;
-//!   or, for gRPC-Web over plaintext, [`http1`] (hyper).
+//!   or, for gRPC-Web and the REST routes over plaintext, [`http1`] (hyper).
 //! - [`calls`]: which calls keep the connection from being idle.
 //!
 //! Every buffer counts against [`crate::domain::allowance`] accounts: per key (the key's
