@@ -9,7 +9,8 @@
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
 //! ([`provenance`]), CheckQuality's report ([`quality`]), GetUsage's answer ([`usage`]),
 //! readiness on `grpc.health.v1` ([`health`]), gRPC-Web for browsers ([`web`]), the Connect
-//! protocol for JSON over HTTP ([`connect`]), and the two services.
+//! protocol for JSON over HTTP ([`connect`]), the original QRNG-DD gateway's REST routes
+//! ([`rest`]), and the two services.
 
 pub mod auth;
 pub(crate) mod connect;
@@ -24,6 +25,7 @@ pub(crate) mod one_message;
 pub(crate) mod provenance;
 pub(crate) mod quality;
 pub(crate) mod requests;
+pub(crate) mod rest;
 pub mod stream_random;
 pub(crate) mod usage;
 pub(crate) mod web;

@@ -31,13 +31,14 @@ use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::health::{INGEST_SERVICE, PUBLIC_SERVICE};
 use crate::grpc::ingest_service::IngestApi;
 use crate::grpc::one_message::OneMessageLayer;
+use crate::grpc::rest::Rest;
 use crate::grpc::stream_random::ShutdownCuts;
 use crate::grpc::web::GrpcWeb;
 use crate::metrics::GatewayMetrics;
 use crate::process::config::GatewayConfig;
 use crate::process::ops_endpoint::GatewayProbe;
 use crate::transport::{
-    self, Admission, ConnectionLimits, Http2Settings, Listener, TrackCallsLayer,
+    self, Admission, ConnectionLimits, Http1, Http2Settings, Listener, TrackCallsLayer,
 };
 
 /// Largest request on the public listener. Every EntropyService request is a few bytes; this
@@ -317,12 +318,18 @@ impl Gateway {
                 ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
             )));
         let connect = Connect::new(self.config.connect_enabled);
+        let rest =
+            self.config.rest_enabled.then(|| Rest::new(entropy.clone(), self.readiness.clone()));
         let routes = entropy_routes(entropy, web, connect)
             .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
-            .add_service(reflection_v1alpha)
-            .prepare();
-        Ok((routes, health))
+            .add_service(reflection_v1alpha);
+        let routes = match rest {
+            // The REST routes call the same EntropyService stack (rest/mod.rs).
+            Some(rest) => crate::grpc::rest::install(routes, rest),
+            None => routes,
+        };
+        Ok((routes.prepare(), health))
     }
 
     /// The ingest listener's services: IngestService, whose requests may carry a chunk, and
@@ -340,8 +347,8 @@ impl Gateway {
     }
 
     /// The public listener: `max_connections` (as resolved), HTTP/2's smallest windows, and
-    /// HTTP/1.1 too when `http1` ([`public_http1`]).
-    fn public_listener(&self, http1: bool) -> Listener {
+    /// HTTP/1.1 too as `http1` says ([`public_http1`]).
+    fn public_listener(&self, http1: Http1) -> Listener {
         let config = &self.config;
         Listener {
             admission: Admission::new(
@@ -358,7 +365,7 @@ impl Gateway {
             ),
             http1,
             tls: match &self.tls.public {
-                Some(tls) if http1 => Some(transport::tls::with_http1(tls)),
+                Some(tls) if http1.any() => Some(transport::tls::with_http1(tls)),
                 tls => tls.clone(),
             },
             http2: Http2Settings {
@@ -403,7 +410,7 @@ impl Gateway {
                 max_frame: INGEST_MAX_FRAME,
                 ..http2_settings(config.max_streams_per_connection)
             },
-            http1: false,
+            http1: Http1::default(),
             requests: self.budget.ingest.clone(),
             events: self.metrics.transport_events("ingest"),
         }
@@ -464,12 +471,16 @@ impl Gateway {
     }
 }
 
-/// Whether the public listener admits HTTP/1.1 besides HTTP/2 (over TLS, by ALPN): for the
-/// protocols HTTP/1.1 clients speak there. gRPC-Web over plaintext (a browser speaks HTTP/2
-/// only over TLS; over TLS it negotiates HTTP/2), and Connect (curl and HTTP libraries speak
-/// HTTP/1.1 by default).
-pub(crate) fn public_http1(config: &GatewayConfig, tls: bool) -> bool {
-    (config.grpc_web_enabled && !tls) || config.connect_enabled
+/// Which HTTP/1.1 requests the public listener admits besides HTTP/2 (over TLS, by ALPN), for
+/// the protocols whose clients speak HTTP/1.1 there: POST for gRPC-Web over plaintext (a
+/// browser speaks HTTP/2 only over TLS, and negotiates it there) and for Connect (curl and
+/// HTTP libraries speak HTTP/1.1 by default); GET for the REST routes over plaintext (the
+/// original's clients; over TLS they negotiate HTTP/2).
+pub(crate) fn public_http1(config: &GatewayConfig, tls: bool) -> Http1 {
+    Http1 {
+        post: (config.grpc_web_enabled && !tls) || config.connect_enabled,
+        get: config.rest_enabled && !tls,
+    }
 }
 
 /// EntropyService as the public listener serves it: native gRPC, and the translations in front

@@ -1,15 +1,17 @@
-//! HTTP/1.1 connections, for gRPC-Web from browsers over plaintext and for Connect (off unless
-//! `grpc_web_enabled` or `connect_enabled`: `public_http1` in `process::server`): served by
-//! hyper, under the same allowances and delivery rule as HTTP/2.
+//! HTTP/1.1 connections, for gRPC-Web from browsers, Connect and the REST routes' clients (off
+//! unless `grpc_web_enabled` over plaintext, `connect_enabled` or `rest_enabled`:
+//! `public_http1` in `process::server`): served by hyper, under the same allowances and
+//! delivery rule as HTTP/2.
 //!
 //! HTTP/1.1 sends one response after another, so a response's book in the ledger is its
 //! number on the connection, which is also what the write path counts ([`super::written`]).
 //! hyper takes body frames as its write buffer drains, so a frame is recorded in the ledger as
 //! hyper takes it, cut to at most [`PIECE`] bytes. Request heads are bounded by hyper
 //! (`max_buf_size`, a header read timeout); bodies are read within the request allowances as on
-//! HTTP/2, and every request other than POST (gRPC-Web, Connect) or OPTIONS (its CORS preflight) is
+//! HTTP/2, and every request other than POST (gRPC-Web, Connect) or OPTIONS (its CORS
+//! preflight), or GET (the REST routes), each when its feature is on ([`super::Http1`]), is
 //! answered 405 with no body, here, so the write path never meets a response without a body
-//! whose head announces one.
+//! whose head announces one (HEAD is never served).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -42,7 +44,7 @@ pub(crate) const MAX_HEAD_BYTES: usize = 64 << 10;
 pub(super) async fn serve<IO, S, B>(
     io: IO,
     service: S,
-    activity: Arc<Activity>,
+    (activity, methods): (Arc<Activity>, super::Http1),
     admission: super::Admission,
     requests: Account,
     shutdown: CancellationToken,
@@ -64,7 +66,7 @@ pub(super) async fn serve<IO, S, B>(
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let number = responses.fetch_add(1, Ordering::AcqRel) + 1;
         let (activity, requests, service) = (activity.clone(), requests.clone(), service.clone());
-        respond(number, (activity, admission.clone(), requests), service, request)
+        respond(number, (activity, admission.clone(), requests, methods), service, request)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -89,7 +91,12 @@ pub(super) async fn serve<IO, S, B>(
 /// Answers request `number` of the connection.
 async fn respond<S, B>(
     number: u32,
-    (activity, admission, requests): (Arc<Activity>, super::Admission, Account),
+    (activity, admission, requests, methods): (
+        Arc<Activity>,
+        super::Admission,
+        Account,
+        super::Http1,
+    ),
     mut service: S,
     request: http::Request<Incoming>,
 ) -> Result<http::Response<Pieces<B>>, Infallible>
@@ -114,7 +121,7 @@ where
         done: false,
         call: None,
     };
-    if !matches!(*request.method(), http::Method::POST | http::Method::OPTIONS) {
+    if !methods.serves(request.method()) {
         let mut response = http::Response::new(pieces(None, None, MessageEnds::default()));
         *response.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
         response.headers_mut().insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0));

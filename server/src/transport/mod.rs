@@ -14,7 +14,7 @@
 //! - [`http2`] (h2, driven by the gateway: see there why not hyper) with a task per stream
 //!   ([`stream`]): requests read within allowances ([`request_body`]), responses sent only as
 //!   far as the peer's windows admit, each message settled ([`dues`]) when its last byte leaves;
-//!   or, for gRPC-Web over plaintext and Connect, [`http1`] (hyper).
+//!   or, for gRPC-Web, Connect and the REST routes, [`http1`] (hyper).
 //! - [`calls`]: which calls keep the connection from being idle.
 //!
 //! Every buffer counts against [`crate::domain::allowance`] accounts: per key (the key's
@@ -73,14 +73,39 @@ pub struct Listener {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Its HTTP/2 settings.
     pub http2: Http2Settings,
-    /// HTTP/1.1 too (gRPC-Web, Connect): over plaintext told apart by the HTTP/2 preface,
-    /// over TLS by ALPN (the TLS config must offer `http/1.1`: [`tls::with_http1`]); HTTP/2
-    /// only otherwise.
-    pub http1: bool,
+    /// Which HTTP/1.1 requests it serves besides HTTP/2 (none: HTTP/2 only): over plaintext
+    /// told apart by the HTTP/2 preface, over TLS by ALPN (the TLS config must offer
+    /// `http/1.1`: [`tls::with_http1`]).
+    pub http1: Http1,
     /// The process's account for this listener's requests (public requests, or ingest bodies).
     pub requests: Account,
     /// Where refusals and cuts are counted.
     pub events: crate::metrics::ListenerEvents,
+}
+
+/// The HTTP/1.1 requests a listener serves; any other method is answered 405 there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Http1 {
+    /// POST and OPTIONS (gRPC-Web and its CORS preflight).
+    pub post: bool,
+    /// GET (the REST routes).
+    pub get: bool,
+}
+
+impl Http1 {
+    /// Whether the listener speaks HTTP/1.1 at all.
+    pub fn any(self) -> bool {
+        self.post || self.get
+    }
+
+    /// Whether a request with `method` is served (else 405).
+    pub(crate) fn serves(self, method: &http::Method) -> bool {
+        match *method {
+            http::Method::POST | http::Method::OPTIONS => self.post,
+            http::Method::GET => self.get,
+            _ => false,
+        }
+    }
 }
 
 /// Serves `service` on `tcp` for `listener` until `shutdown`; then stops accepting and waits
@@ -177,11 +202,13 @@ async fn serve_connection<S, B>(
             }
             // With HTTP/1.1 offered too, ALPN says which; a client that named neither gets
             // the one its first bytes show.
-            match (listener.http1, tls.get_ref().1.alpn_protocol()) {
+            match (listener.http1.any(), tls.get_ref().1.alpn_protocol()) {
                 (true, Some(b"http/1.1")) => {
                     let io = Coalesce::with_outbound(tls, leaving).flushing_at_once();
-                    let (admission, requests) = (listener.admission, listener.requests);
-                    http1::serve(io, service, activity, admission, requests, shutdown).await;
+                    let (admission, requests, methods) =
+                        (listener.admission, listener.requests, listener.http1);
+                    http1::serve(io, service, (activity, methods), admission, requests, shutdown)
+                        .await;
                 }
                 (true, None) => {
                     serve_sniffed(tls, leaving, listener, ctx, service, shutdown).await;
@@ -192,7 +219,7 @@ async fn serve_connection<S, B>(
                 }
             }
         }
-        None if listener.http1 => {
+        None if listener.http1.any() => {
             serve_sniffed(conn, leaving, listener, ctx, service, shutdown).await;
         }
         None => {
@@ -232,10 +259,10 @@ async fn serve_sniffed<IO, S, B>(
     if is_http2 {
         http2::serve(io, listener.http2, ctx, shutdown).await;
     } else {
-        let (admission, requests, activity) =
-            (listener.admission, listener.requests, ctx.activity.clone());
+        let (admission, requests, activity, methods) =
+            (listener.admission, listener.requests, ctx.activity.clone(), listener.http1);
         let io = io.flushing_at_once();
-        http1::serve(io, service, activity, admission, requests, shutdown).await;
+        http1::serve(io, service, (activity, methods), admission, requests, shutdown).await;
     }
 }
 

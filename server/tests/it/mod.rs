@@ -14,6 +14,7 @@ mod limits;
 mod metrics;
 mod quality;
 mod quota;
+mod rest;
 mod support;
 mod surface;
 mod tls;

@@ -24,20 +24,20 @@ const KEY: &str = "web";
 
 /// An HTTP/1.1 response: status, headers (lowercase names), body (de-chunked).
 #[derive(Debug)]
-struct Http1 {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(super) struct Http1 {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
 }
 
 impl Http1 {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 }
 
 /// Sends one HTTP/1.1 request (with `Connection: close`) and reads the whole answer.
-async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<u8> {
+pub(super) async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<u8> {
     let talk = async {
         let mut tcp = TcpStream::connect(addr).await.expect("connect");
         let request = format!(
@@ -55,7 +55,7 @@ async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<u8> {
     tokio::time::timeout(Duration::from_secs(20), talk).await.expect("the server answers or closes")
 }
 
-fn parse(raw: &[u8]) -> Http1 {
+pub(super) fn parse(raw: &[u8]) -> Http1 {
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("end of headers");
     let head = std::str::from_utf8(&raw[..split]).expect("ascii head");
     let mut lines = head.split("\r\n");

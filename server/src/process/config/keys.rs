@@ -250,6 +250,13 @@ entropy_ops::config_keys! {
         connect_enabled: bool = false,
             flag(bool, "BOOL"), unit("boolean"),
             help("Serve the Connect protocol (JSON over HTTP) on the public listener");
+        /// Serve the original QRNG-DD gateway's REST routes (`GET /api/random`, `/api/integers`,
+        /// `/api/floats`, `/api/uuid`, `/api/status`, `/health`) on the public listener, each a
+        /// call on EntropyService with the same keys (headers only), quotas and bounds; over
+        /// plaintext this also admits HTTP/1.1 there.
+        rest_enabled: bool = false,
+            flag(bool, "BOOL"), unit("boolean"),
+            help("Serve the original QRNG-DD REST routes (/api/random, ...) on the public listener");
     }
     other {}
 }

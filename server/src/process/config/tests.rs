@@ -76,6 +76,7 @@ fn keys_flags_and_struct_agree() {
         grpc_web_enabled: Some(true),
         grpc_web_allowed_origins: Some(entropy_ops::config_keys::CommaList::default()),
         connect_enabled: Some(true),
+        rest_enabled: Some(true),
     };
     assert_eq!(keys_of(&flags), listed, "every config key has a flag");
 }
