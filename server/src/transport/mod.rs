@@ -191,7 +191,15 @@ async fn serve_connection<S, B>(
     match listener.tls.clone() {
         Some(config) => {
             let handshake = TlsAcceptor::from(config).accept(conn);
-            let tls = match tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, handshake).await {
+            // A connection still shaking hands at shutdown has no call to finish: it is
+            // dropped then, rather than holding the drain for up to the handshake timeout.
+            let handshake = tokio::select! {
+                done = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, handshake) => done,
+                () = shutdown.cancelled() => {
+                    return tracing::debug!("shutting down during a TLS handshake");
+                }
+            };
+            let tls = match handshake {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => return tracing::debug!("TLS handshake failed: {e}"),
                 Err(_) => return tracing::debug!("TLS handshake timed out"),

@@ -150,3 +150,22 @@ async fn the_ingest_listener_requires_a_collector_certificate() {
     assert_eq!(accepted(&t).await, 1);
     t.gw.stop().await;
 }
+
+/// Shutdown does not wait on a connection still shaking hands: a client that opened TCP and
+/// sent no ClientHello (on either listener) would otherwise hold the drain for the handshake
+/// timeout (10 s), twice the 5 s `stop` allows.
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_handshake_in_progress() {
+    let t = tls_gateway(false).await;
+    let silent_public = tokio::net::TcpStream::connect(t.gw.public).await.unwrap();
+    let silent_ingest = tokio::net::TcpStream::connect(t.gw.ingest).await.unwrap();
+    // The gateway has accepted both and is waiting for their ClientHellos.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    t.gw.stop().await;
+    assert!(started.elapsed() < TLS_HANDSHAKE_TIMEOUT, "stopped before any handshake timed out");
+    drop((silent_public, silent_ingest));
+}
+
+/// The gateway's TLS handshake timeout (transport/tls.rs).
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
