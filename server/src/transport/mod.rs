@@ -259,9 +259,16 @@ async fn serve_sniffed<IO, S, B>(
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display + Send,
 {
-    let (is_http2, io) = match sniff(io).await {
-        Ok(sniffed) => sniffed,
-        Err(e) => return tracing::debug!("connection closed before a request: {e}"),
+    // A client that sends nothing is closed after the time a request head may take, or at
+    // shutdown, which it would otherwise hold up: it has no call to finish.
+    let sniffed = tokio::select! {
+        sniffed = tokio::time::timeout(http1::HEADER_READ_TIMEOUT, sniff(io)) => sniffed,
+        () = shutdown.cancelled() => return tracing::debug!("shutting down before a request"),
+    };
+    let (is_http2, io) = match sniffed {
+        Ok(Ok(sniffed)) => sniffed,
+        Ok(Err(e)) => return tracing::debug!("connection closed before a request: {e}"),
+        Err(_) => return tracing::debug!("no request within {:?}", http1::HEADER_READ_TIMEOUT),
     };
     let io = Coalesce::with_outbound(io, leaving);
     if is_http2 {

@@ -826,3 +826,14 @@ async fn a_client_that_stops_reading_a_connect_stream_is_accounted_like_grpc() {
     assert!(drawn <= (256 << 10) + 2 * (64 << 10), "{drawn} bytes out of the pool");
     gw.stop().await;
 }
+
+/// With HTTP/1.1 admitted over plaintext, the gateway reads a connection's first bytes to tell
+/// HTTP/1.1 from HTTP/2: a client that connects and sends nothing must not hold up shutdown.
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_silent_connection_it_is_sniffing() {
+    let gw = start(test_config(|c| c.connect_enabled = true)).await;
+    let silent = tokio::net::TcpStream::connect(gw.public).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw.stop().await;
+    drop(silent);
+}
