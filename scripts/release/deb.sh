@@ -38,7 +38,7 @@ ARCH="${3:-amd64}"
 VERSION="${4:-$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml")}"
 [ -n "$VERSION" ] || { echo "deb.sh: no version" >&2; exit 2; }
 case "$ARCH" in
-  amd64) strip_tool=strip ;;
+  amd64) strip_tool="strip" ;;
   arm64) strip_tool=aarch64-linux-gnu-strip ;;
   *) echo "deb.sh: ARCH $ARCH: amd64 or arm64" >&2; exit 2 ;;
 esac

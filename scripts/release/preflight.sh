@@ -13,14 +13,18 @@
 #   PROFILE=release    quicker static builds than the shipped `dist` (trying the script only)
 #
 # Full run, in order (each step prints SKIP: and the reason when this machine cannot do it):
-#   1. actionlint on .github/workflows/ (ACTIONLINT_VERSION, installed with go install);
+#   0. every package's version is VERSION (scripts/release/versions.sh, as the workflow checks
+#      against the tag);
+#   1. actionlint on .github/workflows/ (ACTIONLINT_VERSION, installed with go install), which
+#      also runs ShellCheck (from apt) on each step's script;
 #   2. static binaries and tarballs per target (scripts/release/static.sh);
 #   3. .deb packages per target (scripts/release/deb.sh);
 #   4. the amd64 .debs installed with dpkg into a scratch root (DPKG_ROOT: their maintainer
 #      scripts run against it), each installed unit through `systemd-analyze verify`, nothing
 #      enabled or started, then `dpkg -r` and `dpkg --purge`, leaving none of their files;
 #   5. the client packages' builds, each installed the way its README says
-#      (scripts/package_check.sh);
+#      (scripts/package_check.sh), and the Maven Central jars (mvn -P release package: sources
+#      and javadoc; signing and the upload are the workflow's);
 #   6. the SBOM of each shipped program (cargo cyclonedx, CycloneDX JSON);
 #   7. the release images (deploy/Dockerfile.release) with buildah (vfs storage, chroot
 #      isolation: no daemon), for each built architecture, and each image's program run from
@@ -109,7 +113,7 @@ install_check() {
     fi
     mv "$tmp/moved" "$root/usr/bin/entropy-gateway"
     echo "ok: and with /usr/bin/entropy-gateway taken out of the root, verify fails"
-    rm -rf "$root/usr/lib/systemd/system" "$root/bin" "$root/usr/bin/kill"
+    rm -rf "${root:?}/usr/lib/systemd/system" "${root:?}/bin" "${root:?}/usr/bin/kill"
   else
     skip "systemd-analyze is not installed and could not be"
   fi
@@ -141,15 +145,20 @@ if [ -n "$QUICK" ]; then
   exit 0
 fi
 
+step "versions: every package says $VERSION (scripts/release/versions.sh)"
+scripts/release/versions.sh "$VERSION"
+
 rm -rf "$DIST"
 mkdir -p "$DIST"
 
 step "actionlint $ACTIONLINT_VERSION: .github/workflows/"
-export PATH="$(go env GOPATH)/bin:$PATH"
+apt_install shellcheck
+gopath="$(go env GOPATH)"
+export PATH="$gopath/bin:$PATH"
 if ! actionlint -version 2>/dev/null | grep -qx "${ACTIONLINT_VERSION}"; then
   go install "github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}"
 fi
-actionlint -color=never && echo "actionlint: no finding"
+actionlint -no-color && echo "actionlint: no finding"
 
 built_targets=()
 for target in $TARGETS; do
@@ -186,6 +195,14 @@ fi
 
 step "client packages: scripts/package_check.sh (each builds and installs as its README says)"
 scripts/package_check.sh
+
+step "Maven Central's jars: mvn -P release package (sources, javadoc; signing skipped, nothing uploaded)"
+(cd clients/java && mvn -B -q -ntp -P release -Dgpg.skip -DskipTests package)
+for j in "" -sources -javadoc; do
+  f="clients/java/target/entropy-client-$VERSION$j.jar"
+  [ -s "$f" ] || fail "no $f"
+  echo "$f ($(stat -c %s "$f") bytes)"
+done
 
 step "SBOM: cargo cyclonedx, one CycloneDX JSON per shipped crate"
 if ! cargo cyclonedx --version >/dev/null 2>&1; then

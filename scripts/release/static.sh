@@ -75,7 +75,10 @@ for b in "${BINARIES[@]}"; do
 done
 if [ "$arch" = "$host" ]; then
   for b in "${BINARIES[@]}"; do "$bin/$b" --help >/dev/null; done
-  "$bin/entropy-gateway" --dev 2>/dev/null && { echo "static.sh: the release gateway accepted --dev" >&2; exit 1; } || true
+  # Built without dev mode, it refuses --dev with 64 (a dev build would start serving: 124).
+  rc=0
+  timeout 5 "$bin/entropy-gateway" --dev >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 64 ] || { echo "static.sh: the release gateway took --dev (exit $rc, not 64)" >&2; exit 1; }
 fi
 echo "static, $arch: ${BINARIES[*]} ($(du -sh "$bin" | cut -f1))"
 
@@ -84,7 +87,7 @@ name="entropy-diode-$VERSION-$TARGET"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name/bin" "$stage/$name/systemd"
-strip_tool=strip
+strip_tool="strip"
 [ "$arch" = "$host" ] || strip_tool="${arch}-linux-gnu-strip"
 for b in "${BINARIES[@]}"; do
   cp "$bin/$b" "$stage/$name/bin/"
