@@ -167,7 +167,9 @@ for target in $TARGETS; do
   if [ "$arch" = "$(uname -m)" ]; then
     apt_install musl-tools
   else
+    # The cross C compiler and linker; QEMU user-mode to run what it builds (optional).
     apt_install "gcc-${arch}-linux-gnu" "binutils-${arch}-linux-gnu" || true
+    apt_install qemu-user-static || true
   fi
   rc=0
   scripts/release/static.sh "$target" "$DIST" "$VERSION" || rc=$?

@@ -73,14 +73,23 @@ for b in "${BINARIES[@]}"; do
     *) echo "static.sh: $b is for $machine, not $arch" >&2; exit 1 ;;
   esac
 done
-if [ "$arch" = "$host" ]; then
-  for b in "${BINARIES[@]}"; do "$bin/$b" --help >/dev/null; done
+# Each runs: natively, or under QEMU's user-mode emulation when it is installed (Debian:
+# qemu-user-static).
+run=()
+if [ "$arch" != "$host" ]; then
+  run=("qemu-$arch-static")
+  command -v "${run[0]}" >/dev/null || run=()
+fi
+if [ "$arch" = "$host" ] || [ ${#run[@]} -gt 0 ]; then
+  for b in "${BINARIES[@]}"; do "${run[@]}" "$bin/$b" --help >/dev/null; done
   # Built without dev mode, it refuses --dev with 64 (a dev build would start serving: 124).
   rc=0
-  timeout 5 "$bin/entropy-gateway" --dev >/dev/null 2>&1 || rc=$?
+  timeout 5 "${run[@]}" "$bin/entropy-gateway" --dev >/dev/null 2>&1 || rc=$?
   [ "$rc" = 64 ] || { echo "static.sh: the release gateway took --dev (exit $rc, not 64)" >&2; exit 1; }
+  echo "static, $arch: ${BINARIES[*]} ($(du -sh "$bin" | cut -f1)); each ran --help${run[*]:+ under ${run[*]}}"
+else
+  echo "static, $arch: ${BINARIES[*]} ($(du -sh "$bin" | cut -f1)); not run (no qemu-$arch-static)"
 fi
-echo "static, $arch: ${BINARIES[*]} ($(du -sh "$bin" | cut -f1))"
 
 # The tarball: the binaries (debug info kept out), the licence, the README and the systemd files.
 name="entropy-diode-$VERSION-$TARGET"
