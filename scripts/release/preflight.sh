@@ -41,6 +41,7 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 DIST="${DIST:-$TARGET_DIR/dist}"
 TARGETS="${TARGETS:-x86_64-unknown-linux-musl aarch64-unknown-linux-musl}"
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
+CYCLONEDX_VERSION=0.5.9 # as .github/workflows/release.yml
 SERVICES=(entropy-gateway entropy-collector entropy-feeder)
 
 started=$SECONDS
@@ -207,8 +208,8 @@ for j in "" -sources -javadoc; do
 done
 
 step "SBOM: cargo cyclonedx, one CycloneDX JSON per shipped crate"
-if ! cargo cyclonedx --version >/dev/null 2>&1; then
-  cargo install --locked cargo-cyclonedx
+if ! cargo cyclonedx --version 2>/dev/null | grep -q " $CYCLONEDX_VERSION$"; then
+  cargo install --locked "cargo-cyclonedx@$CYCLONEDX_VERSION"
 fi
 cargo cyclonedx --version
 for crate in server collector feeder clients/cli clients/mcp; do
