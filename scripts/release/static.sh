@@ -11,8 +11,9 @@
 # resolution, which must then match the glibc the binary was linked with; musl resolves names
 # itself (/etc/hosts, /etc/resolv.conf), so the collector and the feeder, which dial by name,
 # work on any distribution. TLS roots are compiled in (webpki-roots): no CA bundle is read.
-# The cost: musl's allocator is slower than glibc's under many threads (bench/README.md has the
-# glibc numbers; the container images of deploy/Dockerfile stay glibc).
+# The cost: musl's allocator is known to be slower than glibc's under many threads; how much
+# that costs this gateway is not measured yet (bench/README.md "Release builds"). The images of
+# deploy/Dockerfile, which compose builds from source, stay glibc.
 #
 # What ships: profile `dist` (release + fat LTO), the gateway without dev mode (its `dev`
 # feature: that binary refuses --dev, as the images of deploy/Dockerfile do), the collector
