@@ -212,12 +212,9 @@ if ! cargo cyclonedx --version 2>/dev/null | grep -q " $CYCLONEDX_VERSION$"; the
   cargo install --locked "cargo-cyclonedx@$CYCLONEDX_VERSION"
 fi
 cargo cyclonedx --version
-for crate in server collector feeder clients/cli clients/mcp; do
-  name="$(sed -n 's/^name = "\(.*\)"/\1/p' "$crate/Cargo.toml" | head -1)"
-  (cd "$crate" && cargo cyclonedx --format json --spec-version 1.5 \
-    --target "${built_targets[0]}" --no-build-deps --override-filename "$name-sbom" -q)
-  mv "$crate/$name-sbom.json" "$DIST/$name-$VERSION.cdx.json"
-  python3 - "$DIST/$name-$VERSION.cdx.json" <<'PY'
+scripts/release/sbom.sh "${built_targets[0]}" "$DIST" "$VERSION"
+for f in "$DIST"/*.cdx.json; do
+  python3 - "$f" <<'PY'
 import json, sys
 bom = json.load(open(sys.argv[1]))
 assert bom["bomFormat"] == "CycloneDX", bom.get("bomFormat")

@@ -53,9 +53,13 @@ else
 fi
 rustup target list --installed 2>/dev/null | grep -qx "$TARGET" || rustup target add "$TARGET"
 
+# Two builds, so that each program gets exactly its features: the gateway without any (on the
+# command line, `entropy-collector/simulator` would also switch on the gateway's optional
+# dependency on the collector library), the others with their defaults (the collector's is
+# `simulator`). The SBOMs (preflight.sh, the workflow) are made with the same features.
+cargo build --profile "$PROFILE" --locked --target "$TARGET" -p entropy-gateway --no-default-features
 cargo build --profile "$PROFILE" --locked --target "$TARGET" \
-  -p entropy-gateway -p entropy-collector -p entropy-feeder -p entropy-diode-cli -p entropy-mcp \
-  --no-default-features --features entropy-collector/simulator
+  -p entropy-collector -p entropy-feeder -p entropy-diode-cli -p entropy-mcp
 
 built="${CARGO_TARGET_DIR:-target}/$TARGET/$PROFILE"
 bin="$OUT_DIR/bin-$TARGET"
