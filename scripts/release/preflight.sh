@@ -17,19 +17,18 @@
 #      against the tag);
 #   1. actionlint on .github/workflows/ (ACTIONLINT_VERSION, installed with go install), which
 #      also runs ShellCheck (from apt) on each step's script;
-#   2. static binaries and tarballs per target (scripts/release/static.sh);
-#   3. .deb packages per target (scripts/release/deb.sh);
-#   4. the amd64 .debs installed with dpkg into a scratch root (DPKG_ROOT: their maintainer
-#      scripts run against it), each installed unit through `systemd-analyze verify`, nothing
-#      enabled or started, then `dpkg -r` and `dpkg --purge`, leaving none of their files;
-#   5. the client packages' builds, each installed the way its README says
+#   2. the client packages' builds, each installed the way its README says
 #      (scripts/package_check.sh), and the Maven Central jars (mvn -P release package: sources
 #      and javadoc; signing and the upload are the workflow's);
-#   6. the SBOM of each shipped program (cargo cyclonedx, CycloneDX JSON);
-#   7. the release images (deploy/Dockerfile.release) with buildah (vfs storage, chroot
+#   3. the SBOM of each shipped program (scripts/release/sbom.sh: cargo cyclonedx);
+#   4. per target: static binaries and tarball (scripts/release/static.sh), .deb packages
+#      (scripts/release/deb.sh), and for amd64 the .debs installed with dpkg into a scratch
+#      root (DPKG_ROOT: their maintainer scripts run against it), each installed unit through `systemd-analyze verify`, nothing
+#      enabled or started, then `dpkg -r` and `dpkg --purge`, leaving none of their files;
+#   5. the release images (deploy/Dockerfile.release) with buildah (vfs storage, chroot
 #      isolation: no daemon), for each built architecture, and each image's program run from
 #      its root filesystem (amd64);
-#   8. SHA256SUMS of the artifacts, checked.
+#   6. SHA256SUMS of the artifacts, checked.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -161,6 +160,39 @@ if ! actionlint -version 2>/dev/null | grep -qx "${ACTIONLINT_VERSION}"; then
 fi
 actionlint -no-color && echo "actionlint: no finding"
 
+step "client packages: scripts/package_check.sh (each builds and installs as its README says)"
+for d in clients/typescript clients/web; do # as clients/test.sh prepares them
+  [ -d "$d/node_modules" ] || (cd "$d" && npm ci --no-audit --no-fund --silent)
+done
+scripts/package_check.sh
+
+step "Maven Central's jars: mvn -P release package (sources, javadoc; signing skipped, nothing uploaded)"
+(cd clients/java && mvn -B -q -ntp -P release -Dgpg.skip -DskipTests package)
+for j in "" -sources -javadoc; do
+  f="clients/java/target/entropy-client-$VERSION$j.jar"
+  [ -s "$f" ] || fail "no $f"
+  echo "$f ($(stat -c %s "$f") bytes)"
+done
+
+step "SBOM: cargo cyclonedx, one CycloneDX JSON per shipped crate"
+if ! cargo cyclonedx --version 2>/dev/null | grep -q " $CYCLONEDX_VERSION$"; then
+  cargo install --locked "cargo-cyclonedx@$CYCLONEDX_VERSION"
+fi
+cargo cyclonedx --version
+scripts/release/sbom.sh "${TARGETS%% *}" "$DIST" "$VERSION"
+for f in "$DIST"/*.cdx.json; do
+  python3 - "$f" <<'PY'
+import json, sys
+bom = json.load(open(sys.argv[1]))
+assert bom["bomFormat"] == "CycloneDX", bom.get("bomFormat")
+names = {c["name"] for c in bom.get("components", [])}
+for want in ("tokio", "rustls"):
+    assert want in names, f"{sys.argv[1]}: no {want} among {len(names)} components"
+print(f"{sys.argv[1].rsplit('/', 1)[-1]}: CycloneDX {bom['specVersion']}, {len(names)} components")
+PY
+done
+
+# Per target: the static build, its .debs and, for amd64, their install check; then the next.
 built_targets=()
 for target in $TARGETS; do
   step "static build: $target (profile ${PROFILE:-dist})"
@@ -179,51 +211,18 @@ for target in $TARGETS; do
     3) skip "$target: no cross toolchain here (above)"; continue ;;
     *) fail "static build of $target" ;;
   esac
-done
-[ ${#built_targets[@]} -gt 0 ] || fail "no static build"
 
-for target in "${built_targets[@]}"; do
   deb_arch=amd64
-  [ "${target%%-*}" = aarch64 ] && deb_arch=arm64
+  [ "$arch" = aarch64 ] && deb_arch=arm64
   step ".deb packages: $deb_arch"
   scripts/release/deb.sh "$DIST/bin-$target" "$DIST" "$deb_arch" "$VERSION"
   dpkg-deb --info "$DIST/entropy-gateway_${VERSION}_${deb_arch}.deb" | grep -q "Architecture: $deb_arch" ||
     fail "entropy-gateway_${VERSION}_${deb_arch}.deb is not $deb_arch"
+  if [ "$deb_arch" = amd64 ] && [ "$(uname -m)" = x86_64 ]; then
+    install_check "$DIST" amd64
+  fi
 done
-if [ -e "$DIST/entropy-gateway_${VERSION}_amd64.deb" ]; then
-  install_check "$DIST" amd64
-else
-  skip "no amd64 .deb to install here"
-fi
-
-step "client packages: scripts/package_check.sh (each builds and installs as its README says)"
-scripts/package_check.sh
-
-step "Maven Central's jars: mvn -P release package (sources, javadoc; signing skipped, nothing uploaded)"
-(cd clients/java && mvn -B -q -ntp -P release -Dgpg.skip -DskipTests package)
-for j in "" -sources -javadoc; do
-  f="clients/java/target/entropy-client-$VERSION$j.jar"
-  [ -s "$f" ] || fail "no $f"
-  echo "$f ($(stat -c %s "$f") bytes)"
-done
-
-step "SBOM: cargo cyclonedx, one CycloneDX JSON per shipped crate"
-if ! cargo cyclonedx --version 2>/dev/null | grep -q " $CYCLONEDX_VERSION$"; then
-  cargo install --locked "cargo-cyclonedx@$CYCLONEDX_VERSION"
-fi
-cargo cyclonedx --version
-scripts/release/sbom.sh "${built_targets[0]}" "$DIST" "$VERSION"
-for f in "$DIST"/*.cdx.json; do
-  python3 - "$f" <<'PY'
-import json, sys
-bom = json.load(open(sys.argv[1]))
-assert bom["bomFormat"] == "CycloneDX", bom.get("bomFormat")
-names = {c["name"] for c in bom.get("components", [])}
-for want in ("tokio", "rustls"):
-    assert want in names, f"{sys.argv[1]}: no {want} among {len(names)} components"
-print(f"{sys.argv[1].rsplit('/', 1)[-1]}: CycloneDX {bom['specVersion']}, {len(names)} components")
-PY
-done
+[ ${#built_targets[@]} -gt 0 ] || fail "no static build"
 
 step "container images: buildah (vfs storage, chroot isolation), deploy/Dockerfile.release"
 if ! command -v buildah >/dev/null; then apt_install buildah || true; fi
