@@ -8,7 +8,8 @@
 #                                           their units verified, removed and purged (~10 s)
 #
 #   VERSION=0.2.0      the version to stamp (default: the workspace's, Cargo.toml)
-#   DIST=DIR           where the artifacts go (default: $CARGO_TARGET_DIR/dist, else target/dist)
+#   DIST=DIR           where the artifacts go (default: $CARGO_TARGET_DIR/release-artifacts,
+#                      else target/release-artifacts)
 #   TARGETS="..."      default "x86_64-unknown-linux-musl aarch64-unknown-linux-musl"
 #   PROFILE=release    quicker static builds than the shipped `dist` (trying the script only)
 #
@@ -37,7 +38,8 @@ QUICK=""
 [ "${1:-}" = "--quick" ] && QUICK=1
 VERSION="${VERSION:-$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-DIST="${DIST:-$TARGET_DIR/dist}"
+# Not $TARGET_DIR/dist: that is cargo's own directory of the `dist` profile (removed below).
+DIST="${DIST:-$TARGET_DIR/release-artifacts}"
 TARGETS="${TARGETS:-x86_64-unknown-linux-musl aarch64-unknown-linux-musl}"
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
 CYCLONEDX_VERSION=0.5.9 # as .github/workflows/release.yml
