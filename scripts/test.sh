@@ -26,8 +26,9 @@ disk_report
 # Debian packages: prometheus (promtool and the scrape test), nftables and iputils-ping (the
 # network-namespace diode test), iproute2 (namespaces), nghttp2-client (h2load, bench smoke),
 # haproxy (the balancer of the scaled-out run), faketime (the chaos rows with a skewed clock),
-# ent, rng-tools5 (rngtest) and dieharder (the statistical tests of the served bytes).
-APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy faketime ent rng-tools5 dieharder)
+# ent, rng-tools5 (rngtest) and dieharder (the statistical tests of the served bytes), shellcheck
+# (actionlint lints each workflow step's script with it).
+APT_PACKAGES=(prometheus nftables iputils-ping iproute2 nghttp2-client haproxy faketime ent rng-tools5 dieharder shellcheck)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -92,6 +93,14 @@ FUZZ_PROFILE=dev scripts/cargo/fuzz.sh "${FUZZ_SECONDS:-20}"
 # conformance reader, built later on their own, must resolve the same features:
 python3 scripts/cargo/feature_sets.py
 build_release
+
+step "release: actionlint (with ShellCheck) on .github/workflows/; the .debs from the release build installed into a scratch root, their units verified, removed and purged"
+ACTIONLINT_VERSION=v1.7.12
+if ! actionlint -version 2>/dev/null | grep -qx "$ACTIONLINT_VERSION"; then
+  go install "github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}"
+fi
+actionlint -no-color
+scripts/release/preflight.sh --quick
 
 step "smoke test: a real --dev gateway, grpcurl and the README recipes (grpcurl, ghz)"
 python3 scripts/smoke/dev.py target/release/entropy-gateway
