@@ -3,12 +3,12 @@ module github.com/entropy-diode/entropy-diode/clients/go
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
-	connectrpc.com/connect v1.21.1 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
