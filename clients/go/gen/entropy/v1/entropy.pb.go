@@ -143,7 +143,13 @@ type GetRandomRequest struct {
 	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
 	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
 	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
-	Construction  Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	Construction Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+	// commits to the values it serves, appends the receipt to its log, and answers only once the
+	// receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+	// or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+	// FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+	Receipt       bool `protobuf:"varint,5,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -206,6 +212,13 @@ func (x *GetRandomRequest) GetConstruction() Construction {
 	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
+func (x *GetRandomRequest) GetReceipt() bool {
+	if x != nil {
+		return x.Receipt
+	}
+	return false
+}
+
 // Response for GetRandom.
 type GetRandomResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -215,7 +228,10 @@ type GetRandomResponse struct {
 	// otherwise.
 	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	// Where these bytes came from.
-	Provenance    *DrawProvenance `protobuf:"bytes,3,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	Provenance *DrawProvenance `protobuf:"bytes,3,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+	// otherwise.
+	Receipt       *DrawReceipt `protobuf:"bytes,4,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +287,13 @@ func (x *GetRandomResponse) GetProvenance() *DrawProvenance {
 	return nil
 }
 
+func (x *GetRandomResponse) GetReceipt() *DrawReceipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
 // Request for StreamRandom.
 type StreamRandomRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -298,7 +321,13 @@ type StreamRandomRequest struct {
 	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
 	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
 	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
-	Construction  Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	Construction Construction `protobuf:"varint,4,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// Receipts are issued for unary draws only (GetRandom, GetIntegers, GetFloats, GetUuids): a
+	// stream's messages are cut by the reader's pace and sent as the bytes arrive, with no place
+	// to wait for a durable log append. `true` is refused with INVALID_ARGUMENT naming `receipt`,
+	// and a key holding `entropy:receipts` (every draw logged) cannot open a stream
+	// (FAILED_PRECONDITION), nothing drawn.
+	Receipt       bool `protobuf:"varint,5,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +388,13 @@ func (x *StreamRandomRequest) GetConstruction() Construction {
 		return x.Construction
 	}
 	return Construction_CONSTRUCTION_UNSPECIFIED
+}
+
+func (x *StreamRandomRequest) GetReceipt() bool {
+	if x != nil {
+		return x.Receipt
+	}
+	return false
 }
 
 // One message of a StreamRandom stream.
@@ -441,7 +477,13 @@ type GetIntegersRequest struct {
 	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
 	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
 	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
-	Construction  Construction `protobuf:"varint,5,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	Construction Construction `protobuf:"varint,5,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+	// commits to the values it serves, appends the receipt to its log, and answers only once the
+	// receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+	// or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+	// FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+	Receipt       bool `protobuf:"varint,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -511,13 +553,23 @@ func (x *GetIntegersRequest) GetConstruction() Construction {
 	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
+func (x *GetIntegersRequest) GetReceipt() bool {
+	if x != nil {
+		return x.Receipt
+	}
+	return false
+}
+
 // Response for GetIntegers.
 type GetIntegersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `count` integers, each uniform over [min, max] and independent of the others.
 	Values []int64 `protobuf:"varint,1,rep,packed,name=values,proto3" json:"values,omitempty"`
 	// Where these bytes came from.
-	Provenance    *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	Provenance *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+	// otherwise.
+	Receipt       *DrawReceipt `protobuf:"bytes,3,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +618,13 @@ func (x *GetIntegersResponse) GetProvenance() *DrawProvenance {
 	return nil
 }
 
+func (x *GetIntegersResponse) GetReceipt() *DrawReceipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
 // Request for GetFloats.
 type GetFloatsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -585,7 +644,13 @@ type GetFloatsRequest struct {
 	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
 	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
 	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
-	Construction  Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	Construction Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+	// commits to the values it serves, appends the receipt to its log, and answers only once the
+	// receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+	// or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+	// FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+	Receipt       bool `protobuf:"varint,4,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -641,13 +706,23 @@ func (x *GetFloatsRequest) GetConstruction() Construction {
 	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
+func (x *GetFloatsRequest) GetReceipt() bool {
+	if x != nil {
+		return x.Receipt
+	}
+	return false
+}
+
 // Response for GetFloats.
 type GetFloatsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `count` doubles, each k * 2^-53 for a uniform random 53-bit k, so in [0, 1).
 	Values []float64 `protobuf:"fixed64,1,rep,packed,name=values,proto3" json:"values,omitempty"`
 	// Where these bytes came from.
-	Provenance    *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	Provenance *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+	// otherwise.
+	Receipt       *DrawReceipt `protobuf:"bytes,3,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -696,6 +771,13 @@ func (x *GetFloatsResponse) GetProvenance() *DrawProvenance {
 	return nil
 }
 
+func (x *GetFloatsResponse) GetReceipt() *DrawReceipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
 // Request for GetUuids.
 type GetUuidsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -715,7 +797,13 @@ type GetUuidsRequest struct {
 	// drawn) and counts against its `drbg_bytes_per_second`; its seed bytes are drawn like any
 	// draw, as this call's `accept_kinds` allow, within its deadline (UNAVAILABLE when no seed
 	// came in time: nothing served). An unknown value: INVALID_ARGUMENT naming `construction`.
-	Construction  Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	Construction Construction `protobuf:"varint,3,opt,name=construction,proto3,enum=entropy.v1.Construction" json:"construction,omitempty"`
+	// Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+	// commits to the values it serves, appends the receipt to its log, and answers only once the
+	// receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+	// or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+	// FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+	Receipt       bool `protobuf:"varint,4,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -771,13 +859,23 @@ func (x *GetUuidsRequest) GetConstruction() Construction {
 	return Construction_CONSTRUCTION_UNSPECIFIED
 }
 
+func (x *GetUuidsRequest) GetReceipt() bool {
+	if x != nil {
+		return x.Receipt
+	}
+	return false
+}
+
 // Response for GetUuids.
 type GetUuidsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `count` version 4 UUIDs in the canonical lowercase 8-4-4-4-12 form (122 random bits each).
 	Uuids []string `protobuf:"bytes,1,rep,name=uuids,proto3" json:"uuids,omitempty"`
 	// Where these bytes came from.
-	Provenance    *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	Provenance *DrawProvenance `protobuf:"bytes,2,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+	// otherwise.
+	Receipt       *DrawReceipt `protobuf:"bytes,3,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -822,6 +920,13 @@ func (x *GetUuidsResponse) GetUuids() []string {
 func (x *GetUuidsResponse) GetProvenance() *DrawProvenance {
 	if x != nil {
 		return x.Provenance
+	}
+	return nil
+}
+
+func (x *GetUuidsResponse) GetReceipt() *DrawReceipt {
+	if x != nil {
+		return x.Receipt
 	}
 	return nil
 }
@@ -1965,64 +2070,657 @@ func (x *HeldUsage) GetRemaining() uint64 {
 	return 0
 }
 
+// A draw's receipt: the gateway's signed statement of the draw (serial, time, gateway, a digest
+// of the key's name, the request, the provenance, and a commitment to the values served, never
+// the values), and the salt that opens the commitment. docs/receipts.md specifies the bytes and
+// has test vectors; the CLI (`entropy receipt`) and the Rust and Python libraries verify them.
+type DrawReceipt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The signed receipt: its canonical bytes followed by the 64-byte Ed25519 signature. These
+	// exact bytes are leaf `serial` of the gateway's receipt log.
+	SignedReceipt []byte `protobuf:"bytes,1,opt,name=signed_receipt,json=signedReceipt,proto3" json:"signed_receipt,omitempty"`
+	// The commitment's 32-byte salt, fresh for this draw. Sent to this caller only and kept
+	// nowhere by the gateway: with it and the values, the caller can open the commitment to
+	// anyone; without it, nobody can learn the values from the receipt or the log.
+	Salt []byte `protobuf:"bytes,2,opt,name=salt,proto3" json:"salt,omitempty"`
+	// The receipt's serial (its leaf index in the log), as in `signed_receipt`.
+	Serial        uint64 `protobuf:"varint,3,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrawReceipt) Reset() {
+	*x = DrawReceipt{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrawReceipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrawReceipt) ProtoMessage() {}
+
+func (x *DrawReceipt) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrawReceipt.ProtoReflect.Descriptor instead.
+func (*DrawReceipt) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DrawReceipt) GetSignedReceipt() []byte {
+	if x != nil {
+		return x.SignedReceipt
+	}
+	return nil
+}
+
+func (x *DrawReceipt) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *DrawReceipt) GetSerial() uint64 {
+	if x != nil {
+		return x.Serial
+	}
+	return 0
+}
+
+// Request for GetPublicKey.
+type GetPublicKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPublicKeyRequest) Reset() {
+	*x = GetPublicKeyRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublicKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublicKeyRequest) ProtoMessage() {}
+
+func (x *GetPublicKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublicKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetPublicKeyRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{23}
+}
+
+// Response for GetPublicKey.
+type GetPublicKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The 32-byte Ed25519 public key (RFC 8032).
+	PublicKey []byte `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// Its key id: SHA-256 of the tag "entropy-diode/key-id/v1" and the key (docs/receipts.md).
+	KeyId []byte `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The gateway's id (`gateway_id`), as in every receipt it signs.
+	GatewayId     string `protobuf:"bytes,3,opt,name=gateway_id,json=gatewayId,proto3" json:"gateway_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPublicKeyResponse) Reset() {
+	*x = GetPublicKeyResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublicKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublicKeyResponse) ProtoMessage() {}
+
+func (x *GetPublicKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublicKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetPublicKeyResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetPublicKeyResponse) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+func (x *GetPublicKeyResponse) GetKeyId() []byte {
+	if x != nil {
+		return x.KeyId
+	}
+	return nil
+}
+
+func (x *GetPublicKeyResponse) GetGatewayId() string {
+	if x != nil {
+		return x.GatewayId
+	}
+	return ""
+}
+
+// Request for GetSignedTreeHead.
+type GetSignedTreeHeadRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignedTreeHeadRequest) Reset() {
+	*x = GetSignedTreeHeadRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignedTreeHeadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignedTreeHeadRequest) ProtoMessage() {}
+
+func (x *GetSignedTreeHeadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignedTreeHeadRequest.ProtoReflect.Descriptor instead.
+func (*GetSignedTreeHeadRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{25}
+}
+
+// Response for GetSignedTreeHead.
+type GetSignedTreeHeadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The signed tree head: its canonical bytes followed by the 64-byte Ed25519 signature.
+	SignedTreeHead []byte `protobuf:"bytes,1,opt,name=signed_tree_head,json=signedTreeHead,proto3" json:"signed_tree_head,omitempty"`
+	// The head's size (receipts in the tree), as in `signed_tree_head`.
+	TreeSize      uint64 `protobuf:"varint,2,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignedTreeHeadResponse) Reset() {
+	*x = GetSignedTreeHeadResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignedTreeHeadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignedTreeHeadResponse) ProtoMessage() {}
+
+func (x *GetSignedTreeHeadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignedTreeHeadResponse.ProtoReflect.Descriptor instead.
+func (*GetSignedTreeHeadResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetSignedTreeHeadResponse) GetSignedTreeHead() []byte {
+	if x != nil {
+		return x.SignedTreeHead
+	}
+	return nil
+}
+
+func (x *GetSignedTreeHeadResponse) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
+// Request for GetInclusionProof.
+type GetInclusionProofRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The receipt's serial: 0..`tree_size`.
+	Serial uint64 `protobuf:"varint,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	// The size of the tree to prove inclusion in: 1..=the latest signed head's size.
+	TreeSize      uint64 `protobuf:"varint,2,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInclusionProofRequest) Reset() {
+	*x = GetInclusionProofRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInclusionProofRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInclusionProofRequest) ProtoMessage() {}
+
+func (x *GetInclusionProofRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInclusionProofRequest.ProtoReflect.Descriptor instead.
+func (*GetInclusionProofRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetInclusionProofRequest) GetSerial() uint64 {
+	if x != nil {
+		return x.Serial
+	}
+	return 0
+}
+
+func (x *GetInclusionProofRequest) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
+// Response for GetInclusionProof.
+type GetInclusionProofResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The RFC 9162 inclusion path, nearest the leaf first, 32 bytes each.
+	Hashes        [][]byte `protobuf:"bytes,1,rep,name=hashes,proto3" json:"hashes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInclusionProofResponse) Reset() {
+	*x = GetInclusionProofResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInclusionProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInclusionProofResponse) ProtoMessage() {}
+
+func (x *GetInclusionProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInclusionProofResponse.ProtoReflect.Descriptor instead.
+func (*GetInclusionProofResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetInclusionProofResponse) GetHashes() [][]byte {
+	if x != nil {
+		return x.Hashes
+	}
+	return nil
+}
+
+// Request for GetConsistencyProof.
+type GetConsistencyProofRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The older tree's size: 0..=`new_size`.
+	OldSize uint64 `protobuf:"varint,1,opt,name=old_size,json=oldSize,proto3" json:"old_size,omitempty"`
+	// The newer tree's size: at most the latest signed head's size.
+	NewSize       uint64 `protobuf:"varint,2,opt,name=new_size,json=newSize,proto3" json:"new_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConsistencyProofRequest) Reset() {
+	*x = GetConsistencyProofRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConsistencyProofRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConsistencyProofRequest) ProtoMessage() {}
+
+func (x *GetConsistencyProofRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConsistencyProofRequest.ProtoReflect.Descriptor instead.
+func (*GetConsistencyProofRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetConsistencyProofRequest) GetOldSize() uint64 {
+	if x != nil {
+		return x.OldSize
+	}
+	return 0
+}
+
+func (x *GetConsistencyProofRequest) GetNewSize() uint64 {
+	if x != nil {
+		return x.NewSize
+	}
+	return 0
+}
+
+// Response for GetConsistencyProof.
+type GetConsistencyProofResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The RFC 9162 consistency proof, 32 bytes each.
+	Hashes        [][]byte `protobuf:"bytes,1,rep,name=hashes,proto3" json:"hashes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConsistencyProofResponse) Reset() {
+	*x = GetConsistencyProofResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConsistencyProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConsistencyProofResponse) ProtoMessage() {}
+
+func (x *GetConsistencyProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConsistencyProofResponse.ProtoReflect.Descriptor instead.
+func (*GetConsistencyProofResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetConsistencyProofResponse) GetHashes() [][]byte {
+	if x != nil {
+		return x.Hashes
+	}
+	return nil
+}
+
+// Request for ListReceipts.
+type ListReceiptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first serial to list.
+	StartSerial uint64 `protobuf:"varint,1,opt,name=start_serial,json=startSerial,proto3" json:"start_serial,omitempty"`
+	// The most receipts to return: 1..=1000; 0 means 1000.
+	MaxReceipts   uint32 `protobuf:"varint,2,opt,name=max_receipts,json=maxReceipts,proto3" json:"max_receipts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReceiptsRequest) Reset() {
+	*x = ListReceiptsRequest{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReceiptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReceiptsRequest) ProtoMessage() {}
+
+func (x *ListReceiptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReceiptsRequest.ProtoReflect.Descriptor instead.
+func (*ListReceiptsRequest) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListReceiptsRequest) GetStartSerial() uint64 {
+	if x != nil {
+		return x.StartSerial
+	}
+	return 0
+}
+
+func (x *ListReceiptsRequest) GetMaxReceipts() uint32 {
+	if x != nil {
+		return x.MaxReceipts
+	}
+	return 0
+}
+
+// Response for ListReceipts.
+type ListReceiptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Signed receipts, serials `start_serial`, `start_serial` + 1, ... in order.
+	SignedReceipts [][]byte `protobuf:"bytes,1,rep,name=signed_receipts,json=signedReceipts,proto3" json:"signed_receipts,omitempty"`
+	// The serial to ask for next; equal to `tree_size` when the listing reached the head.
+	NextSerial uint64 `protobuf:"varint,2,opt,name=next_serial,json=nextSerial,proto3" json:"next_serial,omitempty"`
+	// The latest signed head's size when this page was read.
+	TreeSize      uint64 `protobuf:"varint,3,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReceiptsResponse) Reset() {
+	*x = ListReceiptsResponse{}
+	mi := &file_entropy_v1_entropy_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReceiptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReceiptsResponse) ProtoMessage() {}
+
+func (x *ListReceiptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_entropy_v1_entropy_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReceiptsResponse.ProtoReflect.Descriptor instead.
+func (*ListReceiptsResponse) Descriptor() ([]byte, []int) {
+	return file_entropy_v1_entropy_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListReceiptsResponse) GetSignedReceipts() [][]byte {
+	if x != nil {
+		return x.SignedReceipts
+	}
+	return nil
+}
+
+func (x *ListReceiptsResponse) GetNextSerial() uint64 {
+	if x != nil {
+		return x.NextSerial
+	}
+	return 0
+}
+
+func (x *ListReceiptsResponse) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
 var File_entropy_v1_entropy_proto protoreflect.FileDescriptor
 
 const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\n" +
 	"\x18entropy/v1/entropy.proto\x12\n" +
-	"entropy.v1\x1a\x1bentropy/v1/provenance.proto\"\xda\x01\n" +
+	"entropy.v1\x1a\x1bentropy/v1/provenance.proto\"\xf4\x01\n" +
 	"\x10GetRandomRequest\x12\x1b\n" +
 	"\tnum_bytes\x18\x01 \x01(\rR\bnumBytes\x120\n" +
 	"\bencoding\x18\x02 \x01(\x0e2\x14.entropy.v1.EncodingR\bencoding\x129\n" +
 	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
-	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"w\n" +
+	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12\x18\n" +
+	"\areceipt\x18\x05 \x01(\bR\areceipt\"\xaa\x01\n" +
 	"\x11GetRandomResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12:\n" +
 	"\n" +
 	"provenance\x18\x03 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\xd0\x01\n" +
+	"provenance\x121\n" +
+	"\areceipt\x18\x04 \x01(\v2\x17.entropy.v1.DrawReceiptR\areceipt\"\xea\x01\n" +
 	"\x13StreamRandomRequest\x12\x1f\n" +
 	"\vchunk_bytes\x18\x01 \x01(\rR\n" +
 	"chunkBytes\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x04R\n" +
 	"totalBytes\x129\n" +
 	"\faccept_kinds\x18\x03 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
-	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"f\n" +
+	"\fconstruction\x18\x04 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12\x18\n" +
+	"\areceipt\x18\x05 \x01(\bR\areceipt\"f\n" +
 	"\x14StreamRandomResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\xc7\x01\n" +
+	"provenance\"\xe1\x01\n" +
 	"\x12GetIntegersRequest\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x03R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x03R\x03max\x12\x14\n" +
 	"\x05count\x18\x03 \x01(\rR\x05count\x129\n" +
 	"\faccept_kinds\x18\x04 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
-	"\fconstruction\x18\x05 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"i\n" +
+	"\fconstruction\x18\x05 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12\x18\n" +
+	"\areceipt\x18\x06 \x01(\bR\areceipt\"\x9c\x01\n" +
 	"\x13GetIntegersResponse\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x03R\x06values\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\xa1\x01\n" +
+	"provenance\x121\n" +
+	"\areceipt\x18\x03 \x01(\v2\x17.entropy.v1.DrawReceiptR\areceipt\"\xbb\x01\n" +
 	"\x10GetFloatsRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x129\n" +
 	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
-	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"g\n" +
+	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12\x18\n" +
+	"\areceipt\x18\x04 \x01(\bR\areceipt\"\x9a\x01\n" +
 	"\x11GetFloatsResponse\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\xa0\x01\n" +
+	"provenance\x121\n" +
+	"\areceipt\x18\x03 \x01(\v2\x17.entropy.v1.DrawReceiptR\areceipt\"\xba\x01\n" +
 	"\x0fGetUuidsRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x129\n" +
 	"\faccept_kinds\x18\x02 \x03(\x0e2\x16.entropy.v1.SourceKindR\vacceptKinds\x12<\n" +
-	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\"d\n" +
+	"\fconstruction\x18\x03 \x01(\x0e2\x18.entropy.v1.ConstructionR\fconstruction\x12\x18\n" +
+	"\areceipt\x18\x04 \x01(\bR\areceipt\"\x97\x01\n" +
 	"\x10GetUuidsResponse\x12\x14\n" +
 	"\x05uuids\x18\x01 \x03(\tR\x05uuids\x12:\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\v2\x1a.entropy.v1.DrawProvenanceR\n" +
-	"provenance\"\x12\n" +
+	"provenance\x121\n" +
+	"\areceipt\x18\x03 \x01(\v2\x17.entropy.v1.DrawReceiptR\areceipt\"\x12\n" +
 	"\x10GetStatusRequest\"\xae\b\n" +
 	"\x11GetStatusResponse\x12\x1d\n" +
 	"\n" +
@@ -2123,7 +2821,40 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\tunlimited\x18\x01 \x01(\bR\tunlimited\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x04R\x05limit\x12\x15\n" +
 	"\x06in_use\x18\x03 \x01(\x04R\x05inUse\x12\x1c\n" +
-	"\tremaining\x18\x04 \x01(\x04R\tremaining*K\n" +
+	"\tremaining\x18\x04 \x01(\x04R\tremaining\"`\n" +
+	"\vDrawReceipt\x12%\n" +
+	"\x0esigned_receipt\x18\x01 \x01(\fR\rsignedReceipt\x12\x12\n" +
+	"\x04salt\x18\x02 \x01(\fR\x04salt\x12\x16\n" +
+	"\x06serial\x18\x03 \x01(\x04R\x06serial\"\x15\n" +
+	"\x13GetPublicKeyRequest\"k\n" +
+	"\x14GetPublicKeyResponse\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x15\n" +
+	"\x06key_id\x18\x02 \x01(\fR\x05keyId\x12\x1d\n" +
+	"\n" +
+	"gateway_id\x18\x03 \x01(\tR\tgatewayId\"\x1a\n" +
+	"\x18GetSignedTreeHeadRequest\"b\n" +
+	"\x19GetSignedTreeHeadResponse\x12(\n" +
+	"\x10signed_tree_head\x18\x01 \x01(\fR\x0esignedTreeHead\x12\x1b\n" +
+	"\ttree_size\x18\x02 \x01(\x04R\btreeSize\"O\n" +
+	"\x18GetInclusionProofRequest\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\x04R\x06serial\x12\x1b\n" +
+	"\ttree_size\x18\x02 \x01(\x04R\btreeSize\"3\n" +
+	"\x19GetInclusionProofResponse\x12\x16\n" +
+	"\x06hashes\x18\x01 \x03(\fR\x06hashes\"R\n" +
+	"\x1aGetConsistencyProofRequest\x12\x19\n" +
+	"\bold_size\x18\x01 \x01(\x04R\aoldSize\x12\x19\n" +
+	"\bnew_size\x18\x02 \x01(\x04R\anewSize\"5\n" +
+	"\x1bGetConsistencyProofResponse\x12\x16\n" +
+	"\x06hashes\x18\x01 \x03(\fR\x06hashes\"[\n" +
+	"\x13ListReceiptsRequest\x12!\n" +
+	"\fstart_serial\x18\x01 \x01(\x04R\vstartSerial\x12!\n" +
+	"\fmax_receipts\x18\x02 \x01(\rR\vmaxReceipts\"}\n" +
+	"\x14ListReceiptsResponse\x12'\n" +
+	"\x0fsigned_receipts\x18\x01 \x03(\fR\x0esignedReceipts\x12\x1f\n" +
+	"\vnext_serial\x18\x02 \x01(\x04R\n" +
+	"nextSerial\x12\x1b\n" +
+	"\ttree_size\x18\x03 \x01(\x04R\btreeSize*K\n" +
 	"\bEncoding\x12\x18\n" +
 	"\x14ENCODING_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fENCODING_HEX\x10\x01\x12\x13\n" +
@@ -2136,7 +2867,13 @@ const file_entropy_v1_entropy_proto_rawDesc = "" +
 	"\bGetUuids\x12\x1b.entropy.v1.GetUuidsRequest\x1a\x1c.entropy.v1.GetUuidsResponse\x12H\n" +
 	"\tGetStatus\x12\x1c.entropy.v1.GetStatusRequest\x1a\x1d.entropy.v1.GetStatusResponse\x12Q\n" +
 	"\fCheckQuality\x12\x1f.entropy.v1.CheckQualityRequest\x1a .entropy.v1.CheckQualityResponse\x12E\n" +
-	"\bGetUsage\x12\x1b.entropy.v1.GetUsageRequest\x1a\x1c.entropy.v1.GetUsageResponseB\xb3\x01\n" +
+	"\bGetUsage\x12\x1b.entropy.v1.GetUsageRequest\x1a\x1c.entropy.v1.GetUsageResponse2\xe5\x03\n" +
+	"\x11ReceiptLogService\x12Q\n" +
+	"\fGetPublicKey\x12\x1f.entropy.v1.GetPublicKeyRequest\x1a .entropy.v1.GetPublicKeyResponse\x12`\n" +
+	"\x11GetSignedTreeHead\x12$.entropy.v1.GetSignedTreeHeadRequest\x1a%.entropy.v1.GetSignedTreeHeadResponse\x12`\n" +
+	"\x11GetInclusionProof\x12$.entropy.v1.GetInclusionProofRequest\x1a%.entropy.v1.GetInclusionProofResponse\x12f\n" +
+	"\x13GetConsistencyProof\x12&.entropy.v1.GetConsistencyProofRequest\x1a'.entropy.v1.GetConsistencyProofResponse\x12Q\n" +
+	"\fListReceipts\x12\x1f.entropy.v1.ListReceiptsRequest\x1a .entropy.v1.ListReceiptsResponseB\xb3\x01\n" +
 	"\x0ecom.entropy.v1B\fEntropyProtoP\x01ZJgithub.com/entropy-diode/entropy-diode/clients/go/gen/entropy/v1;entropyv1\xa2\x02\x03EXX\xaa\x02\n" +
 	"Entropy.V1\xca\x02\n" +
 	"Entropy\\V1\xe2\x02\x16Entropy\\V1\\GPBMetadata\xea\x02\vEntropy::V1b\x06proto3"
@@ -2154,92 +2891,117 @@ func file_entropy_v1_entropy_proto_rawDescGZIP() []byte {
 }
 
 var file_entropy_v1_entropy_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_entropy_v1_entropy_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_entropy_v1_entropy_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_entropy_v1_entropy_proto_goTypes = []any{
-	(Encoding)(0),                // 0: entropy.v1.Encoding
-	(*GetRandomRequest)(nil),     // 1: entropy.v1.GetRandomRequest
-	(*GetRandomResponse)(nil),    // 2: entropy.v1.GetRandomResponse
-	(*StreamRandomRequest)(nil),  // 3: entropy.v1.StreamRandomRequest
-	(*StreamRandomResponse)(nil), // 4: entropy.v1.StreamRandomResponse
-	(*GetIntegersRequest)(nil),   // 5: entropy.v1.GetIntegersRequest
-	(*GetIntegersResponse)(nil),  // 6: entropy.v1.GetIntegersResponse
-	(*GetFloatsRequest)(nil),     // 7: entropy.v1.GetFloatsRequest
-	(*GetFloatsResponse)(nil),    // 8: entropy.v1.GetFloatsResponse
-	(*GetUuidsRequest)(nil),      // 9: entropy.v1.GetUuidsRequest
-	(*GetUuidsResponse)(nil),     // 10: entropy.v1.GetUuidsResponse
-	(*GetStatusRequest)(nil),     // 11: entropy.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),    // 12: entropy.v1.GetStatusResponse
-	(*ClassLevel)(nil),           // 13: entropy.v1.ClassLevel
-	(*SourceStatus)(nil),         // 14: entropy.v1.SourceStatus
-	(*CheckQualityRequest)(nil),  // 15: entropy.v1.CheckQualityRequest
-	(*CheckQualityResponse)(nil), // 16: entropy.v1.CheckQualityResponse
-	(*MonteCarloPi)(nil),         // 17: entropy.v1.MonteCarloPi
-	(*Fips1402)(nil),             // 18: entropy.v1.Fips1402
-	(*GetUsageRequest)(nil),      // 19: entropy.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),     // 20: entropy.v1.GetUsageResponse
-	(*RateUsage)(nil),            // 21: entropy.v1.RateUsage
-	(*HeldUsage)(nil),            // 22: entropy.v1.HeldUsage
-	(SourceKind)(0),              // 23: entropy.v1.SourceKind
-	(Construction)(0),            // 24: entropy.v1.Construction
-	(*DrawProvenance)(nil),       // 25: entropy.v1.DrawProvenance
-	(SourceHealth)(0),            // 26: entropy.v1.SourceHealth
-	(Mixing)(0),                  // 27: entropy.v1.Mixing
+	(Encoding)(0),                       // 0: entropy.v1.Encoding
+	(*GetRandomRequest)(nil),            // 1: entropy.v1.GetRandomRequest
+	(*GetRandomResponse)(nil),           // 2: entropy.v1.GetRandomResponse
+	(*StreamRandomRequest)(nil),         // 3: entropy.v1.StreamRandomRequest
+	(*StreamRandomResponse)(nil),        // 4: entropy.v1.StreamRandomResponse
+	(*GetIntegersRequest)(nil),          // 5: entropy.v1.GetIntegersRequest
+	(*GetIntegersResponse)(nil),         // 6: entropy.v1.GetIntegersResponse
+	(*GetFloatsRequest)(nil),            // 7: entropy.v1.GetFloatsRequest
+	(*GetFloatsResponse)(nil),           // 8: entropy.v1.GetFloatsResponse
+	(*GetUuidsRequest)(nil),             // 9: entropy.v1.GetUuidsRequest
+	(*GetUuidsResponse)(nil),            // 10: entropy.v1.GetUuidsResponse
+	(*GetStatusRequest)(nil),            // 11: entropy.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),           // 12: entropy.v1.GetStatusResponse
+	(*ClassLevel)(nil),                  // 13: entropy.v1.ClassLevel
+	(*SourceStatus)(nil),                // 14: entropy.v1.SourceStatus
+	(*CheckQualityRequest)(nil),         // 15: entropy.v1.CheckQualityRequest
+	(*CheckQualityResponse)(nil),        // 16: entropy.v1.CheckQualityResponse
+	(*MonteCarloPi)(nil),                // 17: entropy.v1.MonteCarloPi
+	(*Fips1402)(nil),                    // 18: entropy.v1.Fips1402
+	(*GetUsageRequest)(nil),             // 19: entropy.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),            // 20: entropy.v1.GetUsageResponse
+	(*RateUsage)(nil),                   // 21: entropy.v1.RateUsage
+	(*HeldUsage)(nil),                   // 22: entropy.v1.HeldUsage
+	(*DrawReceipt)(nil),                 // 23: entropy.v1.DrawReceipt
+	(*GetPublicKeyRequest)(nil),         // 24: entropy.v1.GetPublicKeyRequest
+	(*GetPublicKeyResponse)(nil),        // 25: entropy.v1.GetPublicKeyResponse
+	(*GetSignedTreeHeadRequest)(nil),    // 26: entropy.v1.GetSignedTreeHeadRequest
+	(*GetSignedTreeHeadResponse)(nil),   // 27: entropy.v1.GetSignedTreeHeadResponse
+	(*GetInclusionProofRequest)(nil),    // 28: entropy.v1.GetInclusionProofRequest
+	(*GetInclusionProofResponse)(nil),   // 29: entropy.v1.GetInclusionProofResponse
+	(*GetConsistencyProofRequest)(nil),  // 30: entropy.v1.GetConsistencyProofRequest
+	(*GetConsistencyProofResponse)(nil), // 31: entropy.v1.GetConsistencyProofResponse
+	(*ListReceiptsRequest)(nil),         // 32: entropy.v1.ListReceiptsRequest
+	(*ListReceiptsResponse)(nil),        // 33: entropy.v1.ListReceiptsResponse
+	(SourceKind)(0),                     // 34: entropy.v1.SourceKind
+	(Construction)(0),                   // 35: entropy.v1.Construction
+	(*DrawProvenance)(nil),              // 36: entropy.v1.DrawProvenance
+	(SourceHealth)(0),                   // 37: entropy.v1.SourceHealth
+	(Mixing)(0),                         // 38: entropy.v1.Mixing
 }
 var file_entropy_v1_entropy_proto_depIdxs = []int32{
 	0,  // 0: entropy.v1.GetRandomRequest.encoding:type_name -> entropy.v1.Encoding
-	23, // 1: entropy.v1.GetRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 2: entropy.v1.GetRandomRequest.construction:type_name -> entropy.v1.Construction
-	25, // 3: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	23, // 4: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 5: entropy.v1.StreamRandomRequest.construction:type_name -> entropy.v1.Construction
-	25, // 6: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	23, // 7: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 8: entropy.v1.GetIntegersRequest.construction:type_name -> entropy.v1.Construction
-	25, // 9: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	23, // 10: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 11: entropy.v1.GetFloatsRequest.construction:type_name -> entropy.v1.Construction
-	25, // 12: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	23, // 13: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 14: entropy.v1.GetUuidsRequest.construction:type_name -> entropy.v1.Construction
-	25, // 15: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	14, // 16: entropy.v1.GetStatusResponse.sources:type_name -> entropy.v1.SourceStatus
-	13, // 17: entropy.v1.GetStatusResponse.pool_by_class:type_name -> entropy.v1.ClassLevel
-	23, // 18: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
-	23, // 19: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
-	26, // 20: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
-	27, // 21: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
-	23, // 22: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
-	24, // 23: entropy.v1.CheckQualityRequest.construction:type_name -> entropy.v1.Construction
-	25, // 24: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
-	17, // 25: entropy.v1.CheckQualityResponse.pi:type_name -> entropy.v1.MonteCarloPi
-	17, // 26: entropy.v1.CheckQualityResponse.pi_os_reference:type_name -> entropy.v1.MonteCarloPi
-	18, // 27: entropy.v1.CheckQualityResponse.fips140_2:type_name -> entropy.v1.Fips1402
-	21, // 28: entropy.v1.GetUsageResponse.requests:type_name -> entropy.v1.RateUsage
-	21, // 29: entropy.v1.GetUsageResponse.bytes:type_name -> entropy.v1.RateUsage
-	21, // 30: entropy.v1.GetUsageResponse.drbg_bytes:type_name -> entropy.v1.RateUsage
-	22, // 31: entropy.v1.GetUsageResponse.streams:type_name -> entropy.v1.HeldUsage
-	22, // 32: entropy.v1.GetUsageResponse.undelivered_bytes:type_name -> entropy.v1.HeldUsage
-	1,  // 33: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
-	3,  // 34: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
-	5,  // 35: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
-	7,  // 36: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
-	9,  // 37: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
-	11, // 38: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
-	15, // 39: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
-	19, // 40: entropy.v1.EntropyService.GetUsage:input_type -> entropy.v1.GetUsageRequest
-	2,  // 41: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
-	4,  // 42: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
-	6,  // 43: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
-	8,  // 44: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
-	10, // 45: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
-	12, // 46: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
-	16, // 47: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
-	20, // 48: entropy.v1.EntropyService.GetUsage:output_type -> entropy.v1.GetUsageResponse
-	41, // [41:49] is the sub-list for method output_type
-	33, // [33:41] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	34, // 1: entropy.v1.GetRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 2: entropy.v1.GetRandomRequest.construction:type_name -> entropy.v1.Construction
+	36, // 3: entropy.v1.GetRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 4: entropy.v1.GetRandomResponse.receipt:type_name -> entropy.v1.DrawReceipt
+	34, // 5: entropy.v1.StreamRandomRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 6: entropy.v1.StreamRandomRequest.construction:type_name -> entropy.v1.Construction
+	36, // 7: entropy.v1.StreamRandomResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	34, // 8: entropy.v1.GetIntegersRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 9: entropy.v1.GetIntegersRequest.construction:type_name -> entropy.v1.Construction
+	36, // 10: entropy.v1.GetIntegersResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 11: entropy.v1.GetIntegersResponse.receipt:type_name -> entropy.v1.DrawReceipt
+	34, // 12: entropy.v1.GetFloatsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 13: entropy.v1.GetFloatsRequest.construction:type_name -> entropy.v1.Construction
+	36, // 14: entropy.v1.GetFloatsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 15: entropy.v1.GetFloatsResponse.receipt:type_name -> entropy.v1.DrawReceipt
+	34, // 16: entropy.v1.GetUuidsRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 17: entropy.v1.GetUuidsRequest.construction:type_name -> entropy.v1.Construction
+	36, // 18: entropy.v1.GetUuidsResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	23, // 19: entropy.v1.GetUuidsResponse.receipt:type_name -> entropy.v1.DrawReceipt
+	14, // 20: entropy.v1.GetStatusResponse.sources:type_name -> entropy.v1.SourceStatus
+	13, // 21: entropy.v1.GetStatusResponse.pool_by_class:type_name -> entropy.v1.ClassLevel
+	34, // 22: entropy.v1.ClassLevel.kinds:type_name -> entropy.v1.SourceKind
+	34, // 23: entropy.v1.SourceStatus.kind:type_name -> entropy.v1.SourceKind
+	37, // 24: entropy.v1.SourceStatus.health:type_name -> entropy.v1.SourceHealth
+	38, // 25: entropy.v1.SourceStatus.last_mixing:type_name -> entropy.v1.Mixing
+	34, // 26: entropy.v1.CheckQualityRequest.accept_kinds:type_name -> entropy.v1.SourceKind
+	35, // 27: entropy.v1.CheckQualityRequest.construction:type_name -> entropy.v1.Construction
+	36, // 28: entropy.v1.CheckQualityResponse.provenance:type_name -> entropy.v1.DrawProvenance
+	17, // 29: entropy.v1.CheckQualityResponse.pi:type_name -> entropy.v1.MonteCarloPi
+	17, // 30: entropy.v1.CheckQualityResponse.pi_os_reference:type_name -> entropy.v1.MonteCarloPi
+	18, // 31: entropy.v1.CheckQualityResponse.fips140_2:type_name -> entropy.v1.Fips1402
+	21, // 32: entropy.v1.GetUsageResponse.requests:type_name -> entropy.v1.RateUsage
+	21, // 33: entropy.v1.GetUsageResponse.bytes:type_name -> entropy.v1.RateUsage
+	21, // 34: entropy.v1.GetUsageResponse.drbg_bytes:type_name -> entropy.v1.RateUsage
+	22, // 35: entropy.v1.GetUsageResponse.streams:type_name -> entropy.v1.HeldUsage
+	22, // 36: entropy.v1.GetUsageResponse.undelivered_bytes:type_name -> entropy.v1.HeldUsage
+	1,  // 37: entropy.v1.EntropyService.GetRandom:input_type -> entropy.v1.GetRandomRequest
+	3,  // 38: entropy.v1.EntropyService.StreamRandom:input_type -> entropy.v1.StreamRandomRequest
+	5,  // 39: entropy.v1.EntropyService.GetIntegers:input_type -> entropy.v1.GetIntegersRequest
+	7,  // 40: entropy.v1.EntropyService.GetFloats:input_type -> entropy.v1.GetFloatsRequest
+	9,  // 41: entropy.v1.EntropyService.GetUuids:input_type -> entropy.v1.GetUuidsRequest
+	11, // 42: entropy.v1.EntropyService.GetStatus:input_type -> entropy.v1.GetStatusRequest
+	15, // 43: entropy.v1.EntropyService.CheckQuality:input_type -> entropy.v1.CheckQualityRequest
+	19, // 44: entropy.v1.EntropyService.GetUsage:input_type -> entropy.v1.GetUsageRequest
+	24, // 45: entropy.v1.ReceiptLogService.GetPublicKey:input_type -> entropy.v1.GetPublicKeyRequest
+	26, // 46: entropy.v1.ReceiptLogService.GetSignedTreeHead:input_type -> entropy.v1.GetSignedTreeHeadRequest
+	28, // 47: entropy.v1.ReceiptLogService.GetInclusionProof:input_type -> entropy.v1.GetInclusionProofRequest
+	30, // 48: entropy.v1.ReceiptLogService.GetConsistencyProof:input_type -> entropy.v1.GetConsistencyProofRequest
+	32, // 49: entropy.v1.ReceiptLogService.ListReceipts:input_type -> entropy.v1.ListReceiptsRequest
+	2,  // 50: entropy.v1.EntropyService.GetRandom:output_type -> entropy.v1.GetRandomResponse
+	4,  // 51: entropy.v1.EntropyService.StreamRandom:output_type -> entropy.v1.StreamRandomResponse
+	6,  // 52: entropy.v1.EntropyService.GetIntegers:output_type -> entropy.v1.GetIntegersResponse
+	8,  // 53: entropy.v1.EntropyService.GetFloats:output_type -> entropy.v1.GetFloatsResponse
+	10, // 54: entropy.v1.EntropyService.GetUuids:output_type -> entropy.v1.GetUuidsResponse
+	12, // 55: entropy.v1.EntropyService.GetStatus:output_type -> entropy.v1.GetStatusResponse
+	16, // 56: entropy.v1.EntropyService.CheckQuality:output_type -> entropy.v1.CheckQualityResponse
+	20, // 57: entropy.v1.EntropyService.GetUsage:output_type -> entropy.v1.GetUsageResponse
+	25, // 58: entropy.v1.ReceiptLogService.GetPublicKey:output_type -> entropy.v1.GetPublicKeyResponse
+	27, // 59: entropy.v1.ReceiptLogService.GetSignedTreeHead:output_type -> entropy.v1.GetSignedTreeHeadResponse
+	29, // 60: entropy.v1.ReceiptLogService.GetInclusionProof:output_type -> entropy.v1.GetInclusionProofResponse
+	31, // 61: entropy.v1.ReceiptLogService.GetConsistencyProof:output_type -> entropy.v1.GetConsistencyProofResponse
+	33, // 62: entropy.v1.ReceiptLogService.ListReceipts:output_type -> entropy.v1.ListReceiptsResponse
+	50, // [50:63] is the sub-list for method output_type
+	37, // [37:50] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_entropy_v1_entropy_proto_init() }
@@ -2256,9 +3018,9 @@ func file_entropy_v1_entropy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_entropy_v1_entropy_proto_rawDesc), len(file_entropy_v1_entropy_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   33,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_entropy_v1_entropy_proto_goTypes,
 		DependencyIndexes: file_entropy_v1_entropy_proto_depIdxs,

@@ -481,3 +481,293 @@ var EntropyService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "entropy/v1/entropy.proto",
 }
+
+const (
+	ReceiptLogService_GetPublicKey_FullMethodName        = "/entropy.v1.ReceiptLogService/GetPublicKey"
+	ReceiptLogService_GetSignedTreeHead_FullMethodName   = "/entropy.v1.ReceiptLogService/GetSignedTreeHead"
+	ReceiptLogService_GetInclusionProof_FullMethodName   = "/entropy.v1.ReceiptLogService/GetInclusionProof"
+	ReceiptLogService_GetConsistencyProof_FullMethodName = "/entropy.v1.ReceiptLogService/GetConsistencyProof"
+	ReceiptLogService_ListReceipts_FullMethodName        = "/entropy.v1.ReceiptLogService/ListReceipts"
+)
+
+// ReceiptLogServiceClient is the client API for ReceiptLogService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+// and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+// receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+// with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+type ReceiptLogServiceClient interface {
+	// The Ed25519 key that signs receipts and heads, its key id, and the gateway's id. Check it
+	// against the key the operator published (`receipts_public_key_file`) before trusting it.
+	GetPublicKey(ctx context.Context, in *GetPublicKeyRequest, opts ...grpc.CallOption) (*GetPublicKeyResponse, error)
+	// The latest signed tree head. The gateway signs one every `receipts_head_interval_ms` while
+	// the log grows, so a receipt is covered by a head within that interval of its draw.
+	GetSignedTreeHead(ctx context.Context, in *GetSignedTreeHeadRequest, opts ...grpc.CallOption) (*GetSignedTreeHeadResponse, error)
+	// The inclusion proof of receipt `serial` in the tree of `tree_size` receipts (a signed
+	// head's size). INVALID_ARGUMENT when `serial` >= `tree_size` or `tree_size` is past the
+	// latest signed head.
+	GetInclusionProof(ctx context.Context, in *GetInclusionProofRequest, opts ...grpc.CallOption) (*GetInclusionProofResponse, error)
+	// The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
+	// INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
+	GetConsistencyProof(ctx context.Context, in *GetConsistencyProofRequest, opts ...grpc.CallOption) (*GetConsistencyProofResponse, error)
+	// Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
+	// and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+	// head, recomputes its root (proving the listing whole), and lists a key's draws by its
+	// key-name digest. Needs the `receipts:audit` scope.
+	ListReceipts(ctx context.Context, in *ListReceiptsRequest, opts ...grpc.CallOption) (*ListReceiptsResponse, error)
+}
+
+type receiptLogServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewReceiptLogServiceClient(cc grpc.ClientConnInterface) ReceiptLogServiceClient {
+	return &receiptLogServiceClient{cc}
+}
+
+func (c *receiptLogServiceClient) GetPublicKey(ctx context.Context, in *GetPublicKeyRequest, opts ...grpc.CallOption) (*GetPublicKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPublicKeyResponse)
+	err := c.cc.Invoke(ctx, ReceiptLogService_GetPublicKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *receiptLogServiceClient) GetSignedTreeHead(ctx context.Context, in *GetSignedTreeHeadRequest, opts ...grpc.CallOption) (*GetSignedTreeHeadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSignedTreeHeadResponse)
+	err := c.cc.Invoke(ctx, ReceiptLogService_GetSignedTreeHead_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *receiptLogServiceClient) GetInclusionProof(ctx context.Context, in *GetInclusionProofRequest, opts ...grpc.CallOption) (*GetInclusionProofResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetInclusionProofResponse)
+	err := c.cc.Invoke(ctx, ReceiptLogService_GetInclusionProof_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *receiptLogServiceClient) GetConsistencyProof(ctx context.Context, in *GetConsistencyProofRequest, opts ...grpc.CallOption) (*GetConsistencyProofResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetConsistencyProofResponse)
+	err := c.cc.Invoke(ctx, ReceiptLogService_GetConsistencyProof_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *receiptLogServiceClient) ListReceipts(ctx context.Context, in *ListReceiptsRequest, opts ...grpc.CallOption) (*ListReceiptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReceiptsResponse)
+	err := c.cc.Invoke(ctx, ReceiptLogService_ListReceipts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReceiptLogServiceServer is the server API for ReceiptLogService service.
+// All implementations must embed UnimplementedReceiptLogServiceServer
+// for forward compatibility.
+//
+// The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+// and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+// receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+// with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+type ReceiptLogServiceServer interface {
+	// The Ed25519 key that signs receipts and heads, its key id, and the gateway's id. Check it
+	// against the key the operator published (`receipts_public_key_file`) before trusting it.
+	GetPublicKey(context.Context, *GetPublicKeyRequest) (*GetPublicKeyResponse, error)
+	// The latest signed tree head. The gateway signs one every `receipts_head_interval_ms` while
+	// the log grows, so a receipt is covered by a head within that interval of its draw.
+	GetSignedTreeHead(context.Context, *GetSignedTreeHeadRequest) (*GetSignedTreeHeadResponse, error)
+	// The inclusion proof of receipt `serial` in the tree of `tree_size` receipts (a signed
+	// head's size). INVALID_ARGUMENT when `serial` >= `tree_size` or `tree_size` is past the
+	// latest signed head.
+	GetInclusionProof(context.Context, *GetInclusionProofRequest) (*GetInclusionProofResponse, error)
+	// The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
+	// INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
+	GetConsistencyProof(context.Context, *GetConsistencyProofRequest) (*GetConsistencyProofResponse, error)
+	// Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
+	// and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+	// head, recomputes its root (proving the listing whole), and lists a key's draws by its
+	// key-name digest. Needs the `receipts:audit` scope.
+	ListReceipts(context.Context, *ListReceiptsRequest) (*ListReceiptsResponse, error)
+	mustEmbedUnimplementedReceiptLogServiceServer()
+}
+
+// UnimplementedReceiptLogServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedReceiptLogServiceServer struct{}
+
+func (UnimplementedReceiptLogServiceServer) GetPublicKey(context.Context, *GetPublicKeyRequest) (*GetPublicKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPublicKey not implemented")
+}
+func (UnimplementedReceiptLogServiceServer) GetSignedTreeHead(context.Context, *GetSignedTreeHeadRequest) (*GetSignedTreeHeadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSignedTreeHead not implemented")
+}
+func (UnimplementedReceiptLogServiceServer) GetInclusionProof(context.Context, *GetInclusionProofRequest) (*GetInclusionProofResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetInclusionProof not implemented")
+}
+func (UnimplementedReceiptLogServiceServer) GetConsistencyProof(context.Context, *GetConsistencyProofRequest) (*GetConsistencyProofResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConsistencyProof not implemented")
+}
+func (UnimplementedReceiptLogServiceServer) ListReceipts(context.Context, *ListReceiptsRequest) (*ListReceiptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReceipts not implemented")
+}
+func (UnimplementedReceiptLogServiceServer) mustEmbedUnimplementedReceiptLogServiceServer() {}
+func (UnimplementedReceiptLogServiceServer) testEmbeddedByValue()                           {}
+
+// UnsafeReceiptLogServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ReceiptLogServiceServer will
+// result in compilation errors.
+type UnsafeReceiptLogServiceServer interface {
+	mustEmbedUnimplementedReceiptLogServiceServer()
+}
+
+func RegisterReceiptLogServiceServer(s grpc.ServiceRegistrar, srv ReceiptLogServiceServer) {
+	// If the following call panics, it indicates UnimplementedReceiptLogServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ReceiptLogService_ServiceDesc, srv)
+}
+
+func _ReceiptLogService_GetPublicKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPublicKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptLogServiceServer).GetPublicKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptLogService_GetPublicKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptLogServiceServer).GetPublicKey(ctx, req.(*GetPublicKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReceiptLogService_GetSignedTreeHead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSignedTreeHeadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptLogServiceServer).GetSignedTreeHead(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptLogService_GetSignedTreeHead_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptLogServiceServer).GetSignedTreeHead(ctx, req.(*GetSignedTreeHeadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReceiptLogService_GetInclusionProof_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInclusionProofRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptLogServiceServer).GetInclusionProof(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptLogService_GetInclusionProof_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptLogServiceServer).GetInclusionProof(ctx, req.(*GetInclusionProofRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReceiptLogService_GetConsistencyProof_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConsistencyProofRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptLogServiceServer).GetConsistencyProof(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptLogService_GetConsistencyProof_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptLogServiceServer).GetConsistencyProof(ctx, req.(*GetConsistencyProofRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReceiptLogService_ListReceipts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReceiptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptLogServiceServer).ListReceipts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptLogService_ListReceipts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptLogServiceServer).ListReceipts(ctx, req.(*ListReceiptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ReceiptLogService_ServiceDesc is the grpc.ServiceDesc for ReceiptLogService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ReceiptLogService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "entropy.v1.ReceiptLogService",
+	HandlerType: (*ReceiptLogServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetPublicKey",
+			Handler:    _ReceiptLogService_GetPublicKey_Handler,
+		},
+		{
+			MethodName: "GetSignedTreeHead",
+			Handler:    _ReceiptLogService_GetSignedTreeHead_Handler,
+		},
+		{
+			MethodName: "GetInclusionProof",
+			Handler:    _ReceiptLogService_GetInclusionProof_Handler,
+		},
+		{
+			MethodName: "GetConsistencyProof",
+			Handler:    _ReceiptLogService_GetConsistencyProof_Handler,
+		},
+		{
+			MethodName: "ListReceipts",
+			Handler:    _ReceiptLogService_ListReceipts_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "entropy/v1/entropy.proto",
+}

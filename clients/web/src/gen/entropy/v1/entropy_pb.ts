@@ -58,7 +58,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file entropy/v1/entropy.proto.
  */
 export const file_entropy_v1_entropy: GenFile = /*@__PURE__*/
-  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEiqwEKEEdldFJhbmRvbVJlcXVlc3QSEQoJbnVtX2J5dGVzGAEgASgNEiYKCGVuY29kaW5nGAIgASgOMhQuZW50cm9weS52MS5FbmNvZGluZxIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAQgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iXwoRR2V0UmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIMCgR0ZXh0GAIgASgJEi4KCnByb3ZlbmFuY2UYAyABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIp0BChNTdHJlYW1SYW5kb21SZXF1ZXN0EhMKC2NodW5rX2J5dGVzGAEgASgNEhMKC3RvdGFsX2J5dGVzGAIgASgEEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBCABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiJUChRTdHJlYW1SYW5kb21SZXNwb25zZRIMCgRkYXRhGAEgASgMEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIpsBChJHZXRJbnRlZ2Vyc1JlcXVlc3QSCwoDbWluGAEgASgDEgsKA21heBgCIAEoAxINCgVjb3VudBgDIAEoDRIsCgxhY2NlcHRfa2luZHMYBCADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAUgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iVQoTR2V0SW50ZWdlcnNSZXNwb25zZRIOCgZ2YWx1ZXMYASADKAMSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UifwoQR2V0RmxvYXRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUwoRR2V0RmxvYXRzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygBEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlIn4KD0dldFV1aWRzUmVxdWVzdBINCgVjb3VudBgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24iUQoQR2V0VXVpZHNSZXNwb25zZRINCgV1dWlkcxgBIAMoCRIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZSISChBHZXRTdGF0dXNSZXF1ZXN0IrQFChFHZXRTdGF0dXNSZXNwb25zZRISCgpwb29sX2J5dGVzGAEgASgEEhsKE3Bvb2xfY2FwYWNpdHlfYnl0ZXMYAiABKAQSIAoYcG9vbF9sb3dfd2F0ZXJtYXJrX2J5dGVzGAMgASgEEg8KB3dhaXRlcnMYBCABKAQSHAoUaW5nZXN0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSc2VydmVkX2J5dGVzX3RvdGFsGAYgASgEEh0KFWNodW5rc19hY2NlcHRlZF90b3RhbBgHIAEoBBIdChVjaHVua3NfcmVqZWN0ZWRfdG90YWwYCCABKAQSEQoJdXB0aW1lX21zGAkgASgEEh4KEWxhc3RfY2h1bmtfYWdlX21zGAogASgESACIAQESKQoHc291cmNlcxgLIAMoCzIYLmVudHJvcHkudjEuU291cmNlU3RhdHVzEg8KB3NlcnZpbmcYDCABKAgSHQoVY2h1bmtzX2RlZmVycmVkX3RvdGFsGA0gASgEEhoKEm5vdF9zZXJ2aW5nX3JlYXNvbhgOIAEoCRItCg1wb29sX2J5X2NsYXNzGA8gAygLMhYuZW50cm9weS52MS5DbGFzc0xldmVsEhsKE2V4cGlyZWRfYnl0ZXNfdG90YWwYECABKAQSFwoPbWF4X2J5dGVfYWdlX21zGBEgASgEEhsKE2V2aWN0ZWRfYnl0ZXNfdG90YWwYEiABKAQSHQoVZGlzY2FyZGVkX2J5dGVzX3RvdGFsGBMgASgEEiIKGnF1YWxpdHlfdGVzdGVkX2J5dGVzX3RvdGFsGBQgASgEEh8KF2RyYmdfc2VydmVkX2J5dGVzX3RvdGFsGBUgASgEEh0KFWRyYmdfc2VlZF9ieXRlc190b3RhbBgWIAEoBEIUChJfbGFzdF9jaHVua19hZ2VfbXMiQgoKQ2xhc3NMZXZlbBIlCgVraW5kcxgBIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBINCgVieXRlcxgCIAEoBCLoAQoMU291cmNlU3RhdHVzEhQKDGNvbGxlY3Rvcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEiQKBGtpbmQYAyABKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSKAoGaGVhbHRoGAQgASgOMhguZW50cm9weS52MS5Tb3VyY2VIZWFsdGgSHwoXY29udHJpYnV0ZWRfYnl0ZXNfdG90YWwYBSABKAQSGgoSbGFzdF9yZXBvcnRfYWdlX21zGAYgASgEEicKC2xhc3RfbWl4aW5nGAcgASgOMhIuZW50cm9weS52MS5NaXhpbmciiQEKE0NoZWNrUXVhbGl0eVJlcXVlc3QSFAoMc2FtcGxlX2J5dGVzGAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbiLUAwoUQ2hlY2tRdWFsaXR5UmVzcG9uc2USFAoMc2FtcGxlX2J5dGVzGAEgASgEEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEiUKHXNoYW5ub25fZW50cm9weV9iaXRzX3Blcl9ieXRlGAMgASgBEiEKGW1pbl9lbnRyb3B5X2JpdHNfcGVyX2J5dGUYBCABKAESEgoKY2hpX3NxdWFyZRgFIAEoARIaChJjaGlfc3F1YXJlX3BfdmFsdWUYBiABKAESDAoEbWVhbhgHIAEoARIfChJzZXJpYWxfY29ycmVsYXRpb24YCCABKAFIAIgBARIkCgJwaRgJIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEjEKD3BpX29zX3JlZmVyZW5jZRgKIAEoCzIYLmVudHJvcHkudjEuTW9udGVDYXJsb1BpEicKCWZpcHMxNDBfMhgLIAEoCzIULmVudHJvcHkudjEuRmlwczE0MDISDgoGcGFzc2VkGAwgASgIEhAKCGZhaWx1cmVzGA0gAygJEhIKCnRocmVzaG9sZHMYDiADKAlCFQoTX3NlcmlhbF9jb3JyZWxhdGlvbiJXCgxNb250ZUNhcmxvUGkSEAoIZXN0aW1hdGUYASABKAESDQoFZXJyb3IYAiABKAESFgoOc3RhbmRhcmRfZXJyb3IYAyABKAESDgoGcG9pbnRzGAQgASgEIpUBCghGaXBzMTQwMhIOCgZibG9ja3MYASABKAQSGAoQbW9ub2JpdF9mYWlsdXJlcxgCIAEoBBIWCg5wb2tlcl9mYWlsdXJlcxgDIAEoBBIVCg1ydW5zX2ZhaWx1cmVzGAQgASgEEhkKEWxvbmdfcnVuX2ZhaWx1cmVzGAUgASgEEhUKDWJsb2Nrc19mYWlsZWQYBiABKAQiEQoPR2V0VXNhZ2VSZXF1ZXN0IvgBChBHZXRVc2FnZVJlc3BvbnNlEhAKCGtleV9uYW1lGAEgASgJEicKCHJlcXVlc3RzGAIgASgLMhUuZW50cm9weS52MS5SYXRlVXNhZ2USJAoFYnl0ZXMYAyABKAsyFS5lbnRyb3B5LnYxLlJhdGVVc2FnZRIpCgpkcmJnX2J5dGVzGAQgASgLMhUuZW50cm9weS52MS5SYXRlVXNhZ2USJgoHc3RyZWFtcxgFIAEoCzIVLmVudHJvcHkudjEuSGVsZFVzYWdlEjAKEXVuZGVsaXZlcmVkX2J5dGVzGAYgASgLMhUuZW50cm9weS52MS5IZWxkVXNhZ2UigAEKCVJhdGVVc2FnZRIRCgl1bmxpbWl0ZWQYASABKAgSEgoKcGVyX3NlY29uZBgCIAEoBBINCgVidXJzdBgDIAEoBBIRCglyZW1haW5pbmcYBCABKAQSFgoObmV4dF9yZWZpbGxfbXMYBSABKAQSEgoKZnVsbF9pbl9tcxgGIAEoBCJQCglIZWxkVXNhZ2USEQoJdW5saW1pdGVkGAEgASgIEg0KBWxpbWl0GAIgASgEEg4KBmluX3VzZRgDIAEoBBIRCglyZW1haW5pbmcYBCABKAQqSwoIRW5jb2RpbmcSGAoURU5DT0RJTkdfVU5TUEVDSUZJRUQQABIQCgxFTkNPRElOR19IRVgQARITCg9FTkNPRElOR19CQVNFNjQQAjL0BAoORW50cm9weVNlcnZpY2USSAoJR2V0UmFuZG9tEhwuZW50cm9weS52MS5HZXRSYW5kb21SZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRSYW5kb21SZXNwb25zZRJTCgxTdHJlYW1SYW5kb20SHy5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlcXVlc3QaIC5lbnRyb3B5LnYxLlN0cmVhbVJhbmRvbVJlc3BvbnNlMAESTgoLR2V0SW50ZWdlcnMSHi5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVxdWVzdBofLmVudHJvcHkudjEuR2V0SW50ZWdlcnNSZXNwb25zZRJICglHZXRGbG9hdHMSHC5lbnRyb3B5LnYxLkdldEZsb2F0c1JlcXVlc3QaHS5lbnRyb3B5LnYxLkdldEZsb2F0c1Jlc3BvbnNlEkUKCEdldFV1aWRzEhsuZW50cm9weS52MS5HZXRVdWlkc1JlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFV1aWRzUmVzcG9uc2USSAoJR2V0U3RhdHVzEhwuZW50cm9weS52MS5HZXRTdGF0dXNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRTdGF0dXNSZXNwb25zZRJRCgxDaGVja1F1YWxpdHkSHy5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlcXVlc3QaIC5lbnRyb3B5LnYxLkNoZWNrUXVhbGl0eVJlc3BvbnNlEkUKCEdldFVzYWdlEhsuZW50cm9weS52MS5HZXRVc2FnZVJlcXVlc3QaHC5lbnRyb3B5LnYxLkdldFVzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_entropy_v1_provenance]);
+  fileDesc("ChhlbnRyb3B5L3YxL2VudHJvcHkucHJvdG8SCmVudHJvcHkudjEivAEKEEdldFJhbmRvbVJlcXVlc3QSEQoJbnVtX2J5dGVzGAEgASgNEiYKCGVuY29kaW5nGAIgASgOMhQuZW50cm9weS52MS5FbmNvZGluZxIsCgxhY2NlcHRfa2luZHMYAyADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAQgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24SDwoHcmVjZWlwdBgFIAEoCCKJAQoRR2V0UmFuZG9tUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIMCgR0ZXh0GAIgASgJEi4KCnByb3ZlbmFuY2UYAyABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEigKB3JlY2VpcHQYBCABKAsyFy5lbnRyb3B5LnYxLkRyYXdSZWNlaXB0Iq4BChNTdHJlYW1SYW5kb21SZXF1ZXN0EhMKC2NodW5rX2J5dGVzGAEgASgNEhMKC3RvdGFsX2J5dGVzGAIgASgEEiwKDGFjY2VwdF9raW5kcxgDIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBCABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbhIPCgdyZWNlaXB0GAUgASgIIlQKFFN0cmVhbVJhbmRvbVJlc3BvbnNlEgwKBGRhdGEYASABKAwSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2UirAEKEkdldEludGVnZXJzUmVxdWVzdBILCgNtaW4YASABKAMSCwoDbWF4GAIgASgDEg0KBWNvdW50GAMgASgNEiwKDGFjY2VwdF9raW5kcxgEIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YBSABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbhIPCgdyZWNlaXB0GAYgASgIIn8KE0dldEludGVnZXJzUmVzcG9uc2USDgoGdmFsdWVzGAEgAygDEi4KCnByb3ZlbmFuY2UYAiABKAsyGi5lbnRyb3B5LnYxLkRyYXdQcm92ZW5hbmNlEigKB3JlY2VpcHQYAyABKAsyFy5lbnRyb3B5LnYxLkRyYXdSZWNlaXB0IpABChBHZXRGbG9hdHNSZXF1ZXN0Eg0KBWNvdW50GAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbhIPCgdyZWNlaXB0GAQgASgIIn0KEUdldEZsb2F0c1Jlc3BvbnNlEg4KBnZhbHVlcxgBIAMoARIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZRIoCgdyZWNlaXB0GAMgASgLMhcuZW50cm9weS52MS5EcmF3UmVjZWlwdCKPAQoPR2V0VXVpZHNSZXF1ZXN0Eg0KBWNvdW50GAEgASgNEiwKDGFjY2VwdF9raW5kcxgCIAMoDjIWLmVudHJvcHkudjEuU291cmNlS2luZBIuCgxjb25zdHJ1Y3Rpb24YAyABKA4yGC5lbnRyb3B5LnYxLkNvbnN0cnVjdGlvbhIPCgdyZWNlaXB0GAQgASgIInsKEEdldFV1aWRzUmVzcG9uc2USDQoFdXVpZHMYASADKAkSLgoKcHJvdmVuYW5jZRgCIAEoCzIaLmVudHJvcHkudjEuRHJhd1Byb3ZlbmFuY2USKAoHcmVjZWlwdBgDIAEoCzIXLmVudHJvcHkudjEuRHJhd1JlY2VpcHQiEgoQR2V0U3RhdHVzUmVxdWVzdCK0BQoRR2V0U3RhdHVzUmVzcG9uc2USEgoKcG9vbF9ieXRlcxgBIAEoBBIbChNwb29sX2NhcGFjaXR5X2J5dGVzGAIgASgEEiAKGHBvb2xfbG93X3dhdGVybWFya19ieXRlcxgDIAEoBBIPCgd3YWl0ZXJzGAQgASgEEhwKFGluZ2VzdGVkX2J5dGVzX3RvdGFsGAUgASgEEhoKEnNlcnZlZF9ieXRlc190b3RhbBgGIAEoBBIdChVjaHVua3NfYWNjZXB0ZWRfdG90YWwYByABKAQSHQoVY2h1bmtzX3JlamVjdGVkX3RvdGFsGAggASgEEhEKCXVwdGltZV9tcxgJIAEoBBIeChFsYXN0X2NodW5rX2FnZV9tcxgKIAEoBEgAiAEBEikKB3NvdXJjZXMYCyADKAsyGC5lbnRyb3B5LnYxLlNvdXJjZVN0YXR1cxIPCgdzZXJ2aW5nGAwgASgIEh0KFWNodW5rc19kZWZlcnJlZF90b3RhbBgNIAEoBBIaChJub3Rfc2VydmluZ19yZWFzb24YDiABKAkSLQoNcG9vbF9ieV9jbGFzcxgPIAMoCzIWLmVudHJvcHkudjEuQ2xhc3NMZXZlbBIbChNleHBpcmVkX2J5dGVzX3RvdGFsGBAgASgEEhcKD21heF9ieXRlX2FnZV9tcxgRIAEoBBIbChNldmljdGVkX2J5dGVzX3RvdGFsGBIgASgEEh0KFWRpc2NhcmRlZF9ieXRlc190b3RhbBgTIAEoBBIiChpxdWFsaXR5X3Rlc3RlZF9ieXRlc190b3RhbBgUIAEoBBIfChdkcmJnX3NlcnZlZF9ieXRlc190b3RhbBgVIAEoBBIdChVkcmJnX3NlZWRfYnl0ZXNfdG90YWwYFiABKARCFAoSX2xhc3RfY2h1bmtfYWdlX21zIkIKCkNsYXNzTGV2ZWwSJQoFa2luZHMYASADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSDQoFYnl0ZXMYAiABKAQi6AEKDFNvdXJjZVN0YXR1cxIUCgxjb2xsZWN0b3JfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIkCgRraW5kGAMgASgOMhYuZW50cm9weS52MS5Tb3VyY2VLaW5kEigKBmhlYWx0aBgEIAEoDjIYLmVudHJvcHkudjEuU291cmNlSGVhbHRoEh8KF2NvbnRyaWJ1dGVkX2J5dGVzX3RvdGFsGAUgASgEEhoKEmxhc3RfcmVwb3J0X2FnZV9tcxgGIAEoBBInCgtsYXN0X21peGluZxgHIAEoDjISLmVudHJvcHkudjEuTWl4aW5nIokBChNDaGVja1F1YWxpdHlSZXF1ZXN0EhQKDHNhbXBsZV9ieXRlcxgBIAEoDRIsCgxhY2NlcHRfa2luZHMYAiADKA4yFi5lbnRyb3B5LnYxLlNvdXJjZUtpbmQSLgoMY29uc3RydWN0aW9uGAMgASgOMhguZW50cm9weS52MS5Db25zdHJ1Y3Rpb24i1AMKFENoZWNrUXVhbGl0eVJlc3BvbnNlEhQKDHNhbXBsZV9ieXRlcxgBIAEoBBIuCgpwcm92ZW5hbmNlGAIgASgLMhouZW50cm9weS52MS5EcmF3UHJvdmVuYW5jZRIlCh1zaGFubm9uX2VudHJvcHlfYml0c19wZXJfYnl0ZRgDIAEoARIhChltaW5fZW50cm9weV9iaXRzX3Blcl9ieXRlGAQgASgBEhIKCmNoaV9zcXVhcmUYBSABKAESGgoSY2hpX3NxdWFyZV9wX3ZhbHVlGAYgASgBEgwKBG1lYW4YByABKAESHwoSc2VyaWFsX2NvcnJlbGF0aW9uGAggASgBSACIAQESJAoCcGkYCSABKAsyGC5lbnRyb3B5LnYxLk1vbnRlQ2FybG9QaRIxCg9waV9vc19yZWZlcmVuY2UYCiABKAsyGC5lbnRyb3B5LnYxLk1vbnRlQ2FybG9QaRInCglmaXBzMTQwXzIYCyABKAsyFC5lbnRyb3B5LnYxLkZpcHMxNDAyEg4KBnBhc3NlZBgMIAEoCBIQCghmYWlsdXJlcxgNIAMoCRISCgp0aHJlc2hvbGRzGA4gAygJQhUKE19zZXJpYWxfY29ycmVsYXRpb24iVwoMTW9udGVDYXJsb1BpEhAKCGVzdGltYXRlGAEgASgBEg0KBWVycm9yGAIgASgBEhYKDnN0YW5kYXJkX2Vycm9yGAMgASgBEg4KBnBvaW50cxgEIAEoBCKVAQoIRmlwczE0MDISDgoGYmxvY2tzGAEgASgEEhgKEG1vbm9iaXRfZmFpbHVyZXMYAiABKAQSFgoOcG9rZXJfZmFpbHVyZXMYAyABKAQSFQoNcnVuc19mYWlsdXJlcxgEIAEoBBIZChFsb25nX3J1bl9mYWlsdXJlcxgFIAEoBBIVCg1ibG9ja3NfZmFpbGVkGAYgASgEIhEKD0dldFVzYWdlUmVxdWVzdCL4AQoQR2V0VXNhZ2VSZXNwb25zZRIQCghrZXlfbmFtZRgBIAEoCRInCghyZXF1ZXN0cxgCIAEoCzIVLmVudHJvcHkudjEuUmF0ZVVzYWdlEiQKBWJ5dGVzGAMgASgLMhUuZW50cm9weS52MS5SYXRlVXNhZ2USKQoKZHJiZ19ieXRlcxgEIAEoCzIVLmVudHJvcHkudjEuUmF0ZVVzYWdlEiYKB3N0cmVhbXMYBSABKAsyFS5lbnRyb3B5LnYxLkhlbGRVc2FnZRIwChF1bmRlbGl2ZXJlZF9ieXRlcxgGIAEoCzIVLmVudHJvcHkudjEuSGVsZFVzYWdlIoABCglSYXRlVXNhZ2USEQoJdW5saW1pdGVkGAEgASgIEhIKCnBlcl9zZWNvbmQYAiABKAQSDQoFYnVyc3QYAyABKAQSEQoJcmVtYWluaW5nGAQgASgEEhYKDm5leHRfcmVmaWxsX21zGAUgASgEEhIKCmZ1bGxfaW5fbXMYBiABKAQiUAoJSGVsZFVzYWdlEhEKCXVubGltaXRlZBgBIAEoCBINCgVsaW1pdBgCIAEoBBIOCgZpbl91c2UYAyABKAQSEQoJcmVtYWluaW5nGAQgASgEIkMKC0RyYXdSZWNlaXB0EhYKDnNpZ25lZF9yZWNlaXB0GAEgASgMEgwKBHNhbHQYAiABKAwSDgoGc2VyaWFsGAMgASgEIhUKE0dldFB1YmxpY0tleVJlcXVlc3QiTgoUR2V0UHVibGljS2V5UmVzcG9uc2USEgoKcHVibGljX2tleRgBIAEoDBIOCgZrZXlfaWQYAiABKAwSEgoKZ2F0ZXdheV9pZBgDIAEoCSIaChhHZXRTaWduZWRUcmVlSGVhZFJlcXVlc3QiSAoZR2V0U2lnbmVkVHJlZUhlYWRSZXNwb25zZRIYChBzaWduZWRfdHJlZV9oZWFkGAEgASgMEhEKCXRyZWVfc2l6ZRgCIAEoBCI9ChhHZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QSDgoGc2VyaWFsGAEgASgEEhEKCXRyZWVfc2l6ZRgCIAEoBCIrChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEg4KBmhhc2hlcxgBIAMoDCJAChpHZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBIQCghvbGRfc2l6ZRgBIAEoBBIQCghuZXdfc2l6ZRgCIAEoBCItChtHZXRDb25zaXN0ZW5jeVByb29mUmVzcG9uc2USDgoGaGFzaGVzGAEgAygMIkEKE0xpc3RSZWNlaXB0c1JlcXVlc3QSFAoMc3RhcnRfc2VyaWFsGAEgASgEEhQKDG1heF9yZWNlaXB0cxgCIAEoDSJXChRMaXN0UmVjZWlwdHNSZXNwb25zZRIXCg9zaWduZWRfcmVjZWlwdHMYASADKAwSEwoLbmV4dF9zZXJpYWwYAiABKAQSEQoJdHJlZV9zaXplGAMgASgEKksKCEVuY29kaW5nEhgKFEVOQ09ESU5HX1VOU1BFQ0lGSUVEEAASEAoMRU5DT0RJTkdfSEVYEAESEwoPRU5DT0RJTkdfQkFTRTY0EAIy9AQKDkVudHJvcHlTZXJ2aWNlEkgKCUdldFJhbmRvbRIcLmVudHJvcHkudjEuR2V0UmFuZG9tUmVxdWVzdBodLmVudHJvcHkudjEuR2V0UmFuZG9tUmVzcG9uc2USUwoMU3RyZWFtUmFuZG9tEh8uZW50cm9weS52MS5TdHJlYW1SYW5kb21SZXF1ZXN0GiAuZW50cm9weS52MS5TdHJlYW1SYW5kb21SZXNwb25zZTABEk4KC0dldEludGVnZXJzEh4uZW50cm9weS52MS5HZXRJbnRlZ2Vyc1JlcXVlc3QaHy5lbnRyb3B5LnYxLkdldEludGVnZXJzUmVzcG9uc2USSAoJR2V0RmxvYXRzEhwuZW50cm9weS52MS5HZXRGbG9hdHNSZXF1ZXN0Gh0uZW50cm9weS52MS5HZXRGbG9hdHNSZXNwb25zZRJFCghHZXRVdWlkcxIbLmVudHJvcHkudjEuR2V0VXVpZHNSZXF1ZXN0GhwuZW50cm9weS52MS5HZXRVdWlkc1Jlc3BvbnNlEkgKCUdldFN0YXR1cxIcLmVudHJvcHkudjEuR2V0U3RhdHVzUmVxdWVzdBodLmVudHJvcHkudjEuR2V0U3RhdHVzUmVzcG9uc2USUQoMQ2hlY2tRdWFsaXR5Eh8uZW50cm9weS52MS5DaGVja1F1YWxpdHlSZXF1ZXN0GiAuZW50cm9weS52MS5DaGVja1F1YWxpdHlSZXNwb25zZRJFCghHZXRVc2FnZRIbLmVudHJvcHkudjEuR2V0VXNhZ2VSZXF1ZXN0GhwuZW50cm9weS52MS5HZXRVc2FnZVJlc3BvbnNlMuUDChFSZWNlaXB0TG9nU2VydmljZRJRCgxHZXRQdWJsaWNLZXkSHy5lbnRyb3B5LnYxLkdldFB1YmxpY0tleVJlcXVlc3QaIC5lbnRyb3B5LnYxLkdldFB1YmxpY0tleVJlc3BvbnNlEmAKEUdldFNpZ25lZFRyZWVIZWFkEiQuZW50cm9weS52MS5HZXRTaWduZWRUcmVlSGVhZFJlcXVlc3QaJS5lbnRyb3B5LnYxLkdldFNpZ25lZFRyZWVIZWFkUmVzcG9uc2USYAoRR2V0SW5jbHVzaW9uUHJvb2YSJC5lbnRyb3B5LnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBolLmVudHJvcHkudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRJmChNHZXRDb25zaXN0ZW5jeVByb29mEiYuZW50cm9weS52MS5HZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBonLmVudHJvcHkudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlc3BvbnNlElEKDExpc3RSZWNlaXB0cxIfLmVudHJvcHkudjEuTGlzdFJlY2VpcHRzUmVxdWVzdBogLmVudHJvcHkudjEuTGlzdFJlY2VpcHRzUmVzcG9uc2ViBnByb3RvMw", [file_entropy_v1_provenance]);
 
 /**
  * Request for GetRandom.
@@ -105,6 +105,17 @@ export type GetRandomRequest = Message<"entropy.v1.GetRandomRequest"> & {
    * @generated from field: entropy.v1.Construction construction = 4;
    */
   construction: Construction;
+
+  /**
+   * Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+   * commits to the values it serves, appends the receipt to its log, and answers only once the
+   * receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+   * or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+   * FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+   *
+   * @generated from field: bool receipt = 5;
+   */
+  receipt: boolean;
 };
 
 /**
@@ -141,6 +152,14 @@ export type GetRandomResponse = Message<"entropy.v1.GetRandomResponse"> & {
    * @generated from field: entropy.v1.DrawProvenance provenance = 3;
    */
   provenance?: DrawProvenance | undefined;
+
+  /**
+   * The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+   * otherwise.
+   *
+   * @generated from field: entropy.v1.DrawReceipt receipt = 4;
+   */
+  receipt?: DrawReceipt | undefined;
 };
 
 /**
@@ -200,6 +219,17 @@ export type StreamRandomRequest = Message<"entropy.v1.StreamRandomRequest"> & {
    * @generated from field: entropy.v1.Construction construction = 4;
    */
   construction: Construction;
+
+  /**
+   * Receipts are issued for unary draws only (GetRandom, GetIntegers, GetFloats, GetUuids): a
+   * stream's messages are cut by the reader's pace and sent as the bytes arrive, with no place
+   * to wait for a durable log append. `true` is refused with INVALID_ARGUMENT naming `receipt`,
+   * and a key holding `entropy:receipts` (every draw logged) cannot open a stream
+   * (FAILED_PRECONDITION), nothing drawn.
+   *
+   * @generated from field: bool receipt = 5;
+   */
+  receipt: boolean;
 };
 
 /**
@@ -290,6 +320,17 @@ export type GetIntegersRequest = Message<"entropy.v1.GetIntegersRequest"> & {
    * @generated from field: entropy.v1.Construction construction = 5;
    */
   construction: Construction;
+
+  /**
+   * Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+   * commits to the values it serves, appends the receipt to its log, and answers only once the
+   * receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+   * or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+   * FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+   *
+   * @generated from field: bool receipt = 6;
+   */
+  receipt: boolean;
 };
 
 /**
@@ -318,6 +359,14 @@ export type GetIntegersResponse = Message<"entropy.v1.GetIntegersResponse"> & {
    * @generated from field: entropy.v1.DrawProvenance provenance = 2;
    */
   provenance?: DrawProvenance | undefined;
+
+  /**
+   * The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+   * otherwise.
+   *
+   * @generated from field: entropy.v1.DrawReceipt receipt = 3;
+   */
+  receipt?: DrawReceipt | undefined;
 };
 
 /**
@@ -364,6 +413,17 @@ export type GetFloatsRequest = Message<"entropy.v1.GetFloatsRequest"> & {
    * @generated from field: entropy.v1.Construction construction = 3;
    */
   construction: Construction;
+
+  /**
+   * Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+   * commits to the values it serves, appends the receipt to its log, and answers only once the
+   * receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+   * or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+   * FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+   *
+   * @generated from field: bool receipt = 4;
+   */
+  receipt: boolean;
 };
 
 /**
@@ -392,6 +452,14 @@ export type GetFloatsResponse = Message<"entropy.v1.GetFloatsResponse"> & {
    * @generated from field: entropy.v1.DrawProvenance provenance = 2;
    */
   provenance?: DrawProvenance | undefined;
+
+  /**
+   * The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+   * otherwise.
+   *
+   * @generated from field: entropy.v1.DrawReceipt receipt = 3;
+   */
+  receipt?: DrawReceipt | undefined;
 };
 
 /**
@@ -438,6 +506,17 @@ export type GetUuidsRequest = Message<"entropy.v1.GetUuidsRequest"> & {
    * @generated from field: entropy.v1.Construction construction = 3;
    */
   construction: Construction;
+
+  /**
+   * Ask for a signed receipt of this draw (`DrawReceipt`, docs/receipts.md): the gateway
+   * commits to the values it serves, appends the receipt to its log, and answers only once the
+   * receipt is durable. A key with the `entropy:receipts` scope gets one with every draw, asked
+   * or not. A gateway with no receipt log (`receipts_dir` unset) refuses the call with
+   * FAILED_PRECONDITION, nothing drawn; a log that cannot take the receipt: UNAVAILABLE.
+   *
+   * @generated from field: bool receipt = 4;
+   */
+  receipt: boolean;
 };
 
 /**
@@ -466,6 +545,14 @@ export type GetUuidsResponse = Message<"entropy.v1.GetUuidsResponse"> & {
    * @generated from field: entropy.v1.DrawProvenance provenance = 2;
    */
   provenance?: DrawProvenance | undefined;
+
+  /**
+   * The draw's receipt, when asked for or when the key holds `entropy:receipts`; absent
+   * otherwise.
+   *
+   * @generated from field: entropy.v1.DrawReceipt receipt = 3;
+   */
+  receipt?: DrawReceipt | undefined;
 };
 
 /**
@@ -1185,6 +1272,301 @@ export const HeldUsageSchema: GenMessage<HeldUsage> = /*@__PURE__*/
   messageDesc(file_entropy_v1_entropy, 21);
 
 /**
+ * A draw's receipt: the gateway's signed statement of the draw (serial, time, gateway, a digest
+ * of the key's name, the request, the provenance, and a commitment to the values served, never
+ * the values), and the salt that opens the commitment. docs/receipts.md specifies the bytes and
+ * has test vectors; the CLI (`entropy receipt`) and the Rust and Python libraries verify them.
+ *
+ * @generated from message entropy.v1.DrawReceipt
+ */
+export type DrawReceipt = Message<"entropy.v1.DrawReceipt"> & {
+  /**
+   * The signed receipt: its canonical bytes followed by the 64-byte Ed25519 signature. These
+   * exact bytes are leaf `serial` of the gateway's receipt log.
+   *
+   * @generated from field: bytes signed_receipt = 1;
+   */
+  signedReceipt: Uint8Array;
+
+  /**
+   * The commitment's 32-byte salt, fresh for this draw. Sent to this caller only and kept
+   * nowhere by the gateway: with it and the values, the caller can open the commitment to
+   * anyone; without it, nobody can learn the values from the receipt or the log.
+   *
+   * @generated from field: bytes salt = 2;
+   */
+  salt: Uint8Array;
+
+  /**
+   * The receipt's serial (its leaf index in the log), as in `signed_receipt`.
+   *
+   * @generated from field: uint64 serial = 3;
+   */
+  serial: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.DrawReceipt.
+ * Use `create(DrawReceiptSchema)` to create a new message.
+ */
+export const DrawReceiptSchema: GenMessage<DrawReceipt> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 22);
+
+/**
+ * Request for GetPublicKey.
+ *
+ * @generated from message entropy.v1.GetPublicKeyRequest
+ */
+export type GetPublicKeyRequest = Message<"entropy.v1.GetPublicKeyRequest"> & {
+};
+
+/**
+ * Describes the message entropy.v1.GetPublicKeyRequest.
+ * Use `create(GetPublicKeyRequestSchema)` to create a new message.
+ */
+export const GetPublicKeyRequestSchema: GenMessage<GetPublicKeyRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 23);
+
+/**
+ * Response for GetPublicKey.
+ *
+ * @generated from message entropy.v1.GetPublicKeyResponse
+ */
+export type GetPublicKeyResponse = Message<"entropy.v1.GetPublicKeyResponse"> & {
+  /**
+   * The 32-byte Ed25519 public key (RFC 8032).
+   *
+   * @generated from field: bytes public_key = 1;
+   */
+  publicKey: Uint8Array;
+
+  /**
+   * Its key id: SHA-256 of the tag "entropy-diode/key-id/v1" and the key (docs/receipts.md).
+   *
+   * @generated from field: bytes key_id = 2;
+   */
+  keyId: Uint8Array;
+
+  /**
+   * The gateway's id (`gateway_id`), as in every receipt it signs.
+   *
+   * @generated from field: string gateway_id = 3;
+   */
+  gatewayId: string;
+};
+
+/**
+ * Describes the message entropy.v1.GetPublicKeyResponse.
+ * Use `create(GetPublicKeyResponseSchema)` to create a new message.
+ */
+export const GetPublicKeyResponseSchema: GenMessage<GetPublicKeyResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 24);
+
+/**
+ * Request for GetSignedTreeHead.
+ *
+ * @generated from message entropy.v1.GetSignedTreeHeadRequest
+ */
+export type GetSignedTreeHeadRequest = Message<"entropy.v1.GetSignedTreeHeadRequest"> & {
+};
+
+/**
+ * Describes the message entropy.v1.GetSignedTreeHeadRequest.
+ * Use `create(GetSignedTreeHeadRequestSchema)` to create a new message.
+ */
+export const GetSignedTreeHeadRequestSchema: GenMessage<GetSignedTreeHeadRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 25);
+
+/**
+ * Response for GetSignedTreeHead.
+ *
+ * @generated from message entropy.v1.GetSignedTreeHeadResponse
+ */
+export type GetSignedTreeHeadResponse = Message<"entropy.v1.GetSignedTreeHeadResponse"> & {
+  /**
+   * The signed tree head: its canonical bytes followed by the 64-byte Ed25519 signature.
+   *
+   * @generated from field: bytes signed_tree_head = 1;
+   */
+  signedTreeHead: Uint8Array;
+
+  /**
+   * The head's size (receipts in the tree), as in `signed_tree_head`.
+   *
+   * @generated from field: uint64 tree_size = 2;
+   */
+  treeSize: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.GetSignedTreeHeadResponse.
+ * Use `create(GetSignedTreeHeadResponseSchema)` to create a new message.
+ */
+export const GetSignedTreeHeadResponseSchema: GenMessage<GetSignedTreeHeadResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 26);
+
+/**
+ * Request for GetInclusionProof.
+ *
+ * @generated from message entropy.v1.GetInclusionProofRequest
+ */
+export type GetInclusionProofRequest = Message<"entropy.v1.GetInclusionProofRequest"> & {
+  /**
+   * The receipt's serial: 0..`tree_size`.
+   *
+   * @generated from field: uint64 serial = 1;
+   */
+  serial: bigint;
+
+  /**
+   * The size of the tree to prove inclusion in: 1..=the latest signed head's size.
+   *
+   * @generated from field: uint64 tree_size = 2;
+   */
+  treeSize: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.GetInclusionProofRequest.
+ * Use `create(GetInclusionProofRequestSchema)` to create a new message.
+ */
+export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 27);
+
+/**
+ * Response for GetInclusionProof.
+ *
+ * @generated from message entropy.v1.GetInclusionProofResponse
+ */
+export type GetInclusionProofResponse = Message<"entropy.v1.GetInclusionProofResponse"> & {
+  /**
+   * The RFC 9162 inclusion path, nearest the leaf first, 32 bytes each.
+   *
+   * @generated from field: repeated bytes hashes = 1;
+   */
+  hashes: Uint8Array[];
+};
+
+/**
+ * Describes the message entropy.v1.GetInclusionProofResponse.
+ * Use `create(GetInclusionProofResponseSchema)` to create a new message.
+ */
+export const GetInclusionProofResponseSchema: GenMessage<GetInclusionProofResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 28);
+
+/**
+ * Request for GetConsistencyProof.
+ *
+ * @generated from message entropy.v1.GetConsistencyProofRequest
+ */
+export type GetConsistencyProofRequest = Message<"entropy.v1.GetConsistencyProofRequest"> & {
+  /**
+   * The older tree's size: 0..=`new_size`.
+   *
+   * @generated from field: uint64 old_size = 1;
+   */
+  oldSize: bigint;
+
+  /**
+   * The newer tree's size: at most the latest signed head's size.
+   *
+   * @generated from field: uint64 new_size = 2;
+   */
+  newSize: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.GetConsistencyProofRequest.
+ * Use `create(GetConsistencyProofRequestSchema)` to create a new message.
+ */
+export const GetConsistencyProofRequestSchema: GenMessage<GetConsistencyProofRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 29);
+
+/**
+ * Response for GetConsistencyProof.
+ *
+ * @generated from message entropy.v1.GetConsistencyProofResponse
+ */
+export type GetConsistencyProofResponse = Message<"entropy.v1.GetConsistencyProofResponse"> & {
+  /**
+   * The RFC 9162 consistency proof, 32 bytes each.
+   *
+   * @generated from field: repeated bytes hashes = 1;
+   */
+  hashes: Uint8Array[];
+};
+
+/**
+ * Describes the message entropy.v1.GetConsistencyProofResponse.
+ * Use `create(GetConsistencyProofResponseSchema)` to create a new message.
+ */
+export const GetConsistencyProofResponseSchema: GenMessage<GetConsistencyProofResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 30);
+
+/**
+ * Request for ListReceipts.
+ *
+ * @generated from message entropy.v1.ListReceiptsRequest
+ */
+export type ListReceiptsRequest = Message<"entropy.v1.ListReceiptsRequest"> & {
+  /**
+   * The first serial to list.
+   *
+   * @generated from field: uint64 start_serial = 1;
+   */
+  startSerial: bigint;
+
+  /**
+   * The most receipts to return: 1..=1000; 0 means 1000.
+   *
+   * @generated from field: uint32 max_receipts = 2;
+   */
+  maxReceipts: number;
+};
+
+/**
+ * Describes the message entropy.v1.ListReceiptsRequest.
+ * Use `create(ListReceiptsRequestSchema)` to create a new message.
+ */
+export const ListReceiptsRequestSchema: GenMessage<ListReceiptsRequest> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 31);
+
+/**
+ * Response for ListReceipts.
+ *
+ * @generated from message entropy.v1.ListReceiptsResponse
+ */
+export type ListReceiptsResponse = Message<"entropy.v1.ListReceiptsResponse"> & {
+  /**
+   * Signed receipts, serials `start_serial`, `start_serial` + 1, ... in order.
+   *
+   * @generated from field: repeated bytes signed_receipts = 1;
+   */
+  signedReceipts: Uint8Array[];
+
+  /**
+   * The serial to ask for next; equal to `tree_size` when the listing reached the head.
+   *
+   * @generated from field: uint64 next_serial = 2;
+   */
+  nextSerial: bigint;
+
+  /**
+   * The latest signed head's size when this page was read.
+   *
+   * @generated from field: uint64 tree_size = 3;
+   */
+  treeSize: bigint;
+};
+
+/**
+ * Describes the message entropy.v1.ListReceiptsResponse.
+ * Use `create(ListReceiptsResponseSchema)` to create a new message.
+ */
+export const ListReceiptsResponseSchema: GenMessage<ListReceiptsResponse> = /*@__PURE__*/
+  messageDesc(file_entropy_v1_entropy, 32);
+
+/**
  * How GetRandom returns its bytes.
  *
  * @generated from enum entropy.v1.Encoding
@@ -1320,4 +1702,74 @@ export const EntropyService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_entropy_v1_entropy, 0);
+
+/**
+ * The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+ * and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+ * receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+ * with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+ *
+ * @generated from service entropy.v1.ReceiptLogService
+ */
+export const ReceiptLogService: GenService<{
+  /**
+   * The Ed25519 key that signs receipts and heads, its key id, and the gateway's id. Check it
+   * against the key the operator published (`receipts_public_key_file`) before trusting it.
+   *
+   * @generated from rpc entropy.v1.ReceiptLogService.GetPublicKey
+   */
+  getPublicKey: {
+    methodKind: "unary";
+    input: typeof GetPublicKeyRequestSchema;
+    output: typeof GetPublicKeyResponseSchema;
+  },
+  /**
+   * The latest signed tree head. The gateway signs one every `receipts_head_interval_ms` while
+   * the log grows, so a receipt is covered by a head within that interval of its draw.
+   *
+   * @generated from rpc entropy.v1.ReceiptLogService.GetSignedTreeHead
+   */
+  getSignedTreeHead: {
+    methodKind: "unary";
+    input: typeof GetSignedTreeHeadRequestSchema;
+    output: typeof GetSignedTreeHeadResponseSchema;
+  },
+  /**
+   * The inclusion proof of receipt `serial` in the tree of `tree_size` receipts (a signed
+   * head's size). INVALID_ARGUMENT when `serial` >= `tree_size` or `tree_size` is past the
+   * latest signed head.
+   *
+   * @generated from rpc entropy.v1.ReceiptLogService.GetInclusionProof
+   */
+  getInclusionProof: {
+    methodKind: "unary";
+    input: typeof GetInclusionProofRequestSchema;
+    output: typeof GetInclusionProofResponseSchema;
+  },
+  /**
+   * The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
+   * INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
+   *
+   * @generated from rpc entropy.v1.ReceiptLogService.GetConsistencyProof
+   */
+  getConsistencyProof: {
+    methodKind: "unary";
+    input: typeof GetConsistencyProofRequestSchema;
+    output: typeof GetConsistencyProofResponseSchema;
+  },
+  /**
+   * Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
+   * and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+   * head, recomputes its root (proving the listing whole), and lists a key's draws by its
+   * key-name digest. Needs the `receipts:audit` scope.
+   *
+   * @generated from rpc entropy.v1.ReceiptLogService.ListReceipts
+   */
+  listReceipts: {
+    methodKind: "unary";
+    input: typeof ListReceiptsRequestSchema;
+    output: typeof ListReceiptsResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_entropy_v1_entropy, 1);
 

@@ -18,38 +18,44 @@ ENCODING_HEX: Encoding
 ENCODING_BASE64: Encoding
 
 class GetRandomRequest(_message.Message):
-    __slots__ = ("num_bytes", "encoding", "accept_kinds", "construction")
+    __slots__ = ("num_bytes", "encoding", "accept_kinds", "construction", "receipt")
     NUM_BYTES_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     num_bytes: int
     encoding: Encoding
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
     construction: _provenance_pb2.Construction
-    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
+    receipt: bool
+    def __init__(self, num_bytes: _Optional[int] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ..., receipt: _Optional[bool] = ...) -> None: ...
 
 class GetRandomResponse(_message.Message):
-    __slots__ = ("data", "text", "provenance")
+    __slots__ = ("data", "text", "provenance", "receipt")
     DATA_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     text: str
     provenance: _provenance_pb2.DrawProvenance
-    def __init__(self, data: _Optional[bytes] = ..., text: _Optional[str] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
+    receipt: DrawReceipt
+    def __init__(self, data: _Optional[bytes] = ..., text: _Optional[str] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ..., receipt: _Optional[_Union[DrawReceipt, _Mapping]] = ...) -> None: ...
 
 class StreamRandomRequest(_message.Message):
-    __slots__ = ("chunk_bytes", "total_bytes", "accept_kinds", "construction")
+    __slots__ = ("chunk_bytes", "total_bytes", "accept_kinds", "construction", "receipt")
     CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     chunk_bytes: int
     total_bytes: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
     construction: _provenance_pb2.Construction
-    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
+    receipt: bool
+    def __init__(self, chunk_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ..., receipt: _Optional[bool] = ...) -> None: ...
 
 class StreamRandomResponse(_message.Message):
     __slots__ = ("data", "provenance")
@@ -60,62 +66,74 @@ class StreamRandomResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
 
 class GetIntegersRequest(_message.Message):
-    __slots__ = ("min", "max", "count", "accept_kinds", "construction")
+    __slots__ = ("min", "max", "count", "accept_kinds", "construction", "receipt")
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     min: int
     max: int
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
     construction: _provenance_pb2.Construction
-    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
+    receipt: bool
+    def __init__(self, min: _Optional[int] = ..., max: _Optional[int] = ..., count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ..., receipt: _Optional[bool] = ...) -> None: ...
 
 class GetIntegersResponse(_message.Message):
-    __slots__ = ("values", "provenance")
+    __slots__ = ("values", "provenance", "receipt")
     VALUES_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[int]
     provenance: _provenance_pb2.DrawProvenance
-    def __init__(self, values: _Optional[_Iterable[int]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
+    receipt: DrawReceipt
+    def __init__(self, values: _Optional[_Iterable[int]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ..., receipt: _Optional[_Union[DrawReceipt, _Mapping]] = ...) -> None: ...
 
 class GetFloatsRequest(_message.Message):
-    __slots__ = ("count", "accept_kinds", "construction")
+    __slots__ = ("count", "accept_kinds", "construction", "receipt")
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
     construction: _provenance_pb2.Construction
-    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
+    receipt: bool
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ..., receipt: _Optional[bool] = ...) -> None: ...
 
 class GetFloatsResponse(_message.Message):
-    __slots__ = ("values", "provenance")
+    __slots__ = ("values", "provenance", "receipt")
     VALUES_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[float]
     provenance: _provenance_pb2.DrawProvenance
-    def __init__(self, values: _Optional[_Iterable[float]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
+    receipt: DrawReceipt
+    def __init__(self, values: _Optional[_Iterable[float]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ..., receipt: _Optional[_Union[DrawReceipt, _Mapping]] = ...) -> None: ...
 
 class GetUuidsRequest(_message.Message):
-    __slots__ = ("count", "accept_kinds", "construction")
+    __slots__ = ("count", "accept_kinds", "construction", "receipt")
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_KINDS_FIELD_NUMBER: _ClassVar[int]
     CONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     count: int
     accept_kinds: _containers.RepeatedScalarFieldContainer[_provenance_pb2.SourceKind]
     construction: _provenance_pb2.Construction
-    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ...) -> None: ...
+    receipt: bool
+    def __init__(self, count: _Optional[int] = ..., accept_kinds: _Optional[_Iterable[_Union[_provenance_pb2.SourceKind, str]]] = ..., construction: _Optional[_Union[_provenance_pb2.Construction, str]] = ..., receipt: _Optional[bool] = ...) -> None: ...
 
 class GetUuidsResponse(_message.Message):
-    __slots__ = ("uuids", "provenance")
+    __slots__ = ("uuids", "provenance", "receipt")
     UUIDS_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     uuids: _containers.RepeatedScalarFieldContainer[str]
     provenance: _provenance_pb2.DrawProvenance
-    def __init__(self, uuids: _Optional[_Iterable[str]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ...) -> None: ...
+    receipt: DrawReceipt
+    def __init__(self, uuids: _Optional[_Iterable[str]] = ..., provenance: _Optional[_Union[_provenance_pb2.DrawProvenance, _Mapping]] = ..., receipt: _Optional[_Union[DrawReceipt, _Mapping]] = ...) -> None: ...
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -312,3 +330,85 @@ class HeldUsage(_message.Message):
     in_use: int
     remaining: int
     def __init__(self, unlimited: _Optional[bool] = ..., limit: _Optional[int] = ..., in_use: _Optional[int] = ..., remaining: _Optional[int] = ...) -> None: ...
+
+class DrawReceipt(_message.Message):
+    __slots__ = ("signed_receipt", "salt", "serial")
+    SIGNED_RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    SERIAL_FIELD_NUMBER: _ClassVar[int]
+    signed_receipt: bytes
+    salt: bytes
+    serial: int
+    def __init__(self, signed_receipt: _Optional[bytes] = ..., salt: _Optional[bytes] = ..., serial: _Optional[int] = ...) -> None: ...
+
+class GetPublicKeyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPublicKeyResponse(_message.Message):
+    __slots__ = ("public_key", "key_id", "gateway_id")
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    GATEWAY_ID_FIELD_NUMBER: _ClassVar[int]
+    public_key: bytes
+    key_id: bytes
+    gateway_id: str
+    def __init__(self, public_key: _Optional[bytes] = ..., key_id: _Optional[bytes] = ..., gateway_id: _Optional[str] = ...) -> None: ...
+
+class GetSignedTreeHeadRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetSignedTreeHeadResponse(_message.Message):
+    __slots__ = ("signed_tree_head", "tree_size")
+    SIGNED_TREE_HEAD_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    signed_tree_head: bytes
+    tree_size: int
+    def __init__(self, signed_tree_head: _Optional[bytes] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class GetInclusionProofRequest(_message.Message):
+    __slots__ = ("serial", "tree_size")
+    SERIAL_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    serial: int
+    tree_size: int
+    def __init__(self, serial: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class GetInclusionProofResponse(_message.Message):
+    __slots__ = ("hashes",)
+    HASHES_FIELD_NUMBER: _ClassVar[int]
+    hashes: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, hashes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class GetConsistencyProofRequest(_message.Message):
+    __slots__ = ("old_size", "new_size")
+    OLD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    NEW_SIZE_FIELD_NUMBER: _ClassVar[int]
+    old_size: int
+    new_size: int
+    def __init__(self, old_size: _Optional[int] = ..., new_size: _Optional[int] = ...) -> None: ...
+
+class GetConsistencyProofResponse(_message.Message):
+    __slots__ = ("hashes",)
+    HASHES_FIELD_NUMBER: _ClassVar[int]
+    hashes: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, hashes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class ListReceiptsRequest(_message.Message):
+    __slots__ = ("start_serial", "max_receipts")
+    START_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECEIPTS_FIELD_NUMBER: _ClassVar[int]
+    start_serial: int
+    max_receipts: int
+    def __init__(self, start_serial: _Optional[int] = ..., max_receipts: _Optional[int] = ...) -> None: ...
+
+class ListReceiptsResponse(_message.Message):
+    __slots__ = ("signed_receipts", "next_serial", "tree_size")
+    SIGNED_RECEIPTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    signed_receipts: _containers.RepeatedScalarFieldContainer[bytes]
+    next_serial: int
+    tree_size: int
+    def __init__(self, signed_receipts: _Optional[_Iterable[bytes]] = ..., next_serial: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...

@@ -420,3 +420,272 @@ class EntropyService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ReceiptLogServiceStub:
+    """The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+    and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+    receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+    with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetPublicKey = channel.unary_unary(
+                '/entropy.v1.ReceiptLogService/GetPublicKey',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.GetPublicKeyRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetPublicKeyResponse.FromString,
+                _registered_method=True)
+        self.GetSignedTreeHead = channel.unary_unary(
+                '/entropy.v1.ReceiptLogService/GetSignedTreeHead',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadResponse.FromString,
+                _registered_method=True)
+        self.GetInclusionProof = channel.unary_unary(
+                '/entropy.v1.ReceiptLogService/GetInclusionProof',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.GetInclusionProofRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetInclusionProofResponse.FromString,
+                _registered_method=True)
+        self.GetConsistencyProof = channel.unary_unary(
+                '/entropy.v1.ReceiptLogService/GetConsistencyProof',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofResponse.FromString,
+                _registered_method=True)
+        self.ListReceipts = channel.unary_unary(
+                '/entropy.v1.ReceiptLogService/ListReceipts',
+                request_serializer=entropy_dot_v1_dot_entropy__pb2.ListReceiptsRequest.SerializeToString,
+                response_deserializer=entropy_dot_v1_dot_entropy__pb2.ListReceiptsResponse.FromString,
+                _registered_method=True)
+
+
+class ReceiptLogServiceServicer:
+    """The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+    and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+    receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+    with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+    """
+
+    def GetPublicKey(self, request, context):
+        """The Ed25519 key that signs receipts and heads, its key id, and the gateway's id. Check it
+        against the key the operator published (`receipts_public_key_file`) before trusting it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSignedTreeHead(self, request, context):
+        """The latest signed tree head. The gateway signs one every `receipts_head_interval_ms` while
+        the log grows, so a receipt is covered by a head within that interval of its draw.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetInclusionProof(self, request, context):
+        """The inclusion proof of receipt `serial` in the tree of `tree_size` receipts (a signed
+        head's size). INVALID_ARGUMENT when `serial` >= `tree_size` or `tree_size` is past the
+        latest signed head.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsistencyProof(self, request, context):
+        """The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
+        INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListReceipts(self, request, context):
+        """Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
+        and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+        head, recomputes its root (proving the listing whole), and lists a key's draws by its
+        key-name digest. Needs the `receipts:audit` scope.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ReceiptLogServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetPublicKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPublicKey,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetPublicKeyRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.GetPublicKeyResponse.SerializeToString,
+            ),
+            'GetSignedTreeHead': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSignedTreeHead,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadResponse.SerializeToString,
+            ),
+            'GetInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetInclusionProof,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetInclusionProofRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.GetInclusionProofResponse.SerializeToString,
+            ),
+            'GetConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsistencyProof,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofResponse.SerializeToString,
+            ),
+            'ListReceipts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReceipts,
+                    request_deserializer=entropy_dot_v1_dot_entropy__pb2.ListReceiptsRequest.FromString,
+                    response_serializer=entropy_dot_v1_dot_entropy__pb2.ListReceiptsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'entropy.v1.ReceiptLogService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('entropy.v1.ReceiptLogService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ReceiptLogService:
+    """The gateway's receipt log, for callers and auditors: its public key, its signed tree heads,
+    and RFC 9162 inclusion and consistency proofs; and, with the `receipts:audit` scope, the
+    receipts themselves. Every call needs a valid key (`authorization: Bearer KEY`). A gateway
+    with no receipt log (`receipts_dir` unset) answers FAILED_PRECONDITION naming it.
+    """
+
+    @staticmethod
+    def GetPublicKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.ReceiptLogService/GetPublicKey',
+            entropy_dot_v1_dot_entropy__pb2.GetPublicKeyRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.GetPublicKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSignedTreeHead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.ReceiptLogService/GetSignedTreeHead',
+            entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.GetSignedTreeHeadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.ReceiptLogService/GetInclusionProof',
+            entropy_dot_v1_dot_entropy__pb2.GetInclusionProofRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.GetInclusionProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.ReceiptLogService/GetConsistencyProof',
+            entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.GetConsistencyProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReceipts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/entropy.v1.ReceiptLogService/ListReceipts',
+            entropy_dot_v1_dot_entropy__pb2.ListReceiptsRequest.SerializeToString,
+            entropy_dot_v1_dot_entropy__pb2.ListReceiptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
