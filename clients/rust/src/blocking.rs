@@ -27,8 +27,13 @@ use tokio::runtime::Runtime;
 
 use crate::client::{Client, ClientBuilder, Draw};
 use crate::error::Error;
+use crate::receipt_log::{AuditError, GatewayKey, ReceiptLog, ReceiptPage};
+use crate::receipted::Receipted;
 use crate::stream::RandomStream;
 use entropy_proto::v1::{CheckQualityResponse, GetStatusResponse, GetUsageResponse};
+use entropy_receipts::merkle::Hash;
+use entropy_receipts::verify::AuditEntry;
+use entropy_receipts::{KeyNameDigest, PublicKey, SignedTreeHead};
 
 /// [`Client`] without async: each call blocks until it is answered (or its deadline passes).
 /// Cheap to clone; clones share the connection and the runtime.
@@ -86,6 +91,36 @@ impl BlockingClient {
         self.runtime.block_on(self.inner.get_uuids(count))
     }
 
+    /// `n` random bytes with the draw's signed receipt (see [`Client::get_bytes_with_receipt`]).
+    pub fn get_bytes_with_receipt(&self, n: u32) -> Result<Receipted<Vec<u8>>, Error> {
+        self.runtime.block_on(self.inner.get_bytes_with_receipt(n))
+    }
+
+    /// `count` integers in `min..=max` with the draw's signed receipt.
+    pub fn get_integers_with_receipt(
+        &self,
+        min: i64,
+        max: i64,
+        count: u32,
+    ) -> Result<Receipted<Vec<i64>>, Error> {
+        self.runtime.block_on(self.inner.get_integers_with_receipt(min, max, count))
+    }
+
+    /// `count` floats in [0, 1) with the draw's signed receipt.
+    pub fn get_floats_with_receipt(&self, count: u32) -> Result<Receipted<Vec<f64>>, Error> {
+        self.runtime.block_on(self.inner.get_floats_with_receipt(count))
+    }
+
+    /// `count` version 4 UUIDs with the draw's signed receipt.
+    pub fn get_uuids_with_receipt(&self, count: u32) -> Result<Receipted<Vec<uuid::Uuid>>, Error> {
+        self.runtime.block_on(self.inner.get_uuids_with_receipt(count))
+    }
+
+    /// The gateway's receipt log over this client's connection (see [`ReceiptLog`]).
+    pub fn receipt_log(&self) -> BlockingReceiptLog {
+        BlockingReceiptLog { runtime: self.runtime.clone(), inner: self.inner.receipt_log() }
+    }
+
     /// The gateway's status.
     pub fn status(&self) -> Result<GetStatusResponse, Error> {
         self.runtime.block_on(self.inner.status())
@@ -113,6 +148,70 @@ impl BlockingClient {
     /// each used once.
     pub fn stream_rng(&self, chunk_bytes: u32) -> StreamRng {
         StreamRng { stream: self.stream(None, chunk_bytes) }
+    }
+}
+
+/// [`ReceiptLog`] without async; each call blocks on the client's runtime.
+#[derive(Debug, Clone)]
+pub struct BlockingReceiptLog {
+    runtime: Arc<Runtime>,
+    inner: ReceiptLog,
+}
+
+impl BlockingReceiptLog {
+    /// See [`ReceiptLog::public_key`].
+    pub fn public_key(&self) -> Result<GatewayKey, Error> {
+        self.runtime.block_on(self.inner.public_key())
+    }
+
+    /// See [`ReceiptLog::signed_tree_head`].
+    pub fn signed_tree_head(&self) -> Result<SignedTreeHead, Error> {
+        self.runtime.block_on(self.inner.signed_tree_head())
+    }
+
+    /// See [`ReceiptLog::wait_for_head`].
+    pub fn wait_for_head(
+        &self,
+        serial: u64,
+        within: std::time::Duration,
+    ) -> Result<SignedTreeHead, Error> {
+        self.runtime.block_on(self.inner.wait_for_head(serial, within))
+    }
+
+    /// See [`ReceiptLog::inclusion_proof`].
+    pub fn inclusion_proof(&self, serial: u64, tree_size: u64) -> Result<Vec<Hash>, Error> {
+        self.runtime.block_on(self.inner.inclusion_proof(serial, tree_size))
+    }
+
+    /// See [`ReceiptLog::consistency_proof`].
+    pub fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<Vec<Hash>, Error> {
+        self.runtime.block_on(self.inner.consistency_proof(old_size, new_size))
+    }
+
+    /// See [`ReceiptLog::list_receipts`].
+    pub fn list_receipts(
+        &self,
+        start_serial: u64,
+        max_receipts: u32,
+    ) -> Result<ReceiptPage, Error> {
+        self.runtime.block_on(self.inner.list_receipts(start_serial, max_receipts))
+    }
+
+    /// See [`ReceiptLog::all_receipts`].
+    pub fn all_receipts(&self, tree_size: u64) -> Result<Vec<Vec<u8>>, Error> {
+        self.runtime.block_on(self.inner.all_receipts(tree_size))
+    }
+
+    /// See [`ReceiptLog::audit`].
+    pub fn audit(
+        &self,
+        dir: &std::path::Path,
+        head: &SignedTreeHead,
+        key: &PublicKey,
+        key_name_digest: &KeyNameDigest,
+        serials: std::ops::Range<u64>,
+    ) -> Result<Vec<AuditEntry>, AuditError> {
+        self.runtime.block_on(self.inner.audit(dir, head, key, key_name_digest, serials))
     }
 }
 

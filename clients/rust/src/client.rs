@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_client::EntropyServiceClient;
+use entropy_proto::v1::receipt_log_service_client::ReceiptLogServiceClient;
 use entropy_proto::v1::{
     CheckQualityRequest, CheckQualityResponse, Construction, DrawProvenance, GetFloatsRequest,
-    GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetStatusResponse, GetUsageRequest,
-    GetUsageResponse, GetUuidsRequest, SourceKind,
+    GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
+    GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUsageRequest, GetUsageResponse,
+    GetUuidsRequest, GetUuidsResponse, SourceKind,
 };
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -18,6 +20,8 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::api_key;
 use crate::endpoint::DEFAULT_PORT;
 use crate::error::Error;
+use crate::receipt_log::ReceiptLog;
+use crate::receipted::{Receipted, receipt_of};
 use crate::reconnect::StreamOptions;
 use crate::stream::RandomStream;
 
@@ -36,11 +40,13 @@ impl Interceptor for BearerKey {
 }
 
 pub(crate) type Inner = EntropyServiceClient<InterceptedService<Channel, BearerKey>>;
+pub(crate) type LogInner = ReceiptLogServiceClient<InterceptedService<Channel, BearerKey>>;
 
 /// A connection to a gateway. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct Client {
     inner: Inner,
+    log: LogInner,
     /// Where the client connects (`host:port` as given), named in errors of the transport.
     target: Arc<str>,
     timeout: Option<Duration>,
@@ -235,10 +241,49 @@ impl ClientBuilder {
             endpoint = endpoint.tls_config(tls).map_err(|e| Error::Config(e.to_string()))?;
         }
         let channel = endpoint.connect_lazy();
-        let inner = EntropyServiceClient::with_interceptor(channel, BearerKey(key))
+        let inner = EntropyServiceClient::with_interceptor(channel.clone(), BearerKey(key.clone()))
             .max_decoding_message_size(4 << 20);
+        // A ListReceipts page holds up to 4 MiB of receipts, plus its framing.
+        let log = ReceiptLogServiceClient::with_interceptor(channel, BearerKey(key))
+            .max_decoding_message_size(5 << 20);
         let target = Arc::from(self.endpoint.as_str());
-        Ok(Client { inner, target, timeout: self.timeout, want: self.want })
+        Ok(Client { inner, log, target, timeout: self.timeout, want: self.want })
+    }
+}
+
+/// A request carrying `timeout` as its `grpc-timeout`.
+pub(crate) fn request_within<T>(timeout: Option<Duration>, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(t) = timeout {
+        request.set_timeout(t);
+    }
+    request
+}
+
+/// Awaits a call, bounded by the deadline here too: `grpc-timeout` only tells the server,
+/// and a server that never answers (or a connection that never completes) must not hang us.
+pub(crate) async fn call_within<T>(
+    target: &str,
+    timeout: Option<Duration>,
+    call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, Error> {
+    let located = |status| Error::from(crate::error::locate(status, target));
+    let Some(t) = timeout else {
+        return call.await.map(tonic::Response::into_inner).map_err(located);
+    };
+    let deadline = tokio::time::Instant::now() + t;
+    let late = || Error::DeadlineExceeded(format!("no answer within {t:?}"));
+    match tokio::time::timeout_at(deadline, call).await {
+        Ok(Ok(response)) => Ok(response.into_inner()),
+        // tonic enforces grpc-timeout on the client too, reporting it as CANCELLED.
+        Ok(Err(status))
+            if status.code() == tonic::Code::Cancelled
+                && tokio::time::Instant::now() >= deadline =>
+        {
+            Err(late())
+        }
+        Ok(Err(status)) => Err(located(status)),
+        Err(_) => Err(late()),
     }
 }
 
@@ -259,37 +304,20 @@ impl Client {
     }
 
     fn request<T>(&self, message: T) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        if let Some(t) = self.timeout {
-            request.set_timeout(t);
-        }
-        request
+        request_within(self.timeout, message)
     }
 
-    /// Awaits a call, bounded by the deadline here too: `grpc-timeout` only tells the server,
-    /// and a server that never answers (or a connection that never completes) must not hang us.
     async fn call<T>(
         &self,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, Error> {
-        let located = |status| Error::from(crate::error::locate(status, &self.target));
-        let Some(t) = self.timeout else {
-            return call.await.map(tonic::Response::into_inner).map_err(located);
-        };
-        let deadline = tokio::time::Instant::now() + t;
-        let late = || Error::DeadlineExceeded(format!("no answer within {t:?}"));
-        match tokio::time::timeout_at(deadline, call).await {
-            Ok(Ok(response)) => Ok(response.into_inner()),
-            // tonic enforces grpc-timeout on the client too, reporting it as CANCELLED.
-            Ok(Err(status))
-                if status.code() == tonic::Code::Cancelled
-                    && tokio::time::Instant::now() >= deadline =>
-            {
-                Err(late())
-            }
-            Ok(Err(status)) => Err(located(status)),
-            Err(_) => Err(late()),
-        }
+        call_within(&self.target, self.timeout, call).await
+    }
+
+    /// The gateway's receipt log (its public key, signed heads, proofs and listing) over this
+    /// client's connection, key and deadline.
+    pub fn receipt_log(&self) -> ReceiptLog {
+        ReceiptLog::new(self.log.clone(), self.target.clone(), self.timeout)
     }
 
     /// Exactly `n` random bytes (1..=1048576).
@@ -301,14 +329,28 @@ impl Client {
     /// collectors and chunks behind them, and how long the oldest waited in the gateway; for
     /// a DRBG construction, the instance that made them (`drbg`) and where its seeds came from.
     pub async fn draw(&self, n: u32) -> Result<Draw, Error> {
+        let response = self.random(n, false).await?;
+        Ok(Draw { data: response.data, provenance: response.provenance })
+    }
+
+    /// [`Client::draw`] with the draw's signed receipt (docs/receipts.md): the gateway commits
+    /// to the bytes, logs the receipt durably, then answers. Check it with
+    /// [`Receipted::verify`], keep it with [`Receipted::to_draw_file`]. A gateway without a
+    /// receipt log answers [`Error::FailedPrecondition`] naming `receipts_dir`.
+    pub async fn get_bytes_with_receipt(&self, n: u32) -> Result<Receipted<Vec<u8>>, Error> {
+        let r = self.random(n, true).await?;
+        Ok(Receipted { values: r.data, provenance: r.provenance, receipt: receipt_of(r.receipt)? })
+    }
+
+    async fn random(&self, n: u32, receipt: bool) -> Result<GetRandomResponse, Error> {
         let request = self.request(GetRandomRequest {
             num_bytes: n,
             encoding: 0,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt,
         });
-        let response = self.call(self.inner.clone().get_random(request)).await?;
-        Ok(Draw { data: response.data, provenance: response.provenance })
+        self.call(self.inner.clone().get_random(request)).await
     }
 
     /// Draws `sample_bytes` (2500..=4194304) that no one is ever served, and returns the
@@ -325,43 +367,96 @@ impl Client {
 
     /// `count` (1..=10000) uniform integers in `[min, max]`, unbiased.
     pub async fn get_integers(&self, min: i64, max: i64, count: u32) -> Result<Vec<i64>, Error> {
+        Ok(self.integers(min, max, count, false).await?.values)
+    }
+
+    /// [`Client::get_integers`] with the draw's signed receipt (see
+    /// [`Client::get_bytes_with_receipt`]).
+    pub async fn get_integers_with_receipt(
+        &self,
+        min: i64,
+        max: i64,
+        count: u32,
+    ) -> Result<Receipted<Vec<i64>>, Error> {
+        let r = self.integers(min, max, count, true).await?;
+        Ok(Receipted {
+            values: r.values,
+            provenance: r.provenance,
+            receipt: receipt_of(r.receipt)?,
+        })
+    }
+
+    async fn integers(
+        &self,
+        min: i64,
+        max: i64,
+        count: u32,
+        receipt: bool,
+    ) -> Result<GetIntegersResponse, Error> {
         let request = self.request(GetIntegersRequest {
             min,
             max,
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt,
         });
-        Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
+        self.call(self.inner.clone().get_integers(request)).await
     }
 
     /// `count` (1..=10000) uniform doubles in [0, 1), 53 random bits each.
     pub async fn get_floats(&self, count: u32) -> Result<Vec<f64>, Error> {
+        Ok(self.floats(count, false).await?.values)
+    }
+
+    /// [`Client::get_floats`] with the draw's signed receipt (see
+    /// [`Client::get_bytes_with_receipt`]).
+    pub async fn get_floats_with_receipt(&self, count: u32) -> Result<Receipted<Vec<f64>>, Error> {
+        let r = self.floats(count, true).await?;
+        Ok(Receipted {
+            values: r.values,
+            provenance: r.provenance,
+            receipt: receipt_of(r.receipt)?,
+        })
+    }
+
+    async fn floats(&self, count: u32, receipt: bool) -> Result<GetFloatsResponse, Error> {
         let request = self.request(GetFloatsRequest {
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt,
         });
-        Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
+        self.call(self.inner.clone().get_floats(request)).await
     }
 
     /// `count` (1..=10000) random (version 4) UUIDs.
     pub async fn get_uuids(&self, count: u32) -> Result<Vec<uuid::Uuid>, Error> {
+        parse_uuids(&self.uuids(count, false).await?.uuids)
+    }
+
+    /// [`Client::get_uuids`] with the draw's signed receipt (see
+    /// [`Client::get_bytes_with_receipt`]).
+    pub async fn get_uuids_with_receipt(
+        &self,
+        count: u32,
+    ) -> Result<Receipted<Vec<uuid::Uuid>>, Error> {
+        let r = self.uuids(count, true).await?;
+        Ok(Receipted {
+            values: parse_uuids(&r.uuids)?,
+            provenance: r.provenance,
+            receipt: receipt_of(r.receipt)?,
+        })
+    }
+
+    async fn uuids(&self, count: u32, receipt: bool) -> Result<GetUuidsResponse, Error> {
         let request = self.request(GetUuidsRequest {
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt,
         });
-        let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
-        uuids
-            .iter()
-            .map(|u| {
-                uuid::Uuid::parse_str(u).map_err(|_| Error::Other {
-                    code: tonic::Code::Internal,
-                    message: format!("gateway sent a malformed UUID {u:?}"),
-                })
-            })
-            .collect()
+        self.call(self.inner.clone().get_uuids(request)).await
     }
 
     /// The gateway's pool, counters and sources.
@@ -392,4 +487,16 @@ impl Client {
             self.want.clone(),
         )
     }
+}
+
+fn parse_uuids(uuids: &[String]) -> Result<Vec<uuid::Uuid>, Error> {
+    uuids
+        .iter()
+        .map(|u| {
+            uuid::Uuid::parse_str(u).map_err(|_| Error::Other {
+                code: tonic::Code::Internal,
+                message: format!("gateway sent a malformed UUID {u:?}"),
+            })
+        })
+        .collect()
 }

@@ -17,17 +17,27 @@
 //! [`rng`] (rand_core adapters), [`blocking`] (the same without async: a client, a
 //! `std::io::Read` stream and a stream-backed RNG), [`error`] (errors by gRPC status). The
 //! `entropy` CLI is the `entropy-diode-cli` crate.
+//!
+//! Receipts (docs/receipts.md): [`receipted`] (`Client::get_*_with_receipt` return the values
+//! with their signed receipt, and the checks of one draw), [`draw_file`] (the JSON a draw is
+//! kept and handed over in), [`receipt_log`] (the gateway's log: public key, signed heads,
+//! proofs, the listing and an auditor's check of it), and [`receipts`], the verifier crate
+//! `entropy-receipts` itself.
 
 pub mod api_key;
 pub mod blocking;
 pub mod client;
+pub mod draw_file;
 pub mod endpoint;
 pub mod error;
+pub mod receipt_log;
+pub mod receipted;
 pub mod reconnect;
 pub mod rng;
 pub mod stream;
 
 pub use client::{Client, ClientBuilder, DEFAULT_STREAM_WINDOW, DEFAULT_TIMEOUT, Draw};
+pub use draw_file::DrawFile;
 pub use endpoint::Endpoint;
 pub use entropy_proto::v1 as proto;
 pub use entropy_proto::v1::GetStatusResponse as Status;
@@ -35,7 +45,11 @@ pub use entropy_proto::v1::GetUsageResponse as Usage;
 pub use entropy_proto::v1::{
     CheckQualityResponse as QualityReport, Construction, DrawProvenance, DrbgLabel, SourceKind,
 };
+/// The receipt verifier (`entropy-receipts`): receipts, signed heads, proofs and their checks.
+pub use entropy_receipts as receipts;
 pub use error::Error;
+pub use receipt_log::ReceiptLog;
+pub use receipted::{Check, DrawReceipt, Receipted, Refused, Values};
 pub use reconnect::StreamOptions;
 pub use rng::PrefetchedRng;
 pub use stream::RandomStream;
