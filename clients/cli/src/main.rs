@@ -15,6 +15,12 @@
 //! entropy --accept quantum bytes 32 --hex      # only bytes all of whose sources are quantum
 //! entropy --construction drbg stream --total 10GiB > out.bin   # DRBG output seeded from the
 //!                                              # pool (needs the key's entropy:drbg scope)
+//! entropy int --min 1 --max 49 --count 6 --receipt draw.json   # with a signed receipt, kept
+//! entropy receipt public-key --out gateway.pub # the key that signs receipts and heads
+//! entropy receipt verify draw.json --public-key gateway.pub    # offline: every check named
+//! entropy receipt prove draw.json              # adds the inclusion proof in a signed head
+//! entropy receipt head --out old.sth; entropy receipt consistency old.sth new.sth --public-key gateway.pub
+//! entropy receipt audit --public-key gateway.pub --key-name lottery   # every draw of a key
 //! ```
 //!
 //! Endpoint and CA come from `--endpoint`/`--ca-file` or `ENTROPY_ENDPOINT`/`ENTROPY_CA_FILE`, in
@@ -22,7 +28,11 @@
 //! the file `--api-key-file` names, never from a flag's value (a command line is visible to
 //! every user of the machine in `ps` and lands in shell history).
 //! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage,
-//! 3 `check` ran and the sample failed the verdict.
+//! 3 `check` ran and the sample failed the verdict, 4 receipt evidence refused (the message
+//! names the check: draw file, key id, signature, serial, commitment, request, inclusion,
+//! consistency or log).
+
+mod receipt;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -83,6 +93,10 @@ enum Command {
         /// Print as base64.
         #[arg(long)]
         base64: bool,
+        /// Ask for a signed receipt and keep it with the bytes in this draw file (never
+        /// overwritten; `entropy receipt verify FILE` checks it).
+        #[arg(long, value_name = "FILE")]
+        receipt: Option<PathBuf>,
     },
     /// Raw random bytes on stdout until --total (e.g. 1GiB, 64KiB, 10MB) or forever.
     Stream {
@@ -104,18 +118,36 @@ enum Command {
         /// How many (1..=10000).
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// Ask for a signed receipt and keep it with the values in this draw file (never
+        /// overwritten; `entropy receipt verify FILE` checks it).
+        #[arg(long, value_name = "FILE")]
+        receipt: Option<PathBuf>,
     },
     /// Uniform doubles in [0, 1), one per line.
     Float {
         /// How many (1..=10000).
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// Ask for a signed receipt and keep it with the values in this draw file (never
+        /// overwritten; `entropy receipt verify FILE` checks it).
+        #[arg(long, value_name = "FILE")]
+        receipt: Option<PathBuf>,
     },
     /// Random version 4 UUIDs, one per line.
     Uuid {
         /// How many (1..=10000).
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// Ask for a signed receipt and keep it with the values in this draw file (never
+        /// overwritten; `entropy receipt verify FILE` checks it).
+        #[arg(long, value_name = "FILE")]
+        receipt: Option<PathBuf>,
+    },
+    /// Draw receipts: verify a draw file offline, prove it into the gateway's log, fetch the
+    /// public key and signed heads, check two heads' consistency, audit a key's draws.
+    Receipt {
+        #[command(subcommand)]
+        command: receipt::ReceiptCommand,
     },
     /// The gateway's pool, counters and sources.
     Status,
@@ -229,6 +261,10 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) if e.downcast_ref::<QualityFailed>().is_some() => ExitCode::from(3),
+        Err(e) if e.downcast_ref::<receipt::EvidenceRefused>().is_some() => {
+            eprintln!("entropy: refused: {e:#}");
+            ExitCode::from(4)
+        }
         Err(e) => {
             eprintln!("entropy: {e:#}");
             ExitCode::FAILURE
@@ -251,7 +287,8 @@ fn api_key(file: Option<&std::path::Path>) -> anyhow::Result<String> {
     }
 }
 
-/// What needs no gateway: the shell completions and the man page, from the CLI's own help.
+/// What needs no gateway: the shell completions and the man page, from the CLI's own help, and
+/// the offline check of a draw file.
 fn print_help_files(command: &Command) -> anyhow::Result<bool> {
     use clap::CommandFactory as _;
     let mut out = std::io::stdout().lock();
@@ -260,6 +297,9 @@ fn print_help_files(command: &Command) -> anyhow::Result<bool> {
             clap_complete::generate(*shell, &mut Cli::command(), "entropy", &mut out);
         }
         Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut out)?,
+        Command::Receipt { command: receipt::ReceiptCommand::Verify { draw_file, public_key } } => {
+            receipt::verify_file(&mut out, draw_file, public_key)?;
+        }
         _ => return Ok(false),
     }
     out.flush()?;
@@ -281,8 +321,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = builder.connect().await.map_err(|e| anyhow::anyhow!("{}: {e}", cli.endpoint))?;
     let mut out = std::io::stdout().lock();
     match cli.command {
-        Command::Bytes { n, hex, base64 } => {
-            let bytes = client.get_bytes(n).await?;
+        Command::Bytes { n, hex, base64, receipt } => {
+            let bytes = match receipt {
+                None => client.get_bytes(n).await?,
+                Some(path) => {
+                    receipt::draw_to_file(&path, client.get_bytes_with_receipt(n)).await?.values
+                }
+            };
             if hex {
                 writeln!(out, "{}", ::hex::encode(&bytes))?;
             } else if base64 {
@@ -298,20 +343,46 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|_| Error::InvalidArgument("--chunk must be at most 1MiB".into()))?;
             stream(&client, total, chunk).await?;
         }
-        Command::Int { min, max, count } => {
-            for v in client.get_integers(min, max, count).await? {
+        Command::Int { min, max, count, receipt } => {
+            let values = match receipt {
+                None => client.get_integers(min, max, count).await?,
+                Some(path) => {
+                    let draw = client.get_integers_with_receipt(min, max, count);
+                    receipt::draw_to_file(&path, draw).await?.values
+                }
+            };
+            for v in values {
                 writeln!(out, "{v}")?;
             }
         }
-        Command::Float { count } => {
-            for v in client.get_floats(count).await? {
+        Command::Float { count, receipt } => {
+            let values = match receipt {
+                None => client.get_floats(count).await?,
+                Some(path) => {
+                    receipt::draw_to_file(&path, client.get_floats_with_receipt(count))
+                        .await?
+                        .values
+                }
+            };
+            for v in values {
                 writeln!(out, "{v}")?;
             }
         }
-        Command::Uuid { count } => {
-            for v in client.get_uuids(count).await? {
+        Command::Uuid { count, receipt } => {
+            let values = match receipt {
+                None => client.get_uuids(count).await?,
+                Some(path) => {
+                    receipt::draw_to_file(&path, client.get_uuids_with_receipt(count)).await?.values
+                }
+            };
+            for v in values {
                 writeln!(out, "{v}")?;
             }
+        }
+        Command::Receipt { command } => {
+            drop(out);
+            receipt::run(command, &client).await?;
+            return Ok(());
         }
         Command::Status => print_status(&mut out, &client.status().await?)?,
         Command::Usage { json } => {

@@ -154,7 +154,8 @@ fn completions_and_the_man_page_need_no_gateway_and_cover_every_subcommand() {
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    let subcommands = ["bytes", "stream", "int", "float", "uuid", "status", "usage", "check"];
+    let subcommands =
+        ["bytes", "stream", "int", "float", "uuid", "receipt", "status", "usage", "check"];
     let bash = run(&["completions", "bash"]);
     let parsed = std::process::Command::new("bash").args(["-n", "-c", &bash]).status().unwrap();
     assert!(parsed.success(), "bash cannot parse the completion script");
@@ -163,8 +164,117 @@ fn completions_and_the_man_page_need_no_gateway_and_cover_every_subcommand() {
         assert!(subcommands.iter().all(|s| script.contains(s)), "{shell}: {script}");
     }
     assert!(subcommands.iter().all(|s| bash.contains(s)));
+    // The receipt subcommands complete too.
+    for sub in ["verify", "public-key", "head", "prove", "consistency", "audit"] {
+        assert!(bash.contains(sub), "bash completes no {sub}");
+    }
     let man = run(&["man"]);
     assert!(man.contains(".TH entropy 1"), "{man}");
     assert!(subcommands.iter().all(|s| man.contains(s)), "{man}");
     assert!(man.contains("api\\-key\\-file") || man.contains("api-key-file"), "{man}");
+}
+
+/// The spec's test vectors (receipts/testdata/vectors.json).
+fn vectors() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../receipts/testdata/vectors.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `entropy` with `args` and no gateway, no key: (exit code, stdout, stderr).
+fn offline(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+        .args(args)
+        .env_remove("ENTROPY_API_KEY")
+        .env("ENTROPY_ENDPOINT", "127.0.0.1:1")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_draw_file_of_the_spec_vectors_verifies_offline_and_each_tampering_is_refused_by_name() {
+    let v = vectors();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("gateway.pub");
+    std::fs::write(&key, format!("{}\n", v["public_key"].as_str().unwrap())).unwrap();
+    let other_key = dir.path().join("other.pub");
+    // RFC 8032's TEST 1 public key: a valid key, not the gateway's.
+    std::fs::write(
+        &other_key,
+        "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\n",
+    )
+    .unwrap();
+    let d = &v["draws"][0];
+    let head = v["tree_heads"].as_array().unwrap().iter().find(|h| h["size"] == 4).unwrap();
+    let proof = v["inclusion_proofs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["serial"] == 0 && p["tree_size"] == 4)
+        .unwrap();
+    let good = serde_json::json!({
+        "format": "entropy-diode/draw/v1",
+        "receipt": {"signed_receipt": d["signed_receipt"], "salt": d["salt"], "serial": 0},
+        "values": {"kind": "integers", "values": d["values"]["values"]},
+        "inclusion": {"signed_tree_head": head["signed_tree_head"], "hashes": proof["proof"]},
+    });
+    let verify = |doc: &serde_json::Value, key: &std::path::Path| {
+        let file = dir.path().join("draw.json");
+        std::fs::write(&file, doc.to_string()).unwrap();
+        offline(&[
+            "receipt".as_ref(),
+            "verify".as_ref(),
+            file.as_os_str(),
+            "--public-key".as_ref(),
+            key.as_os_str(),
+        ])
+    };
+
+    let (code, text, err) = verify(&good, &key);
+    assert_eq!(code, Some(0), "{err}");
+    for line in [
+        "key id:         ok (e5e1094af77c3b6a8366e3b68aa81105f53663c56a0eafbfa241db6a333c9455)",
+        "signature:      ok",
+        "serial:         ok (0)",
+        "commitment:     ok",
+        "request:        ok",
+        "inclusion:      ok (leaf 0 of the signed head of size 4",
+        "asked:          GetIntegers min=1 max=49 count=6",
+        "values:         3, 11, 19, 27, 38, 45",
+    ] {
+        assert!(text.contains(line), "no {line:?} in {text}");
+    }
+    let mut no_proof = good.clone();
+    no_proof.as_object_mut().unwrap().remove("inclusion");
+    let (code, text, _) = verify(&no_proof, &key);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("inclusion:      not checked"), "{text}");
+
+    let refused = |doc: &serde_json::Value, key: &std::path::Path, check: &str| {
+        let (code, _, err) = verify(doc, key);
+        assert_eq!(code, Some(4), "{check}: {err}");
+        assert!(err.contains(&format!("refused: {check}")), "{check}: {err}");
+    };
+    let mut value = good.clone();
+    value["values"]["values"][2] = 20.into();
+    refused(&value, &key, "commitment");
+    let mut salt = good.clone();
+    salt["receipt"]["salt"] = d["salt"].as_str().unwrap().replace("00", "01").into();
+    refused(&salt, &key, "commitment");
+    let mut byte = good.clone();
+    let mut signed = hex::decode(d["signed_receipt"].as_str().unwrap()).unwrap();
+    signed[100] ^= 0x01;
+    byte["receipt"]["signed_receipt"] = hex::encode(&signed).into();
+    refused(&byte, &key, "signature");
+    refused(&good, &other_key, "key id");
+    let mut path = good.clone();
+    path["inclusion"]["hashes"][1] = proof["proof"][0].clone();
+    refused(&path, &key, "inclusion");
+    let mut unknown = good.clone();
+    unknown["values"]["note"] = "trust me".into();
+    refused(&unknown, &key, "draw file");
 }
