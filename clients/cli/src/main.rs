@@ -30,7 +30,7 @@
 //! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage,
 //! 3 `check` ran and the sample failed the verdict, 4 receipt evidence refused (the message
 //! names the check: draw file, key id, signature, serial, commitment, request, inclusion,
-//! consistency or log).
+//! signed head, consistency or log).
 
 mod receipt;
 

@@ -379,7 +379,7 @@ pub async fn run(command: ReceiptCommand, client: &Client) -> anyhow::Result<()>
             let head = log.signed_tree_head().await?;
             if let Some(path) = public_key {
                 head.verify(&read_public_key(&path)?)
-                    .map_err(|e| refused(Check::Inclusion, format!("the signed head: {e}")))?;
+                    .map_err(|e| refused(Check::SignedHead, e.to_string()))?;
             }
             match file {
                 Some(path) => replace_file(&path, &head.to_bytes())?,

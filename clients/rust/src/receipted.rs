@@ -157,6 +157,8 @@ pub enum Check {
     Request,
     /// The receipt is leaf `serial` of the tree a signed head (under the same key) commits to.
     Inclusion,
+    /// A signed tree head's key id and signature.
+    SignedHead,
     /// A newer signed head extends an older one.
     Consistency,
     /// A copy of the log is the one a signed head commits to.
@@ -173,6 +175,7 @@ impl std::fmt::Display for Check {
             Self::Commitment => "commitment",
             Self::Request => "request",
             Self::Inclusion => "inclusion",
+            Self::SignedHead => "signed head",
             Self::Consistency => "consistency",
             Self::Log => "log",
         })
