@@ -288,3 +288,206 @@ impl ReceiptLog {
             .map_err(|e| Refused::new(Check::Log, e.to_string()))?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The client's side of the log against a small `ReceiptLogService` over a real
+    //! `entropy_receipts::ReceiptLog`, with pages of 2 receipts so that listing pages. (The
+    //! gateway's own service is tested end to end in tests/tests.rs.)
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Mutex;
+
+    use entropy_proto::v1::receipt_log_service_server::{
+        ReceiptLogService, ReceiptLogServiceServer,
+    };
+    use entropy_proto::v1::{
+        GetConsistencyProofResponse, GetInclusionProofResponse, GetPublicKeyResponse,
+        GetSignedTreeHeadResponse, ListReceiptsResponse,
+    };
+    use entropy_receipts::{
+        ChunkRef, Commitment, Construction, LogConfig, Provenance, Receipt, ReceiptSigner, Request,
+        Rpc, Salt, ServedValues, SignedReceipt, SourceKind, SyncPolicy,
+    };
+    use tonic::{Request as Req, Response, Status};
+
+    use super::*;
+    use crate::ClientBuilder;
+
+    struct Fake {
+        signer: ReceiptSigner,
+        log: entropy_receipts::ReceiptLog,
+        leaves: Mutex<Vec<SignedReceipt>>,
+    }
+
+    fn status(e: entropy_receipts::LogError) -> Status {
+        Status::invalid_argument(e.to_string())
+    }
+
+    #[tonic::async_trait]
+    impl ReceiptLogService for Fake {
+        async fn get_public_key(
+            &self,
+            _: Req<GetPublicKeyRequest>,
+        ) -> Result<Response<GetPublicKeyResponse>, Status> {
+            let key = self.signer.public_key();
+            Ok(Response::new(GetPublicKeyResponse {
+                public_key: key.to_bytes().to_vec(),
+                key_id: key.key_id().0.to_vec(),
+                gateway_id: "gw-fake".into(),
+            }))
+        }
+        async fn get_signed_tree_head(
+            &self,
+            _: Req<GetSignedTreeHeadRequest>,
+        ) -> Result<Response<GetSignedTreeHeadResponse>, Status> {
+            let head = self.log.signed_head(&self.signer, 1_800_000_000_000).map_err(status)?;
+            Ok(Response::new(GetSignedTreeHeadResponse {
+                signed_tree_head: head.to_bytes(),
+                tree_size: head.head.size,
+            }))
+        }
+        async fn get_inclusion_proof(
+            &self,
+            r: Req<GetInclusionProofRequest>,
+        ) -> Result<Response<GetInclusionProofResponse>, Status> {
+            let r = r.into_inner();
+            let proof = self.log.inclusion_proof(r.serial, r.tree_size).map_err(status)?;
+            Ok(Response::new(GetInclusionProofResponse {
+                hashes: proof.iter().map(|h| h.to_vec()).collect(),
+            }))
+        }
+        async fn get_consistency_proof(
+            &self,
+            r: Req<GetConsistencyProofRequest>,
+        ) -> Result<Response<GetConsistencyProofResponse>, Status> {
+            let r = r.into_inner();
+            let proof = self.log.consistency_proof(r.old_size, r.new_size).map_err(status)?;
+            Ok(Response::new(GetConsistencyProofResponse {
+                hashes: proof.iter().map(|h| h.to_vec()).collect(),
+            }))
+        }
+        async fn list_receipts(
+            &self,
+            r: Req<ListReceiptsRequest>,
+        ) -> Result<Response<ListReceiptsResponse>, Status> {
+            let start = r.into_inner().start_serial;
+            let leaves = self.leaves.lock().unwrap();
+            let end = (start + 2).min(leaves.len() as u64).max(start);
+            Ok(Response::new(ListReceiptsResponse {
+                signed_receipts: (start..end).map(|s| leaves[s as usize].to_bytes()).collect(),
+                next_serial: end,
+                tree_size: leaves.len() as u64,
+            }))
+        }
+    }
+
+    fn receipt(serial: u64, key_name: &str, signer: &ReceiptSigner) -> SignedReceipt {
+        let chunk = ChunkRef {
+            collector_id: "col".into(),
+            epoch: 1,
+            sequence: serial,
+            signed_at_unix_ms: 1_800_000_000_000,
+        };
+        let values = [1i64, 2, 3];
+        signer
+            .sign(Receipt {
+                serial,
+                issued_at_unix_ms: 1_800_000_000_000 + serial as i64,
+                gateway_id: "gw-fake".into(),
+                key_name_digest: KeyNameDigest::of(key_name),
+                request: Request {
+                    rpc: Rpc::GetIntegers { min: 1, max: 3, count: 3 },
+                    accept_kinds: vec![],
+                },
+                provenance: Provenance {
+                    kinds: vec![SourceKind::Os],
+                    mixed: false,
+                    collector_ids: vec!["col".into()],
+                    first_chunk: chunk.clone(),
+                    last_chunk: chunk,
+                    chunk_count: 1,
+                    oldest_byte_age_ms: 0,
+                    construction: Construction::Raw,
+                },
+                commitment: Commitment::commit(ServedValues::Integers(&values), &Salt([7; 32])),
+                key_id: signer.key_id(),
+            })
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_client_pages_proves_and_audits() {
+        let dir = tempfile::tempdir().unwrap();
+        let signer = ReceiptSigner::from_seed(&[5; 32]);
+        let (log, _) = entropy_receipts::ReceiptLog::open(&LogConfig {
+            dir: dir.path().join("log"),
+            sync: SyncPolicy::Group,
+        })
+        .unwrap();
+        let mut leaves = Vec::new();
+        // Seven receipts: "lottery" draws serials 1, 4 (a redraw) and 6.
+        for s in 0..7u64 {
+            let name = if [1, 4, 6].contains(&s) { "lottery" } else { "other" };
+            let appended = log.append_with(|serial| Ok(receipt(serial, name, &signer))).unwrap();
+            assert_eq!(appended.serial, s);
+            leaves.push(appended.receipt);
+        }
+        let key = signer.public_key().clone();
+        let fake = Fake { signer, log, leaves: Mutex::new(leaves) };
+        let incoming =
+            tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = incoming.local_addr().unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(ReceiptLogServiceServer::new(fake))
+                .serve_with_incoming(incoming),
+        );
+        let client = ClientBuilder::new(format!("http://{addr}"), "k").connect().await.unwrap();
+        let log = client.receipt_log();
+
+        assert_eq!(log.public_key().await.unwrap().key, key);
+        let head = log.wait_for_head(6, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(head.verify(&key).unwrap().size, 7);
+        let r = log.wait_for_head(7, Duration::from_millis(300)).await.unwrap_err();
+        assert!(r.to_string().contains("no signed head covered serial 7"), "{r}");
+
+        // Pages of two: every receipt, in order, and only up to the size asked.
+        let all = log.all_receipts(7).await.unwrap();
+        assert_eq!(all.len(), 7);
+        let five = log.all_receipts(5).await.unwrap();
+        assert_eq!(five, all[..5]);
+        for (i, bytes) in all.iter().enumerate() {
+            let signed = entropy_receipts::verify::verify_receipt_bytes(bytes, &key).unwrap();
+            let proof = log.inclusion_proof(i as u64, 7).await.unwrap();
+            entropy_receipts::verify::verify_inclusion(&signed, &proof, &head, &key).unwrap();
+        }
+        // A size past the listing: refused, not a short list.
+        let e = log.all_receipts(9).await.unwrap_err();
+        assert!(e.to_string().contains("listing ends at serial 7"), "{e}");
+
+        // The audit, of the whole log and of a range; a head of another key is refused.
+        let copy = tempfile::tempdir().unwrap();
+        let listed =
+            log.audit(copy.path(), &head, &key, &KeyNameDigest::of("lottery"), 0..7).await.unwrap();
+        assert_eq!(listed.iter().map(|e| e.serial).collect::<Vec<_>>(), [1, 4, 6]);
+        let copy2 = tempfile::tempdir().unwrap();
+        let listed = log
+            .audit(copy2.path(), &head, &key, &KeyNameDigest::of("lottery"), 2..5)
+            .await
+            .unwrap();
+        assert_eq!(listed.iter().map(|e| e.serial).collect::<Vec<_>>(), [4]);
+        let other = ReceiptSigner::from_seed(&[6; 32]);
+        let e = log
+            .audit(copy2.path(), &head, other.public_key(), &KeyNameDigest::of("lottery"), 0..7)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, AuditError::Refused(Refused { check: Check::Log, .. })), "{e}");
+        // A copy is never written over.
+        assert!(matches!(log.copy_log(copy.path(), 7).await, Err(AuditError::Io { .. })));
+        // Consistency proofs come through as hashes; an old size above the new is refused.
+        let proof = log.consistency_proof(3, 7).await.unwrap();
+        assert!(!proof.is_empty());
+        assert!(log.consistency_proof(8, 7).await.is_err());
+    }
+}
