@@ -308,7 +308,15 @@ fn join<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> String {
 /// evidence), so a path that cannot be written costs no draw.
 pub fn create_draw_file(path: &Path) -> anyhow::Result<std::fs::File> {
     std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
-        anyhow::anyhow!("--receipt {}: {e} (a draw file is never overwritten)", path.display())
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!(
+                "--receipt {}: the file exists, and a draw file is never overwritten (nothing \
+                 drawn)",
+                path.display()
+            )
+        } else {
+            anyhow::anyhow!("--receipt {}: {e} (nothing drawn)", path.display())
+        }
     })
 }
 
