@@ -57,3 +57,46 @@ fn pages_list_every_receipt_in_order_across_groups_and_reopens() {
     assert!(log.read_signed(0, size + 1, (10, usize::MAX)).is_err());
     assert!(log.read_signed(size + 1, size, (10, usize::MAX)).is_err());
 }
+
+/// `audit_listing` over the pages is `audit_key` over the file: the same listing, and a page
+/// left out, a receipt repeated, or two swapped is refused.
+#[test]
+fn an_audit_of_the_pages_equals_the_audit_of_the_file_and_refuses_gaps() {
+    use entropy_receipts::KeyNameDigest;
+    use entropy_receipts::verify::{audit_key, audit_listing};
+
+    let dir = tempfile::tempdir().unwrap();
+    let signer = ReceiptSigner::from_seed(&[3; 32]);
+    let config = LogConfig { dir: dir.path().to_owned(), sync: SyncPolicy::EveryAppend };
+    let (log, _) = ReceiptLog::open(&config).unwrap();
+    append(&log, &signer, 70);
+    let head = log.signed_head(&signer, 1).unwrap();
+    let key = signer.public_key();
+    let digest = KeyNameDigest::of("k");
+    let mut pages = Vec::new();
+    let mut start = 0;
+    while start < head.head.size {
+        let page = log.read_signed(start, head.head.size, (16, usize::MAX)).unwrap();
+        start += page.len() as u64;
+        pages.extend(page);
+    }
+    let from_file = audit_key(LogReader::open(dir.path()).unwrap(), &head, key, &digest, 5..60);
+    let from_pages = audit_listing(pages.clone(), &head, key, &digest, 5..60);
+    let serials = |r: Vec<entropy_receipts::verify::AuditEntry>| -> Vec<u64> {
+        r.into_iter().map(|e| e.serial).collect()
+    };
+    assert_eq!(serials(from_file.unwrap()), (5..60).collect::<Vec<_>>());
+    assert_eq!(serials(from_pages.unwrap()), (5..60).collect::<Vec<_>>());
+
+    let mut gap = pages.clone();
+    gap.remove(30);
+    assert!(audit_listing(gap, &head, key, &digest, 0..70).is_err(), "a receipt left out");
+    let mut repeated = pages.clone();
+    repeated[31] = repeated[30].clone();
+    assert!(audit_listing(repeated, &head, key, &digest, 0..70).is_err(), "a receipt repeated");
+    let mut swapped = pages.clone();
+    swapped.swap(1, 2);
+    assert!(audit_listing(swapped, &head, key, &digest, 0..70).is_err(), "two swapped");
+    let short: Vec<Vec<u8>> = pages[..69].to_vec();
+    assert!(audit_listing(short, &head, key, &digest, 0..70).is_err(), "the last one missing");
+}
