@@ -14,6 +14,7 @@ mod limits;
 mod metrics;
 mod quality;
 mod quota;
+mod receipts;
 mod rest;
 mod support;
 mod surface;
