@@ -26,6 +26,7 @@ use entropy_receipts::{
     clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum ReceiptSync {
     /// Group commit: concurrent draws share one `fdatasync`.
     #[default]

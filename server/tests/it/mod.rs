@@ -15,6 +15,7 @@ mod metrics;
 mod quality;
 mod quota;
 mod receipts;
+mod receipts_kill9;
 mod rest;
 mod support;
 mod surface;
