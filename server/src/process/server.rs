@@ -502,6 +502,7 @@ impl Gateway {
                 ingest: self.ingest.clone(),
                 budget: self.budget.clone(),
                 totals: self.totals.clone(),
+                notary: self.notary.clone(),
             };
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });
