@@ -144,7 +144,7 @@ impl Notary {
             log,
             signer,
             gateway_id: config.gateway_id.clone(),
-            latest: RwLock::new(first.clone()),
+            latest: RwLock::new(first),
             issued: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         };
@@ -208,9 +208,9 @@ impl Notary {
         self.write_head(&head)?;
         let mut slot = self.latest.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if head.head.size > slot.head.size {
-            *slot = head.clone();
+            *slot = head;
         }
-        Ok(slot.clone())
+        Ok(*slot)
     }
 
     /// Receipts issued, and receipts that could not be written, since the start.
@@ -220,7 +220,7 @@ impl Notary {
 
     /// The latest signed head.
     pub fn latest_head(&self) -> SignedTreeHead {
-        self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        *self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Writes `head` to `head.sth` (a temporary file renamed over it, so a reader never sees

@@ -27,7 +27,7 @@ use crate::transport::ConnectionInfo;
 pub(crate) const MAX_LIST_RECEIPTS: u32 = 1000;
 /// Most bytes of receipts in one ListReceipts page (a page holds at least one receipt): 1 MiB
 /// less 16 KiB, so that a page's answer fits in the smallest allowance a valid config gives a
-/// connection (`max_undelivered_bytes_per_connection` >= 1 MiB; `pages_fit_every_allowance`).
+/// connection (`max_undelivered_bytes_per_connection` >= 1 MiB; checked at compile time below).
 pub(crate) const MAX_LIST_BYTES: usize = (1 << 20) - (16 << 10);
 /// ListReceipts calls reading the log at once in the gateway; the others wait their turn.
 const LIST_TURNS: usize = 2;
@@ -35,6 +35,8 @@ const LIST_TURNS: usize = 2;
 /// [`MAX_LIST_BYTES`] by one receipt of at most 6 KiB), a tag and length for each, the rest.
 pub(crate) const MAX_LIST_WIRE_BYTES: usize =
     MAX_LIST_BYTES + (6 << 10) + MAX_LIST_RECEIPTS as usize * 4 + 64;
+// A page's answer fits in the least `max_undelivered_bytes_per_connection` validation accepts.
+const _: () = assert!(MAX_LIST_WIRE_BYTES <= 1 << 20);
 /// How long a ListReceipts call waits for room to hold its answer.
 const LIST_HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -241,16 +243,5 @@ impl ReceiptLogService for ReceiptLogApi {
             },
         )
         .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pages_fit_every_allowance() {
-        // The least `max_undelivered_bytes_per_connection` validation accepts.
-        assert!(MAX_LIST_WIRE_BYTES <= 1 << 20, "{MAX_LIST_WIRE_BYTES}");
     }
 }
