@@ -157,6 +157,8 @@ impl Launch {
     pub async fn run(self) -> Result<(), RunError> {
         let Self { config, keys, tls } = self;
         let bounds = crate::process::bounds::of_config(&config);
+        // The receipt log is opened (locked, recovered) before any port is bound.
+        let notary = crate::process::receipts::open(&config).map_err(ServeError::from)?;
         let public = bind(config.listen_addr, "listen_addr").await?;
         let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
         let metrics = match config.metrics_addr() {
@@ -193,6 +195,14 @@ impl Launch {
                         "Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n"
                     );
                 }
+                if let Some(notary) = &notary {
+                    println!(
+                        "Receipts:  a draw asking for one (\"receipt\": true) is signed and logged in \
+                         {}; key id {}\n",
+                        notary.dir().display(),
+                        notary.public_key().key_id().to_hex()
+                    );
+                }
                 let DevKeys { api_keys, mac_keys, .. } = *dev_keys;
                 let gateway = Gateway::new(config, api_keys, mac_keys);
                 // The gateway refuses chunks sealed before its start plus max_future_skew_ms
@@ -207,7 +217,7 @@ impl Launch {
                 (gateway, Some(feed))
             }
         };
-        gateway = gateway.with_tls(tls);
+        gateway = gateway.with_tls(tls).with_notary(notary);
         if let Some(listener) = metrics {
             gateway = gateway.with_metrics_listener(listener);
         }
