@@ -7,7 +7,7 @@
 #[allow(dead_code)] // the client's tests use all of it, these only some
 mod support;
 
-use support::{DevGateway, KEY, dev_gateway};
+use support::{DevGateway, KEY, dev_gateway, dev_gateway_with_receipts};
 
 fn cli(gw: &DevGateway, key: &str, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
@@ -277,4 +277,230 @@ fn a_draw_file_of_the_spec_vectors_verifies_offline_and_each_tampering_is_refuse
     let mut unknown = good.clone();
     unknown["values"]["note"] = "trust me".into();
     refused(&unknown, &key, "draw file");
+}
+
+/// `entropy` against `gw` with the dev key: (exit code, stdout, stderr).
+fn online(gw: &DevGateway, args: &[&std::ffi::OsStr]) -> (Option<i32>, Vec<u8>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_entropy"))
+        .args(args)
+        .env("ENTROPY_ENDPOINT", format!("http://{}", gw.addr))
+        .env("ENTROPY_API_KEY", KEY)
+        .output()
+        .unwrap();
+    (out.status.code(), out.stdout, String::from_utf8(out.stderr).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receipted_draw_verifies_proves_and_shows_up_in_the_audit_with_its_redraw() {
+    let receipts = tempfile::tempdir().unwrap();
+    let gw = dev_gateway_with_receipts(receipts.path()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name);
+    let run = |args: Vec<std::ffi::OsString>| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        tokio::task::block_in_place(|| online(&gw, &args))
+    };
+    macro_rules! args {
+        ($($a:expr),* $(,)?) => { vec![$(std::ffi::OsString::from($a)),*] };
+    }
+    let ok = |(code, out, err): (Option<i32>, Vec<u8>, String)| {
+        assert_eq!(code, Some(0), "{err}");
+        String::from_utf8(out).unwrap()
+    };
+
+    // The public key as served is the one the gateway wrote to its public key file.
+    ok(run(args!["receipt", "public-key", "--out", p("gateway.pub")]));
+    let served = std::fs::read_to_string(p("gateway.pub")).unwrap();
+    assert_eq!(served, std::fs::read_to_string(receipts.path().join("public.key")).unwrap());
+
+    // A draw with --receipt: the values on stdout and in the draw file.
+    let text = ok(run(args![
+        "int",
+        "--min",
+        "1",
+        "--max",
+        "49",
+        "--count",
+        "6",
+        "--receipt",
+        p("draw.json")
+    ]));
+    let printed: Vec<i64> = text.lines().map(|l| l.parse().unwrap()).collect();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("draw.json")).unwrap()).unwrap();
+    assert_eq!(file["format"], "entropy-diode/draw/v1");
+    assert_eq!(file["values"]["kind"], "integers");
+    assert_eq!(file["values"]["values"], serde_json::json!(printed));
+    // Never over an existing draw file, and then nothing is drawn.
+    let (code, _, err) =
+        run(args!["int", "--min", "1", "--max", "49", "--count", "6", "--receipt", p("draw.json")]);
+    assert!(code == Some(1) && err.contains("never overwritten"), "{err}");
+
+    let verify = |file: std::path::PathBuf, key: std::path::PathBuf| {
+        run(args!["receipt", "verify", file, "--public-key", key])
+    };
+    let text = ok(verify(p("draw.json"), p("gateway.pub")));
+    for line in
+        ["key id:         ok", "signature:      ok", "commitment:     ok", "request:        ok"]
+    {
+        assert!(text.contains(line), "{text}");
+    }
+    assert!(text.contains("asked:          GetIntegers min=1 max=49 count=6"), "{text}");
+
+    // Each tampering is refused, naming the check (exit 4).
+    let refused = |doc: &serde_json::Value, key: &str, check: &str| {
+        std::fs::write(p("tampered.json"), doc.to_string()).unwrap();
+        let (code, _, err) = verify(p("tampered.json"), p(key));
+        assert_eq!(code, Some(4), "{check}: {err}");
+        assert!(err.contains(&format!("refused: {check}")), "{check}: {err}");
+    };
+    let mut value = file.clone();
+    value["values"]["values"][0] = (printed[0] % 49 + 1).into();
+    refused(&value, "gateway.pub", "commitment");
+    let mut salt = file.clone();
+    let mut s = hex::decode(file["receipt"]["salt"].as_str().unwrap()).unwrap();
+    s[0] ^= 0x80;
+    salt["receipt"]["salt"] = hex::encode(s).into();
+    refused(&salt, "gateway.pub", "commitment");
+    let mut byte = file.clone();
+    let mut signed = hex::decode(file["receipt"]["signed_receipt"].as_str().unwrap()).unwrap();
+    let at = signed.len() / 2;
+    signed[at] ^= 0x01;
+    byte["receipt"]["signed_receipt"] = hex::encode(&signed).into();
+    refused(&byte, "gateway.pub", "signature");
+    std::fs::write(
+        p("other.pub"),
+        "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\n",
+    )
+    .unwrap();
+    refused(&file, "other.pub", "key id");
+
+    // Prove: the inclusion proof is added, and verifies offline.
+    let text = ok(run(args!["receipt", "prove", p("draw.json"), "--public-key", p("gateway.pub")]));
+    assert!(text.contains("inclusion:      ok (leaf"), "{text}");
+    let text = ok(verify(p("draw.json"), p("gateway.pub")));
+    assert!(text.contains("inclusion:      ok (leaf"), "{text}");
+    ok(run(args!["receipt", "head", "--out", p("old.sth"), "--public-key", p("gateway.pub")]));
+
+    // A redraw, and the other kinds, each kept and verified.
+    ok(run(args![
+        "int",
+        "--min",
+        "1",
+        "--max",
+        "49",
+        "--count",
+        "6",
+        "--receipt",
+        p("redraw.json")
+    ]));
+    ok(run(args!["bytes", "16", "--hex", "--receipt", p("bytes.json")]));
+    ok(run(args!["float", "--count", "5", "--receipt", p("floats.json")]));
+    ok(run(args!["uuid", "--count", "2", "--receipt", p("uuids.json")]));
+    for name in ["redraw.json", "bytes.json", "floats.json", "uuids.json"] {
+        ok(verify(p(name), p("gateway.pub")));
+    }
+    ok(run(args!["receipt", "prove", p("uuids.json")]));
+    ok(run(args!["receipt", "head", "--out", p("new.sth")]));
+
+    // The newer head extends the older one.
+    let text = ok(run(args![
+        "receipt",
+        "consistency",
+        p("old.sth"),
+        p("new.sth"),
+        "--public-key",
+        p("gateway.pub")
+    ]));
+    assert!(text.contains("consistency:    ok"), "{text}");
+    // Heads given in the wrong order: a usage mistake, said so.
+    let (code, _, err) = run(args![
+        "receipt",
+        "consistency",
+        p("new.sth"),
+        p("old.sth"),
+        "--public-key",
+        p("gateway.pub")
+    ]);
+    assert!(code == Some(1) && err.contains("older head first"), "{err}");
+
+    // The audit lists both integer draws (the draw and its redraw) of the dev key, and the
+    // other kinds, in serial order, from the log the head commits to.
+    let serial = |name: &str| {
+        let f: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p(name)).unwrap()).unwrap();
+        f["receipt"]["serial"].as_u64().unwrap()
+    };
+    let text = ok(run(args![
+        "receipt",
+        "audit",
+        "--public-key",
+        p("gateway.pub"),
+        "--key-name",
+        "dev",
+        "--head",
+        p("new.sth"),
+        "--json"
+    ]));
+    let listed: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let serials: Vec<u64> = listed.iter().map(|e| e["serial"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = ["draw.json", "redraw.json", "bytes.json", "floats.json", "uuids.json"]
+        .iter()
+        .map(|n| serial(n))
+        .collect();
+    assert_eq!(serials, want, "{text}");
+    for e in &listed[..2] {
+        assert_eq!(e["rpc"], "GetIntegers");
+        assert_eq!(e["params"], serde_json::json!({"min": 1, "max": 49, "count": 6}));
+        assert_eq!(e["construction"], "RAW");
+    }
+    assert_eq!(listed[2]["params"], serde_json::json!({"num_bytes": 16}));
+    // A range, as text, with the copy of the log kept.
+    let (a, b) = (serial("redraw.json"), serial("bytes.json"));
+    let text = ok(run(args![
+        "receipt",
+        "audit",
+        "--public-key",
+        p("gateway.pub"),
+        "--key-name",
+        "dev",
+        "--from",
+        a.to_string(),
+        "--to",
+        b.to_string(),
+        "--log-copy",
+        p("copy")
+    ]));
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.contains("GetIntegers min=1 max=49 count=6")
+            && text.contains("GetRandom num_bytes=16")
+    );
+    assert!(p("copy").join("receipts.log").exists());
+    // Another key's name lists nothing; another public key refuses the head.
+    let text = ok(run(args![
+        "receipt",
+        "audit",
+        "--public-key",
+        p("gateway.pub"),
+        "--key-name",
+        "someone-else"
+    ]));
+    assert_eq!(text, "");
+    let (code, _, err) =
+        run(args!["receipt", "audit", "--public-key", p("other.pub"), "--key-name", "dev"]);
+    assert!(code == Some(4) && err.contains("refused: log"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_without_a_receipt_log_refuses_receipted_draws_naming_receipts_dir() {
+    let gw = dev_gateway().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("draw.json");
+    let (code, _, err) = tokio::task::block_in_place(|| {
+        online(&gw, &["bytes".as_ref(), "8".as_ref(), "--receipt".as_ref(), file.as_os_str()])
+    });
+    assert!(code == Some(1) && err.contains("receipts_dir"), "{err}");
+    assert!(!file.exists(), "the empty draw file is removed");
 }

@@ -420,3 +420,122 @@ fn the_blocking_client_stream_and_stream_rng_work_without_async() {
     assert!(err.to_string().contains("unauthenticated"), "{err}");
     drop(gw);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipted_draws_verify_and_the_receipt_log_proves_and_lists_them() {
+    use entropy_diode_client::receipts::{KeyNameDigest, PublicKey, verify};
+    use entropy_diode_client::{Check, DrawFile, Values};
+
+    let receipts = tempfile::tempdir().unwrap();
+    let gw = support::dev_gateway_with_receipts(receipts.path()).await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    let log = client.receipt_log();
+    let served = log.public_key().await.unwrap();
+    let published = PublicKey::from_file(&receipts.path().join("public.key")).unwrap();
+    assert_eq!(served.key, published);
+    let key = published;
+
+    let ints = client.get_integers_with_receipt(1, 49, 6).await.unwrap();
+    assert!(ints.values.len() == 6 && ints.values.iter().all(|v| (1..=49).contains(v)));
+    let bytes = client.get_bytes_with_receipt(32).await.unwrap();
+    let floats = client.get_floats_with_receipt(4).await.unwrap();
+    let uuids = client.get_uuids_with_receipt(3).await.unwrap();
+    let redraw = client.get_integers_with_receipt(1, 49, 6).await.unwrap();
+    let receipts_of = [
+        ints.verify(&key).unwrap(),
+        bytes.verify(&key).unwrap(),
+        floats.verify(&key).unwrap(),
+        uuids.verify(&key).unwrap(),
+        redraw.verify(&key).unwrap(),
+    ];
+    let serials: Vec<u64> = receipts_of.iter().map(|r| r.receipt.serial).collect();
+    assert!(serials.windows(2).all(|w| w[0] < w[1]), "{serials:?}");
+    assert_eq!(ints.receipt.serial, serials[0]);
+    // A draw without `_with_receipt` is as before (the dev key does not hold entropy:receipts).
+    assert_eq!(client.get_integers(1, 6, 3).await.unwrap().len(), 3);
+
+    // A changed value, or another key, is refused by name.
+    let mut changed = ints.clone();
+    changed.values[0] = changed.values[0] % 49 + 1;
+    assert_eq!(changed.verify(&key).unwrap_err().check, Check::Commitment);
+    let other = entropy_diode_client::receipts::ReceiptSigner::from_seed(&[7; 32]);
+    assert_eq!(ints.verify(other.public_key()).unwrap_err().check, Check::KeyId);
+
+    // Kept in a draw file and read back, it verifies the same.
+    let file = DrawFile::parse(&floats.to_draw_file().to_json()).unwrap();
+    assert_eq!(file.values, Values::Floats(floats.values.clone()));
+    file.verify(&key).unwrap();
+
+    // A head covering every draw, inclusion proofs of each, and consistency with an older head.
+    let first = log.wait_for_head(serials[0], Duration::from_secs(10)).await.unwrap();
+    let head = log.wait_for_head(serials[4], Duration::from_secs(10)).await.unwrap();
+    head.verify(&key).unwrap();
+    for r in &receipts_of {
+        let proof = log.inclusion_proof(r.receipt.serial, head.head.size).await.unwrap();
+        verify::verify_inclusion(r, &proof, &head, &key).unwrap();
+    }
+    let proof = log.consistency_proof(first.head.size, head.head.size).await.unwrap();
+    verify::verify_consistency(&first, &head, &proof, &key).unwrap();
+    assert!(matches!(
+        log.inclusion_proof(head.head.size, head.head.size).await,
+        Err(Error::InvalidArgument(_))
+    ));
+
+    // The listing: every receipt up to the head, in order; the audit finds the key's draws.
+    let all = log.all_receipts(head.head.size).await.unwrap();
+    assert_eq!(all.len() as u64, head.head.size);
+    for s in &serials {
+        assert_eq!(
+            all[*s as usize],
+            receipts_of.iter().find(|r| r.receipt.serial == *s).unwrap().to_bytes()
+        );
+    }
+    let copy = tempfile::tempdir().unwrap();
+    let listed = log
+        .audit(copy.path(), &head, &key, &KeyNameDigest::of("dev"), 0..head.head.size)
+        .await
+        .unwrap();
+    assert_eq!(listed.iter().map(|e| e.serial).collect::<Vec<_>>(), serials);
+    let nobody = tempfile::tempdir().unwrap();
+    let listed = log
+        .audit(nobody.path(), &head, &key, &KeyNameDigest::of("nobody"), 0..head.head.size)
+        .await
+        .unwrap();
+    assert!(listed.is_empty());
+    // The copy is never written over.
+    assert!(log.copy_log(copy.path(), head.head.size).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_receipt_log_receipted_draws_and_the_log_answer_failed_precondition() {
+    let gw = dev_gateway().await;
+    let client = Client::connect(&format!("http://{}", gw.addr), KEY).await.unwrap();
+    match client.get_integers_with_receipt(1, 6, 1).await {
+        Err(Error::FailedPrecondition(m)) => assert!(m.contains("receipts_dir"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    match client.receipt_log().signed_tree_head().await {
+        Err(Error::FailedPrecondition(m)) => assert!(m.contains("receipts_dir"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_blocking_client_draws_with_receipts_too() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let receipts = tempfile::tempdir().unwrap();
+    let gw = runtime.block_on(support::dev_gateway_with_receipts(receipts.path()));
+    let client = entropy_diode_client::blocking::BlockingClient::connect(ClientBuilder::new(
+        format!("http://{}", gw.addr),
+        KEY,
+    ))
+    .unwrap();
+    let key = client.receipt_log().public_key().unwrap().key;
+    let uuids = client.get_uuids_with_receipt(2).unwrap();
+    uuids.verify(&key).unwrap();
+    let head =
+        client.receipt_log().wait_for_head(uuids.receipt.serial, Duration::from_secs(10)).unwrap();
+    assert!(head.head.size > uuids.receipt.serial);
+    drop(gw);
+    drop(runtime);
+}

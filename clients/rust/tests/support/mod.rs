@@ -52,12 +52,33 @@ pub async fn dev_gateway_on(
     public_addr: SocketAddr,
     tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 ) -> DevGateway {
+    dev_gateway_configured(public_addr, tls, None).await
+}
+
+/// A dev-mode gateway keeping its receipt log (and signing key, public key file and latest
+/// head) in `receipts_dir`.
+pub async fn dev_gateway_with_receipts(receipts_dir: &std::path::Path) -> DevGateway {
+    dev_gateway_configured("127.0.0.1:0".parse().unwrap(), None, Some(receipts_dir.to_owned()))
+        .await
+}
+
+async fn dev_gateway_configured(
+    public_addr: SocketAddr,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    receipts_dir: Option<std::path::PathBuf>,
+) -> DevGateway {
     let public = TcpListener::bind(public_addr).await.unwrap();
     let ingest = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (addr, ingest_addr) = (public.local_addr().unwrap(), ingest.local_addr().unwrap());
     let keys = dev::keys(Some(KEY.into())).unwrap();
     let shutdown = CancellationToken::new();
-    let config = GatewayConfig { pool_capacity_bytes: 8 << 20, ..GatewayConfig::dev_defaults() };
+    let config = GatewayConfig {
+        pool_capacity_bytes: 8 << 20,
+        receipts_dir,
+        // Heads every 100 ms: a receipt is provable soon after its draw.
+        receipts_head_interval_ms: 100,
+        ..GatewayConfig::dev_defaults()
+    };
     let config = fd_limit::prepare(config).expect("descriptors for the dev config");
     let (gateway_id, start_after) =
         (config.gateway_id.clone(), config.max_future_skew() + dev::FEED_START_MARGIN);
