@@ -213,6 +213,17 @@ impl BlockingReceiptLog {
     ) -> Result<Vec<AuditEntry>, AuditError> {
         self.runtime.block_on(self.inner.audit(dir, head, key, key_name_digest, serials))
     }
+
+    /// See [`ReceiptLog::audit_in_memory`].
+    pub fn audit_in_memory(
+        &self,
+        head: &SignedTreeHead,
+        key: &PublicKey,
+        key_name_digest: &KeyNameDigest,
+        serials: std::ops::Range<u64>,
+    ) -> Result<Vec<AuditEntry>, AuditError> {
+        self.runtime.block_on(self.inner.audit_in_memory(head, key, key_name_digest, serials))
+    }
 }
 
 /// A [`RandomStream`] as a blocking [`std::io::Read`]: EOF after its total, errors as

@@ -21,7 +21,7 @@ use entropy_proto::v1::{
 };
 use entropy_receipts::merkle::Hash;
 use entropy_receipts::record::{LOG_FILE, MAGIC, frame};
-use entropy_receipts::verify::{AuditEntry, audit_key};
+use entropy_receipts::verify::{AuditEntry, audit_key, audit_listing};
 use entropy_receipts::{KeyNameDigest, LogReader, PublicKey, SignedTreeHead};
 
 use crate::client::{LogInner, call_within, request_within};
@@ -287,6 +287,25 @@ impl ReceiptLog {
         Ok(audit_key(reader, head, key, key_name_digest, serials)
             .map_err(|e| Refused::new(Check::Log, e.to_string()))?)
     }
+
+    /// [`ReceiptLog::audit`] without a copy on disk: the listing up to the head is held in
+    /// memory (a few hundred bytes a receipt) and checked by
+    /// `entropy_receipts::verify::audit_listing`, the same checks.
+    pub async fn audit_in_memory(
+        &self,
+        head: &SignedTreeHead,
+        key: &PublicKey,
+        key_name_digest: &KeyNameDigest,
+        serials: Range<u64>,
+    ) -> Result<Vec<AuditEntry>, AuditError> {
+        let size = head
+            .verify(key)
+            .map_err(|e| Refused::new(Check::Log, format!("the signed tree head: {e}")))?
+            .size;
+        let listing = self.all_receipts(size).await?;
+        Ok(audit_listing(listing, head, key, key_name_digest, serials)
+            .map_err(|e| Refused::new(Check::Log, e.to_string()))?)
+    }
 }
 
 #[cfg(test)]
@@ -477,6 +496,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(listed.iter().map(|e| e.serial).collect::<Vec<_>>(), [4]);
+        let listed =
+            log.audit_in_memory(&head, &key, &KeyNameDigest::of("lottery"), 0..7).await.unwrap();
+        assert_eq!(listed.iter().map(|e| e.serial).collect::<Vec<_>>(), [1, 4, 6]);
         let other = ReceiptSigner::from_seed(&[6; 32]);
         let e = log
             .audit(copy2.path(), &head, other.public_key(), &KeyNameDigest::of("lottery"), 0..7)
