@@ -69,7 +69,8 @@ class FailedPreconditionError(EntropyError):
     """FAILED_PRECONDITION: the call accepts only some source kinds (`accept_kinds`) and the
     pool holds none of them and none arrived lately; the message names what the pool holds.
     Nothing was consumed. Not transient: retrying the same call fails the same way until a
-    source of an accepted kind feeds the gateway, so stream readers do not retry it."""
+    source of an accepted kind feeds the gateway, so stream readers do not retry it. Also a
+    receipt asked of a gateway with no receipt log (the message names `receipts_dir`)."""
 
 
 class ReceiptError(EntropyError, ValueError):
