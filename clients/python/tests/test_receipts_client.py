@@ -137,6 +137,7 @@ def check_draws(results: dict[str, Any]) -> None:
         assert R.DrawFile.parse(R.DrawFile.of(r).to_json()).verify(PK).receipt == sr
     draw = results["draw"]
     assert isinstance(draw, Draw) and draw.receipt is not None and draw.receipt.serial == 1
+    assert R.verify_receipted(draw, PK) == R.DrawFile.of(draw).verify(PK).receipt
     plain = results["plain"]
     assert plain == [3, 11, 19, 27, 38, 45]  # without receipt=True: the plain list, as ever
 
@@ -193,7 +194,10 @@ async def test_a_gateway_that_sends_no_receipt_when_asked_is_an_error() -> None:
     fake = ReceiptingFake(send_receipts=False)
     with FakeServer(fake) as target:
         with EntropyClient(target, "k") as c:
-            assert c.draw(16).receipt is None
+            unreceipted = c.draw(16)
+            assert unreceipted.receipt is None
+            with pytest.raises(R.ReceiptError, match="carries no receipt"):
+                R.DrawFile.of(unreceipted)
             with pytest.raises(EntropyError, match="without the receipt") as e:
                 c.get_integers(1, 49, 6, receipt=True)
             assert e.value.code == grpc.StatusCode.UNIMPLEMENTED

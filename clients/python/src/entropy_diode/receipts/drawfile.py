@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ReceiptError
-from ..types import DrawReceipt, Receipted
+from ..types import Draw, DrawReceipt, Receipted
 from ._encoding import I64_MAX, I64_MIN, U64_MAX
 from .commitment import SALT_BYTES, Values, ValueKind, open_commitment, value_kind
 from .head import SignedTreeHead
 from .receipt import SignedReceipt, decode_signed_receipt
-from .verify import verify_inclusion, verify_receipt
+from .verify import receipted_parts, verify_inclusion, verify_receipt
 
 __all__ = ["DRAW_FORMAT", "DrawFile", "Inclusion", "VerifiedDraw"]
 
@@ -63,11 +63,12 @@ class DrawFile:
     inclusion: Inclusion | None = None
 
     @classmethod
-    def of(cls, result: Receipted[Any], inclusion: Inclusion | None = None) -> DrawFile:
-        """The draw file of a client call made with `receipt=True`."""
-        kind = value_kind(decode_signed_receipt(result.receipt.signed_receipt).receipt.request)
-        values = result.values if kind == ValueKind.BYTES else tuple(result.values)
-        return cls(result.receipt, kind, values, inclusion)
+    def of(cls, result: Receipted[Any] | Draw, inclusion: Inclusion | None = None) -> DrawFile:
+        """The draw file of a client call made with `receipt=True` (or a `Draw` carrying a
+        receipt); `inclusion` from `inclusion_proof` and a signed head, if wanted."""
+        values, receipt = receipted_parts(result)
+        kind = value_kind(decode_signed_receipt(receipt.signed_receipt).receipt.request)
+        return cls(receipt, kind, values if kind == ValueKind.BYTES else tuple(values), inclusion)
 
     @classmethod
     def parse(cls, text: str | bytes) -> DrawFile:

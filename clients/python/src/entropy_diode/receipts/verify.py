@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ReceiptError
-from ..types import Receipted
+from ..types import Draw, DrawReceipt, Receipted
 from . import merkle
 from .commitment import open_commitment
 from .head import SignedTreeHead, decode_signed_tree_head
@@ -41,16 +41,25 @@ def verify_receipt(signed_receipt: bytes | SignedReceipt, public_key: bytes) -> 
     return sr
 
 
-def verify_receipted(result: Receipted[Any], public_key: bytes) -> SignedReceipt:
-    """A client call's result made with `receipt=True`: the receipt verified, its serial the
-    one the gateway reported, and its commitment opened by the values returned."""
-    sr = verify_receipt(result.receipt.signed_receipt, public_key)
-    if sr.receipt.serial != result.receipt.serial:
-        raise ReceiptError(
-            f"receipt: serial {result.receipt.serial} reported, {sr.receipt.serial} signed"
-        )
-    open_commitment(sr.receipt, result.receipt.salt, result.values)
+def verify_receipted(result: Receipted[Any] | Draw, public_key: bytes) -> SignedReceipt:
+    """A client call's result with its receipt (`receipt=True`; a `Draw` that carries one):
+    the receipt verified, its serial the one the gateway reported, and its commitment opened
+    by the values returned."""
+    values, receipt = receipted_parts(result)
+    sr = verify_receipt(receipt.signed_receipt, public_key)
+    if sr.receipt.serial != receipt.serial:
+        raise ReceiptError(f"receipt: serial {receipt.serial} reported, {sr.receipt.serial} signed")
+    open_commitment(sr.receipt, receipt.salt, values)
     return sr
+
+
+def receipted_parts(result: Receipted[Any] | Draw) -> tuple[Any, DrawReceipt]:
+    """The values and the receipt of a client result."""
+    if isinstance(result, Draw):
+        if result.receipt is None:
+            raise ReceiptError("draw: carries no receipt (ask with receipt=True)")
+        return result.data, result.receipt
+    return result.values, result.receipt
 
 
 def verify_tree_head(signed_head: bytes | SignedTreeHead, public_key: bytes) -> SignedTreeHead:
