@@ -113,6 +113,10 @@ struct State {
     syncing: bool,
     failed: bool,
     cache: NodeCache,
+    /// The offset in `receipts.log` where the next record goes.
+    end: u64,
+    /// The offset of record `i * GROUP`, for each `i`: where a listing starts reading.
+    checkpoints: Vec<u64>,
 }
 
 /// Perfect subtrees of `GROUP` leaves and more, and the leaves after the last full group.
@@ -228,6 +232,7 @@ impl ReceiptLog {
         let scan_handle = log.try_clone().map_err(io(&log_path))?;
         let mut scanner = Scanner::new(scan_handle, len, &log_path)?;
         let mut cache = NodeCache::default();
+        let mut checkpoints = Vec::new();
         let mut count = 0u64;
         let mut rewrite_from: Option<u64> = None;
         let mut rewrite: Vec<Hash> = Vec::new();
@@ -235,6 +240,9 @@ impl ReceiptLog {
             match scanner.next_step().map_err(io(&log_path))? {
                 Step::Record { offset, payload } => {
                     record::receipt_at(&log_path, offset, count, &payload)?;
+                    if count.is_multiple_of(GROUP as u64) {
+                        checkpoints.push(offset);
+                    }
                     let leaf = merkle::leaf_hash(&payload);
                     if rewrite_from.is_none() {
                         let mut h = [0u8; 32];
@@ -287,6 +295,8 @@ impl ReceiptLog {
             syncing: false,
             failed: false,
             cache,
+            end,
+            checkpoints,
         };
         Ok((
             Self {
@@ -336,6 +346,7 @@ impl ReceiptLog {
         }
         let leaf_hash = merkle::leaf_hash(&payload);
         let framed = record::frame(&payload);
+        let offset = st.end;
         if let Err(source) = st.log.write_all(&framed) {
             st.failed = true;
             return Err(LogError::Io { path: self.log_path(), source });
@@ -344,6 +355,10 @@ impl ReceiptLog {
             st.failed = true;
             return Err(LogError::Io { path: self.dir.join(LEAVES_FILE), source });
         }
+        if st.written.is_multiple_of(GROUP as u64) {
+            st.checkpoints.push(offset);
+        }
+        st.end += framed.len() as u64;
         st.written += 1;
         st.cache.push(leaf_hash);
 
@@ -386,6 +401,66 @@ impl ReceiptLog {
             }
         }
         Ok(Appended { serial, leaf_hash, receipt: signed })
+    }
+
+    /// Whether an append can be tried now: `Err(LogError::Failed)` once a write or an fsync
+    /// has failed (until the log is reopened). A caller checks this before it draws, so that
+    /// a draw whose receipt cannot be written is refused before anything is consumed; an
+    /// append can still fail after the check (an I/O error in between).
+    pub fn check_writable(&self) -> Result<(), LogError> {
+        if self.lock().failed { Err(LogError::Failed) } else { Ok(()) }
+    }
+
+    /// The signed receipts' bytes from serial `start` on, in order: at most `max_count` of
+    /// them, and no more once `max_bytes` are listed (at least one, when there is one), never
+    /// past `size` (at most the acknowledged receipts). Each record's checksum is checked.
+    /// Reads at most `GROUP - 1` records before `start` (from the nearest checkpoint).
+    pub fn read_signed(
+        &self,
+        start: u64,
+        size: u64,
+        (max_count, max_bytes): (usize, usize),
+    ) -> Result<Vec<Vec<u8>>, LogError> {
+        let st = self.lock();
+        Self::check_size("tree size", size, st.synced)?;
+        Self::check_size("start serial", start, size)?;
+        if start == size {
+            return Ok(Vec::new());
+        }
+        let group = start / GROUP as u64;
+        let mut offset = st.checkpoints[usize::try_from(group).unwrap_or(usize::MAX)];
+        drop(st);
+        let path = self.log_path();
+        let io = |source| LogError::Io { path: path.clone(), source };
+        let corrupt = |offset, problem| LogError::Corrupt { path: path.clone(), offset, problem };
+        let mut out = Vec::new();
+        let mut listed = 0usize;
+        let mut index = group * GROUP as u64;
+        while index < size && out.len() < max_count {
+            let mut frame = [0u8; FRAME_LEN as usize];
+            self.sync_handle.read_exact_at(&mut frame, offset).map_err(io)?;
+            let len = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+            let crc = u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            if len > MAX_RECORD_LEN {
+                return Err(corrupt(offset, format!("record {index}: length {len}")));
+            }
+            let next = offset + FRAME_LEN + u64::from(len);
+            if index >= start {
+                if !out.is_empty() && listed + len as usize > max_bytes {
+                    break;
+                }
+                let mut payload = vec![0u8; len as usize];
+                self.sync_handle.read_exact_at(&mut payload, offset + FRAME_LEN).map_err(io)?;
+                if record::checksum(len, &payload) != crc {
+                    return Err(corrupt(offset, format!("record {index}: checksum mismatch")));
+                }
+                listed += payload.len();
+                out.push(payload);
+            }
+            offset = next;
+            index += 1;
+        }
+        Ok(out)
     }
 
     /// Acknowledged receipts.

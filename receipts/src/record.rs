@@ -156,7 +156,8 @@ impl Scanner {
     }
 }
 
-fn checksum(len: u32, payload: &[u8]) -> u32 {
+/// The CRC-32C of a record: over its length's 4 bytes and its payload.
+pub(crate) fn checksum(len: u32, payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&len.to_be_bytes()), payload)
 }
 

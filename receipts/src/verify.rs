@@ -95,12 +95,55 @@ pub fn audit_key(
     key_name_digest: &KeyNameDigest,
     serials: Range<u64>,
 ) -> Result<Vec<AuditEntry>, VerifyError> {
+    let size = head.head.size;
+    let records = log.take(usize::try_from(size).unwrap_or(usize::MAX)).map(|item| {
+        item.map(|(_, signed)| signed).map_err(|e| VerifyError::LogMismatch(e.to_string()))
+    });
+    audit(records, head, key, key_name_digest, serials)
+}
+
+/// [`audit_key`] over signed receipts' bytes listed in serial order from 0 (as the gateway's
+/// `ListReceipts` pages give them) instead of a copy of the log: the same checks (every
+/// signature, serials dense from 0, the recomputed root is the head's), the same listing.
+pub fn audit_listing<I>(
+    listing: I,
+    head: &SignedTreeHead,
+    key: &PublicKey,
+    key_name_digest: &KeyNameDigest,
+    serials: Range<u64>,
+) -> Result<Vec<AuditEntry>, VerifyError>
+where
+    I: IntoIterator<Item = Vec<u8>>,
+{
+    let size = usize::try_from(head.head.size).unwrap_or(usize::MAX);
+    let records = listing
+        .into_iter()
+        .take(size)
+        .map(|bytes| SignedReceipt::from_bytes(&bytes).map_err(VerifyError::from));
+    audit(records, head, key, key_name_digest, serials)
+}
+
+/// The audit's core: `records` are leaves 0, 1, ... of the log `head` commits to.
+fn audit(
+    records: impl Iterator<Item = Result<SignedReceipt, VerifyError>>,
+    head: &SignedTreeHead,
+    key: &PublicKey,
+    key_name_digest: &KeyNameDigest,
+    serials: Range<u64>,
+) -> Result<Vec<AuditEntry>, VerifyError> {
     let head = head.verify(key)?;
     let mut tree = MemoryTree::default();
     let mut listed = Vec::new();
-    for item in log.take(usize::try_from(head.size).unwrap_or(usize::MAX)) {
-        let (serial, signed) = item.map_err(|e| VerifyError::LogMismatch(e.to_string()))?;
+    for (index, signed) in records.enumerate() {
+        let signed = signed?;
+        let serial = index as u64;
         verify_receipt(&signed, key)?;
+        if signed.receipt.serial != serial {
+            return Err(VerifyError::LogMismatch(format!(
+                "leaf {serial} holds the receipt with serial {}",
+                signed.receipt.serial
+            )));
+        }
         tree.leaves.push(merkle::leaf_hash(&signed.to_bytes()));
         if signed.receipt.key_name_digest == *key_name_digest && serials.contains(&serial) {
             listed.push(AuditEntry { serial, receipt: signed });

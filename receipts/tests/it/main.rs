@@ -7,6 +7,7 @@
 mod ct_vectors;
 mod end_to_end;
 mod kill9;
+mod listing;
 mod no_values;
 mod vectors;
 

@@ -12,7 +12,10 @@
 //! sha256 = "<64 hex digits: SHA-256 of the secret>"
 //! scopes = ["entropy:read", "status:read"]         # optional; this is the default; also
 //!                                                  # "quality:check" (CheckQuality) and
-//!                                                  # "entropy:drbg" (DRBG constructions)
+//!                                                  # "entropy:drbg" (DRBG constructions),
+//!                                                  # "entropy:receipts" (a receipt with
+//!                                                  # every draw), "receipts:audit"
+//!                                                  # (ListReceipts)
 //! requests_per_second = 100                        # optional limits; absent = unlimited
 //! bytes_per_second = 10000000
 //! drbg_bytes_per_second = 100000000                # DRBG output (its seeds: bytes_per_second)
@@ -62,6 +65,11 @@ pub enum Scope {
     /// StreamRandom alone, for a host feeder (`entropy-feeder`): a key holding only this scope
     /// can stream pool bytes and call nothing else.
     EntropyFeed,
+    /// Every draw of this key gets a receipt, asked for or not (so every draw it makes is in
+    /// the receipt log); its StreamRandom calls are refused (streams issue no receipts).
+    EntropyReceipts,
+    /// List the receipt log's receipts (ReceiptLogService.ListReceipts): an auditor's key.
+    ReceiptsAudit,
 }
 
 impl Scope {
@@ -73,6 +81,8 @@ impl Scope {
             Self::QualityCheck => "quality:check",
             Self::EntropyDrbg => "entropy:drbg",
             Self::EntropyFeed => "entropy:feed",
+            Self::EntropyReceipts => "entropy:receipts",
+            Self::ReceiptsAudit => "receipts:audit",
         }
     }
 
@@ -83,6 +93,8 @@ impl Scope {
             Self::QualityCheck,
             Self::EntropyDrbg,
             Self::EntropyFeed,
+            Self::EntropyReceipts,
+            Self::ReceiptsAudit,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)
@@ -246,7 +258,8 @@ impl ApiKeys {
         Ok(keys)
     }
 
-    /// A key set holding one key with every scope, given by its secret (dev mode).
+    /// A key set holding one key with every scope but `entropy:receipts` (which would refuse
+    /// its streams), given by its secret (dev mode).
     pub fn single(name: &str, secret: &str) -> Self {
         let grant = KeyGrant {
             name: name.to_owned(),
@@ -256,6 +269,7 @@ impl ApiKeys {
                 Scope::QualityCheck,
                 Scope::EntropyDrbg,
                 Scope::EntropyFeed,
+                Scope::ReceiptsAudit,
             ],
             quota: Arc::new(KeyQuota::new(Limits::default())),
         };

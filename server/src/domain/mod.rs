@@ -12,6 +12,8 @@
 //! - [`allowance`]: byte allowances, the one type every buffer bound is made of (a key's, a
 //!   connection's, the process's).
 //! - [`readiness`]: ready or not, and why, from the pool level and ingest activity.
+//! - [`receipts`]: the notary of verifiable draws: a receipt signed and durable in the log
+//!   before its draw is answered, and signed tree heads.
 //! - [`served`]: the served, discarded and tested totals, and the DRBG's served and seed bytes.
 //! - [`secret`]: bytes wiped on drop; [`log_safety`]: untrusted text made safe for a log line.
 
@@ -24,6 +26,7 @@ pub(crate) mod log_safety;
 pub mod pool;
 pub mod quota;
 pub mod readiness;
+pub mod receipts;
 pub mod sampling;
 pub(crate) mod secret;
 pub(crate) mod served;

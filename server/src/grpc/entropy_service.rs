@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
-    CheckQualityRequest, CheckQualityResponse, Encoding, GetFloatsRequest, GetFloatsResponse,
-    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
-    SourceStatus, StreamRandomRequest,
+    CheckQualityRequest, CheckQualityResponse, DrawReceipt, Encoding, GetFloatsRequest,
+    GetFloatsResponse, GetIntegersRequest, GetIntegersResponse, GetRandomRequest,
+    GetRandomResponse, GetStatusRequest, GetStatusResponse, GetUsageRequest, GetUsageResponse,
+    GetUuidsRequest, GetUuidsResponse, SourceStatus, StreamRandomRequest,
 };
+use entropy_receipts::{Rpc, ServedValues};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -25,6 +26,7 @@ use super::errors::{self, take_failed};
 use super::observe::{Call, Caller, Failure, Reply};
 use super::provenance;
 use super::quality;
+use super::receipts::{self as receipt, RECEIPT_WIRE_BYTES};
 use super::requests::{Count, Integers, QualitySample, RandomBytes};
 use super::stream_random::{Outbox, Producer, ShutdownCuts, StreamPlan};
 use super::usage;
@@ -34,6 +36,7 @@ use crate::domain::drbg::{Construction, Reseeding};
 use crate::domain::ingest::Ingest;
 use crate::domain::pool::{Drawn, Kinds, Pool, Segment, TakeError, Tenant};
 use crate::domain::readiness::Readiness;
+use crate::domain::receipts::Notary;
 use crate::domain::sampling::{FLOAT_BYTES, UUID_BYTES, float_from, uuid_v4_from};
 use crate::domain::served::Totals;
 use crate::metrics::{GatewayMetrics, Method};
@@ -68,6 +71,8 @@ pub struct EntropyApi {
     quality_turns: Arc<tokio::sync::Semaphore>,
     /// When DRBG instances reseed.
     reseeding: Reseeding,
+    /// The receipt notary (`receipts_dir`), if the gateway keeps a receipt log.
+    notary: Option<Arc<Notary>>,
 }
 
 impl EntropyApi {
@@ -96,7 +101,14 @@ impl EntropyApi {
             totals: Arc::default(),
             quality_turns: Arc::new(tokio::sync::Semaphore::new(1)),
             reseeding: Reseeding::default(),
+            notary: None,
         }
+    }
+
+    /// Issues receipts with `notary` (by default, none: calls asking for one are refused).
+    pub(crate) fn with_notary(mut self, notary: Option<Arc<Notary>>) -> Self {
+        self.notary = notary;
+        self
     }
 
     /// Reseeds DRBG instances as `reseeding` says (default [`Reseeding::default`]).
@@ -378,17 +390,22 @@ impl EntropyApi {
         request: Request<GetRandomRequest>,
     ) -> Result<Reply<GetRandomResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
+        let (asked, accept_kinds) = (req.receipt, req.accept_kinds.clone());
         let RandomBytes { n, encoding, accept, construction } = req.try_into()?;
         let mut drbg = self.drbg_for(&caller, construction)?;
+        let rpc = Rpc::GetRandom { num_bytes: n as u32 };
+        let plan = receipt::plan(self.notary.as_ref(), &caller.grant, asked, (rpc, &accept_kinds))?;
         let payload = match encoding {
             Encoding::Unspecified => n,
             Encoding::Hex => 2 * n,
             Encoding::Base64 => n.div_ceil(3) * 4,
         };
-        let wire = wire_bound(payload);
+        let wire = wire_bound(payload) + receipt_room(plan.as_ref());
         let (drawn, owed) =
             self.draw(&caller, (&metadata, &extensions), (n, wire, accept), drbg.as_mut()).await?;
         let provenance = drawn.provenance(Instant::now());
+        let (drawn, receipt) =
+            with_receipt(plan, provenance.as_ref(), drawn, |d| ServedValues::Bytes(d)).await?;
         let (data, text) = match encoding {
             Encoding::Unspecified => (drawn.into_vec(), String::new()),
             Encoding::Hex => (Vec::new(), hex::encode(&*drawn)),
@@ -397,7 +414,7 @@ impl EntropyApi {
                 (Vec::new(), base64::engine::general_purpose::STANDARD.encode(&*drawn))
             }
         };
-        Ok(Reply::drawn(GetRandomResponse { data, text, provenance }, owed))
+        Ok(Reply::drawn(GetRandomResponse { data, text, provenance, receipt }, owed))
     }
 
     fn stream_random(
@@ -408,6 +425,19 @@ impl EntropyApi {
         let (metadata, extensions, req) = request.into_parts();
         // A host feeder's key (entropy:feed) may stream raw bytes, and nothing else.
         let grant = call.authorize(&extensions, &[Scope::EntropyRead, Scope::EntropyFeed])?;
+        if req.receipt {
+            return Err(call.refuse(Failure::Status(errors::invalid_request(
+                "receipt: StreamRandom issues no receipts; ask GetRandom (or GetIntegers, \
+                 GetFloats, GetUuids) for a receipted draw",
+            ))));
+        }
+        if grant.allows(Scope::EntropyReceipts) {
+            return Err(call.refuse(Failure::Status(Status::failed_precondition(format!(
+                "key {:?} holds entropy:receipts (a receipt with every draw) and StreamRandom \
+                 issues no receipts; draw with GetRandom; nothing drawn",
+                grant.name
+            )))));
+        }
         let plan = StreamPlan::try_from(&req)?;
         let now = Instant::now();
         let client_deadline = deadline::client_deadline(&metadata, now);
@@ -460,15 +490,28 @@ impl EntropyApi {
         request: Request<GetIntegersRequest>,
     ) -> Result<Reply<GetIntegersResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
+        let (asked, accept_kinds) = (req.receipt, req.accept_kinds.clone());
+        let (min, max) = (req.min, req.max);
         let Integers { count, range, accept, construction } = req.try_into()?;
         let mut drbg = self.drbg_for(&caller, construction)?;
         let k = range.bytes_per_draw();
         let mut values = Vec::with_capacity(count);
+        let rpc = Rpc::GetIntegers { min, max, count: count as u32 };
         if k == 0 {
+            if asked || caller.grant.allows(Scope::EntropyReceipts) {
+                // A receipt states a draw; there is none to state.
+                return Err(errors::invalid_request(format!(
+                    "receipt: min == max ({}) draws nothing, so there is no draw to receipt",
+                    range.min()
+                ))
+                .into());
+            }
             // One possible value: no entropy is drawn, so there is no provenance.
             values.resize(count, range.min());
-            return Ok(Reply::new(GetIntegersResponse { values, provenance: None }));
+            return Ok(Reply::new(GetIntegersResponse { values, provenance: None, receipt: None }));
         }
+        let plan = receipt::plan(self.notary.as_ref(), &caller.grant, asked, (rpc, &accept_kinds))?;
+        let room = receipt_room(plan.as_ref());
         // Rejected draws are replaced in further rounds. If a round cannot be served, every
         // byte drawn so far goes back to the pool: it never left the process, and the failed
         // call consumes nothing.
@@ -476,7 +519,7 @@ impl EntropyApi {
         let mut owed: Option<Undelivered> = None;
         while values.len() < count {
             let left = count - values.len();
-            let wire = wire_bound(left * INTEGER_WIRE_BYTES);
+            let wire = wire_bound(left * INTEGER_WIRE_BYTES) + room;
             let want = (left * k, wire, accept);
             match self.draw(&caller, (&metadata, &extensions), want, drbg.as_mut()).await {
                 Ok((bytes, round_owed)) => {
@@ -506,7 +549,10 @@ impl EntropyApi {
             }
         }
         let provenance = Output::provenance_of(&rounds, Instant::now());
-        let response = GetIntegersResponse { values, provenance };
+        let (values, receipt) =
+            with_receipt(plan, provenance.as_ref(), values, |v| ServedValues::Integers(v)).await?;
+        drop(rounds);
+        let response = GetIntegersResponse { values, provenance, receipt };
         // At least one round was drawn: one possible value returned above.
         Ok(match owed {
             Some(owed) => Reply::drawn(response, owed),
@@ -520,17 +566,23 @@ impl EntropyApi {
         request: Request<GetFloatsRequest>,
     ) -> Result<Reply<GetFloatsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
+        let (asked, accept_kinds) = (req.receipt, req.accept_kinds.clone());
         let Count { count, accept, construction } = req.try_into()?;
         let mut drbg = self.drbg_for(&caller, construction)?;
+        let rpc = Rpc::GetFloats { count: count as u32 };
+        let plan = receipt::plan(self.notary.as_ref(), &caller.grant, asked, (rpc, &accept_kinds))?;
         let n = count * FLOAT_BYTES;
-        let want = (n, wire_bound(n), accept);
+        let want = (n, wire_bound(n) + receipt_room(plan.as_ref()), accept);
         let (bytes, owed) =
             self.draw(&caller, (&metadata, &extensions), want, drbg.as_mut()).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (floats, _) = bytes.as_chunks::<FLOAT_BYTES>();
-        let values = floats.iter().map(float_from).collect();
+        let values: Vec<f64> = floats.iter().map(float_from).collect();
         let provenance = bytes.provenance(Instant::now());
-        Ok(Reply::drawn(GetFloatsResponse { values, provenance }, owed))
+        drop(bytes);
+        let (values, receipt) =
+            with_receipt(plan, provenance.as_ref(), values, |v| ServedValues::Floats(v)).await?;
+        Ok(Reply::drawn(GetFloatsResponse { values, provenance, receipt }, owed))
     }
 
     async fn get_uuids(
@@ -539,17 +591,26 @@ impl EntropyApi {
         request: Request<GetUuidsRequest>,
     ) -> Result<Reply<GetUuidsResponse>, Failure> {
         let (metadata, extensions, req) = request.into_parts();
+        let (asked, accept_kinds) = (req.receipt, req.accept_kinds.clone());
         let Count { count, accept, construction } = req.try_into()?;
         let mut drbg = self.drbg_for(&caller, construction)?;
-        let wire = wire_bound(count * UUID_WIRE_BYTES);
+        let rpc = Rpc::GetUuids { count: count as u32 };
+        let plan = receipt::plan(self.notary.as_ref(), &caller.grant, asked, (rpc, &accept_kinds))?;
+        let wire = wire_bound(count * UUID_WIRE_BYTES) + receipt_room(plan.as_ref());
         let n = count * UUID_BYTES;
         let (bytes, owed) =
             self.draw(&caller, (&metadata, &extensions), (n, wire, accept), drbg.as_mut()).await?;
         // `draw` returns exactly the bytes asked for, so there is no remainder.
         let (uuids, _) = bytes.as_chunks::<UUID_BYTES>();
-        let uuids = uuids.iter().map(|u| uuid_v4_from(*u).to_string()).collect();
+        // The UUIDs' bytes as served (version and variant bits set): what a receipt commits to.
+        let uuids: Vec<[u8; UUID_BYTES]> =
+            uuids.iter().map(|u| uuid_v4_from(*u).into_bytes()).collect();
         let provenance = bytes.provenance(Instant::now());
-        Ok(Reply::drawn(GetUuidsResponse { uuids, provenance }, owed))
+        drop(bytes);
+        let (uuids, receipt) =
+            with_receipt(plan, provenance.as_ref(), uuids, |u| ServedValues::Uuids(u)).await?;
+        let uuids = uuids.iter().map(|u| uuid::Uuid::from_bytes(*u).to_string()).collect();
+        Ok(Reply::drawn(GetUuidsResponse { uuids, provenance, receipt }, owed))
     }
 
     /// Draws the sample like any call (fair share, byte quota, deadline), tests it off the
@@ -651,5 +712,27 @@ impl EntropyApi {
                 Err(unready) => unready.to_string(),
             },
         }))
+    }
+}
+
+/// Wire room a response holds for its receipt: [`RECEIPT_WIRE_BYTES`] when it gets one.
+fn receipt_room(plan: Option<&receipt::Plan>) -> usize {
+    if plan.is_some() { RECEIPT_WIRE_BYTES } else { 0 }
+}
+
+/// The receipt of a draw of `values` when `plan` says it gets one ([`receipt::Plan::issue`]);
+/// on failure the values are dropped (drawn bytes wiped) and the call answers the status.
+async fn with_receipt<V: Send + 'static>(
+    plan: Option<receipt::Plan>,
+    provenance: Option<&entropy_proto::v1::DrawProvenance>,
+    values: V,
+    view: fn(&V) -> ServedValues<'_>,
+) -> Result<(V, Option<DrawReceipt>), Failure> {
+    match plan {
+        None => Ok((values, None)),
+        Some(plan) => {
+            let (values, receipt) = plan.issue(provenance, values, view).await?;
+            Ok((values, Some(receipt)))
+        }
     }
 }

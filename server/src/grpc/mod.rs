@@ -7,7 +7,8 @@
 //! ([`deadline`]), error mapping ([`errors`]), per-call metrics and log lines ([`observe`]),
 //! delivery of drawn bytes ([`delivery`]), one request message per unary call
 //! ([`one_message`]), the StreamRandom loop ([`stream_random`]), draws' provenance on the wire
-//! ([`provenance`]), CheckQuality's report ([`quality`]), GetUsage's answer ([`usage`]),
+//! ([`provenance`]), CheckQuality's report ([`quality`]), GetUsage's answer ([`usage`]), receipts on the draws ([`receipts`]) and
+//! the receipt log's service ([`receipt_log`]),
 //! readiness on `grpc.health.v1` ([`health`]), gRPC-Web for browsers ([`web`]), the Connect
 //! protocol for JSON over HTTP ([`connect`]), the original QRNG-DD gateway's REST routes
 //! ([`rest`]), and the two services.
@@ -24,6 +25,8 @@ pub mod observe;
 pub(crate) mod one_message;
 pub(crate) mod provenance;
 pub(crate) mod quality;
+pub(crate) mod receipt_log;
+pub(crate) mod receipts;
 pub(crate) mod requests;
 pub(crate) mod rest;
 pub mod stream_random;

@@ -114,6 +114,18 @@ impl Call {
         Self::run_admitted(metrics, method, request, admit, handler).await
     }
 
+    /// Runs a unary `handler` of `method` for any valid key, taking one of its request tokens
+    /// (the receipt log's calls open to every key). Finished like [`Call::run`].
+    pub async fn run_any_key<Req, Res: prost::Message>(
+        metrics: &Arc<GatewayMetrics>,
+        method: Method,
+        request: Request<Req>,
+        handler: impl AsyncFnOnce(Caller, Request<Req>) -> Result<Reply<Res>, Failure>,
+    ) -> Result<Response<Res>, Status> {
+        let admit = |call: &mut Self, extensions: &_| call.authorize(extensions, &[]);
+        Self::run_admitted(metrics, method, request, admit, handler).await
+    }
+
     /// Runs a unary `handler` of `method` about the calling key itself (GetUsage): any valid
     /// key, no scope, and no request token taken, so the call costs nothing of the quota it
     /// may report on. Finished like [`Call::run`].
@@ -156,15 +168,16 @@ impl Call {
         Ok(grant)
     }
 
-    /// The request's key grant, if it authenticated, holds one of `scopes`, and its request
-    /// quota admits one more call.
+    /// The request's key grant, if it authenticated, holds one of `scopes` (any key when
+    /// `scopes` is empty), and its request quota admits one more call.
     pub(crate) fn authorize(
         &mut self,
         extensions: &tonic::Extensions,
         scopes: &[Scope],
     ) -> Result<Arc<KeyGrant>, Status> {
         let grant = self.identify(extensions)?;
-        if !scopes.iter().any(|&scope| grant.allows(scope)) {
+        // No scope named: any valid key.
+        if !scopes.is_empty() && !scopes.iter().any(|&scope| grant.allows(scope)) {
             let names: Vec<_> = scopes.iter().map(|scope| scope.as_str()).collect();
             let status = errors::missing_scope(&grant.name, &names.join(" or "));
             return Err(self.auth_failed(AuthFailure::Scope, status));

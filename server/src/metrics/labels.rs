@@ -20,11 +20,21 @@ pub enum Method {
     CheckQuality,
     /// GetUsage.
     GetUsage,
+    /// ReceiptLogService.GetPublicKey.
+    GetPublicKey,
+    /// ReceiptLogService.GetSignedTreeHead.
+    GetSignedTreeHead,
+    /// ReceiptLogService.GetInclusionProof.
+    GetInclusionProof,
+    /// ReceiptLogService.GetConsistencyProof.
+    GetConsistencyProof,
+    /// ReceiptLogService.ListReceipts.
+    ListReceipts,
 }
 
 impl Method {
     /// Every method, in label order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 13] = [
         Self::GetRandom,
         Self::StreamRandom,
         Self::GetIntegers,
@@ -33,6 +43,11 @@ impl Method {
         Self::GetStatus,
         Self::CheckQuality,
         Self::GetUsage,
+        Self::GetPublicKey,
+        Self::GetSignedTreeHead,
+        Self::GetInclusionProof,
+        Self::GetConsistencyProof,
+        Self::ListReceipts,
     ];
 
     /// The RPC name.
@@ -46,6 +61,11 @@ impl Method {
             Self::GetStatus => "GetStatus",
             Self::CheckQuality => "CheckQuality",
             Self::GetUsage => "GetUsage",
+            Self::GetPublicKey => "GetPublicKey",
+            Self::GetSignedTreeHead => "GetSignedTreeHead",
+            Self::GetInclusionProof => "GetInclusionProof",
+            Self::GetConsistencyProof => "GetConsistencyProof",
+            Self::ListReceipts => "ListReceipts",
         }
     }
 }

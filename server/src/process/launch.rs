@@ -157,6 +157,8 @@ impl Launch {
     pub async fn run(self) -> Result<(), RunError> {
         let Self { config, keys, tls } = self;
         let bounds = crate::process::bounds::of_config(&config);
+        // The receipt log is opened (locked, recovered) before any port is bound.
+        let notary = crate::process::receipts::open(&config).map_err(ServeError::from)?;
         let public = bind(config.listen_addr, "listen_addr").await?;
         let ingest = bind(config.ingest_listen_addr, "ingest_listen_addr").await?;
         let metrics = match config.metrics_addr() {
@@ -207,7 +209,7 @@ impl Launch {
                 (gateway, Some(feed))
             }
         };
-        gateway = gateway.with_tls(tls);
+        gateway = gateway.with_tls(tls).with_notary(notary);
         if let Some(listener) = metrics {
             gateway = gateway.with_metrics_listener(listener);
         }

@@ -11,6 +11,7 @@
 //! - [`ops_endpoint`]: `/metrics`, `/healthz`, `/readyz` on the metrics port.
 //! - `dev` (feature `dev`, on by default): `--dev` mode's keys, banner and in-process feed.
 //! - [`devcerts`]: a throwaway CA and certificates for trying TLS.
+//! - [`receipts`]: the receipt notary opened from the config, and its head signer.
 
 pub mod bounds;
 pub mod config;
@@ -20,4 +21,5 @@ pub mod devcerts;
 pub mod fd_limit;
 pub mod launch;
 pub(crate) mod ops_endpoint;
+pub mod receipts;
 pub mod server;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use entropy_proto::v1::entropy_service_server::EntropyServiceServer;
 use entropy_proto::v1::ingest_service_server::IngestServiceServer;
+use entropy_proto::v1::receipt_log_service_server::ReceiptLogServiceServer;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,6 +25,7 @@ use crate::domain::ingest::lease::{Lease, new_state_accepts_from};
 use crate::domain::ingest::verify::VerifyPolicy;
 use crate::domain::pool::Pool;
 use crate::domain::readiness::Readiness;
+use crate::domain::receipts::Notary;
 use crate::domain::served::Totals;
 use crate::grpc::auth::{ApiKeyAuth, KeyStore, TagMethod, key_store};
 use crate::grpc::connect::Connect;
@@ -31,6 +33,7 @@ use crate::grpc::entropy_service::EntropyApi;
 use crate::grpc::health::{INGEST_SERVICE, PUBLIC_SERVICE};
 use crate::grpc::ingest_service::IngestApi;
 use crate::grpc::one_message::OneMessageLayer;
+use crate::grpc::receipt_log::ReceiptLogApi;
 use crate::grpc::rest::Rest;
 use crate::grpc::stream_random::ShutdownCuts;
 use crate::grpc::web::GrpcWeb;
@@ -88,6 +91,8 @@ pub struct Gateway {
     budget: Budget,
     /// Served, discarded and tested bytes.
     totals: Arc<Totals>,
+    /// The receipt notary, once opened (`receipts_dir`; [`Gateway::with_notary`]).
+    notary: Option<Arc<Notary>>,
 }
 
 /// TLS for each listener; `None` serves plaintext.
@@ -129,6 +134,9 @@ pub enum ServeError {
     /// The compiled descriptors could not be read or filtered.
     #[error("public descriptors: {0}")]
     Descriptors(String),
+    /// The receipt log could not be opened (`receipts_dir`).
+    #[error("{0}")]
+    Receipts(#[from] crate::domain::receipts::NotaryError),
 }
 
 /// How often idle pool bytes are checked against `max_byte_age_ms`.
@@ -191,6 +199,7 @@ impl Gateway {
                 config.max_buffered_request_bytes,
             ),
             totals: Arc::default(),
+            notary: None,
             config,
         }
     }
@@ -204,6 +213,13 @@ impl Gateway {
     /// This gateway's series (each gateway has a registry of its own).
     pub fn metrics(&self) -> &Arc<GatewayMetrics> {
         &self.metrics
+    }
+
+    /// Issues receipts with `notary`, opened beforehand (`launch` opens it before binding);
+    /// without it, [`Gateway::serve`] opens the one `receipts_dir` names, if any.
+    pub fn with_notary(mut self, notary: Option<Arc<Notary>>) -> Self {
+        self.notary = notary;
+        self
     }
 
     /// Serves TLS on the listeners `tls` names.
@@ -253,6 +269,13 @@ impl Gateway {
         shutdown: CancellationToken,
     ) -> Result<(), ServeError> {
         let streams = TaskTracker::new();
+        if self.notary.is_none() {
+            self.notary = crate::process::receipts::open(&self.config)?;
+        }
+        let head_signer = self.notary.clone().map(|notary| {
+            let interval = std::time::Duration::from_millis(self.config.receipts_head_interval_ms);
+            crate::process::receipts::spawn_head_signer(notary, interval, shutdown.clone())
+        });
         let web = GrpcWeb::new(self.config.grpc_web_enabled, &self.config.grpc_web_allowed_origins);
         let (public_routes, public_health) =
             self.public_routes(web.as_ref(), &streams, &shutdown).await?;
@@ -277,6 +300,9 @@ impl Gateway {
         streams.close();
         streams.wait().await;
         tasks.finish().await;
+        if let Some(signer) = head_signer {
+            let _ = signer.await;
+        }
         Ok(())
     }
 
@@ -310,7 +336,17 @@ impl Gateway {
         .with_shutdown_cuts(self.cuts.clone())
         .with_metrics(self.metrics.clone())
         .with_responses(self.budget.responses.clone())
-        .with_totals(self.totals.clone());
+        .with_totals(self.totals.clone())
+        .with_notary(self.notary.clone());
+        let receipt_log =
+            OneMessageLayer.layer(TagMethod(tonic::service::interceptor::InterceptedService::new(
+                ReceiptLogServiceServer::new(ReceiptLogApi::new(
+                    self.notary.clone(),
+                    self.metrics.clone(),
+                ))
+                .max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
+                ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
+            )));
         // Every method but reflection takes exactly one request message (one_message.rs).
         let entropy =
             OneMessageLayer.layer(TagMethod(tonic::service::interceptor::InterceptedService::new(
@@ -321,6 +357,7 @@ impl Gateway {
         let rest =
             self.config.rest_enabled.then(|| Rest::new(entropy.clone(), self.readiness.clone()));
         let routes = entropy_routes(entropy, web, connect)
+            .add_service(receipt_log)
             .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
@@ -517,6 +554,7 @@ fn reflection() -> Result<tonic_reflection::server::Builder<'static>, ServeError
         .register_file_descriptor_set(public_descriptors()?)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .with_service_name(PUBLIC_SERVICE)
+        .with_service_name("entropy.v1.ReceiptLogService")
         .with_service_name("grpc.health.v1.Health")
         .with_service_name("grpc.reflection.v1.ServerReflection")
         .with_service_name("grpc.reflection.v1alpha.ServerReflection"))

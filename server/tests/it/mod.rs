@@ -14,6 +14,8 @@ mod limits;
 mod metrics;
 mod quality;
 mod quota;
+mod receipts;
+mod receipts_kill9;
 mod rest;
 mod support;
 mod surface;

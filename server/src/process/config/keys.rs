@@ -9,6 +9,7 @@ use crate::grpc::web::Origin;
 use crate::metrics::KeyLabel;
 
 use super::LogFormat;
+use crate::domain::receipts::ReceiptSync;
 
 entropy_ops::config_keys! {
     /// Every setting of the gateway. Field names are the config keys; see docs/config.md.
@@ -107,6 +108,37 @@ entropy_ops::config_keys! {
         drbg_reseed_interval_ms: u64 = 60_000,
             flag(u64, "MS"), unit("milliseconds"),
             help("Time between DRBG reseeds from the pool, ms");
+        /// Directory of the receipt log (docs/receipts.md): signed receipts of the draws that
+        /// ask for one (`receipt = true`, or every draw of a key holding `entropy:receipts`),
+        /// appended before the draw is answered. Unset: no receipts (such calls are refused
+        /// with FAILED_PRECONDITION). Created if missing; keep it across restarts (it is the
+        /// log an auditor checks) and give it to one gateway process at a time (locked).
+        receipts_dir: Option<PathBuf> = None,
+            flag(PathBuf, "DIR"), unit("path"),
+            help("Directory of the receipt log; unset: no receipts");
+        /// The Ed25519 signing key of receipts and tree heads: a file of exactly 32 raw bytes,
+        /// readable by its owner only. Unset: `<receipts_dir>/signing.key`, made (mode 0600) at
+        /// the first start.
+        receipts_key_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("Receipt signing key (32 raw bytes, mode 0600); default <receipts_dir>/signing.key");
+        /// Where the gateway writes its receipt public key at start (64 hex digits and a
+        /// newline), for the operator to publish. Unset: `<receipts_dir>/public.key`.
+        receipts_public_key_file: Option<PathBuf> = None,
+            flag(PathBuf, "FILE"), unit("path"),
+            help("Receipt public key written at start; default <receipts_dir>/public.key");
+        /// When a receipt is durable before its draw is answered: "group" (concurrent draws
+        /// share one fdatasync) or "every_append" (one fdatasync per receipt). Both answer only
+        /// after the receipt's fsync.
+        receipts_sync: ReceiptSync = ReceiptSync::Group,
+            flag(ReceiptSync, "POLICY"), unit("`group` or `every_append`"),
+            help("Receipt log fsync policy");
+        /// How often the gateway signs a tree head of its receipt log while the log grows
+        /// (also written to `<receipts_dir>/head.sth`). A receipt is covered by a signed head
+        /// at most this long after its draw.
+        receipts_head_interval_ms: u64 = 1_000,
+            flag(u64, "MS"), unit("milliseconds"),
+            help("Interval between signed tree heads of the receipt log, ms");
         /// This gateway's name: collectors seal chunks for it (their `[[gateway]] id`) and it
         /// refuses chunks sealed for another, so a chunk cannot be stored by two gateways.
         /// 1..=64 characters of [A-Za-z0-9._-]; required (dev mode sets "dev").

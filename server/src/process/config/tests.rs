@@ -26,6 +26,9 @@ fn keys_flags_and_struct_agree() {
         ingest_tls_cert_file: Some("c".into()),
         ingest_tls_key_file: Some("k".into()),
         ingest_client_ca_file: Some("ca".into()),
+        receipts_dir: Some("r".into()),
+        receipts_key_file: Some("r/k".into()),
+        receipts_public_key_file: Some("r/p".into()),
         ..GatewayConfig::default()
     };
     let mut listed: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
@@ -51,6 +54,11 @@ fn keys_flags_and_struct_agree() {
         stream_max_wait_ms: Some(1),
         drbg_reseed_interval_bytes: Some(1),
         drbg_reseed_interval_ms: Some(1),
+        receipts_dir: full.receipts_dir.clone(),
+        receipts_key_file: full.receipts_key_file.clone(),
+        receipts_public_key_file: full.receipts_public_key_file.clone(),
+        receipts_sync: Some(crate::domain::receipts::ReceiptSync::EveryAppend),
+        receipts_head_interval_ms: Some(1),
         freshness_window_ms: Some(1),
         gateway_id: Some("g".into()),
         max_future_skew_ms: Some(1),
@@ -151,6 +159,9 @@ fn the_example_config_lists_every_key_and_loads() {
             ingest_tls_cert_file: None,
             ingest_tls_key_file: None,
             ingest_client_ca_file: None,
+            receipts_dir: None,
+            receipts_key_file: None,
+            receipts_public_key_file: None,
             gateway_id: String::new(),
             ..c
         },

@@ -78,6 +78,22 @@ impl GatewayConfig {
                 format!("{} must be 1..=86400000 (a day)", self.drbg_reseed_interval_ms),
             );
         }
+        if self.receipts_dir.is_none() {
+            for (key, set) in [
+                ("receipts_key_file", self.receipts_key_file.is_some()),
+                ("receipts_public_key_file", self.receipts_public_key_file.is_some()),
+            ] {
+                if set {
+                    return bad(key, "is set without receipts_dir, which turns receipts on".into());
+                }
+            }
+        }
+        if !(10..=3_600_000).contains(&self.receipts_head_interval_ms) {
+            return bad(
+                "receipts_head_interval_ms",
+                format!("{} must be 10..=3600000 (an hour)", self.receipts_head_interval_ms),
+            );
+        }
         if !(1..=1 << 40).contains(&self.drbg_reseed_interval_bytes) {
             return bad(
                 "drbg_reseed_interval_bytes",

@@ -1,0 +1,230 @@
+//! The gateway's notary of verifiable draws (issue 32): it signs a receipt for a draw, appends
+//! it to the receipt log and returns it once durable; it signs tree heads of the log. The
+//! encodings, the log and the checks are `entropy-receipts`' (docs/receipts.md); this module
+//! holds what the gateway adds: its key on disk, its id, the latest signed head, and the order
+//! of things (a receipt is durable before the draw is answered).
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use entropy_receipts::{
+    Commitment, KeyNameDigest, LogConfig, LogError, Provenance, PublicKey, Receipt, ReceiptLog,
+    ReceiptSigner, Recovery, Request, Salt, ServedValues, SignedReceipt, SignedTreeHead,
+    SyncPolicy,
+};
+
+/// When a receipt is durable before its draw is answered (`receipts_sync`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum ReceiptSync {
+    /// Group commit: concurrent draws share one `fdatasync`.
+    #[default]
+    Group,
+    /// One `fdatasync` per receipt.
+    EveryAppend,
+}
+
+/// Where the notary keeps its files and how it syncs them.
+#[derive(Debug, Clone)]
+pub struct NotaryConfig {
+    /// The log's directory (`receipts_dir`).
+    pub dir: PathBuf,
+    /// The signing key (`receipts_key_file`, default `<dir>/signing.key`, made if missing).
+    pub key_file: PathBuf,
+    /// Where the public key is written at start (`receipts_public_key_file`).
+    pub public_key_file: PathBuf,
+    /// The fsync policy.
+    pub sync: ReceiptSync,
+    /// The gateway's id, in every receipt.
+    pub gateway_id: String,
+}
+
+/// Why the notary could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NotaryError {
+    /// The signing key could not be read or made.
+    #[error("receipts_key_file: {0}")]
+    Key(#[from] entropy_receipts::KeyError),
+    /// The public key file could not be written.
+    #[error("receipts_public_key_file: {0}")]
+    PublicKey(entropy_receipts::KeyError),
+    /// The log could not be opened (locked by another process, damaged, unreadable).
+    #[error("receipts_dir: {0}")]
+    Log(#[from] LogError),
+    /// The head file could not be written.
+    #[error("receipts_dir: cannot write {path}: {source}")]
+    HeadFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Why a receipt was not issued: the draw must not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The log refused or failed the append.
+    #[error("the receipt log cannot take the receipt: {0}")]
+    Log(#[from] LogError),
+    /// The OS random number generator failed to give a salt.
+    #[error("no salt from the OS random number generator: {0}")]
+    Salt(String),
+}
+
+/// A receipt issued, durable in the log: for the caller, with the salt only it gets.
+#[derive(Debug)]
+pub struct Issued {
+    /// The signed receipt.
+    pub receipt: SignedReceipt,
+    /// The commitment's salt (wiped when dropped).
+    pub salt: Salt,
+}
+
+/// The gateway's signer and receipt log.
+pub struct Notary {
+    log: ReceiptLog,
+    signer: ReceiptSigner,
+    gateway_id: String,
+    head_file: PathBuf,
+    latest: RwLock<SignedTreeHead>,
+}
+
+impl std::fmt::Debug for Notary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notary")
+            .field("dir", &self.log.dir())
+            .field("key_id", &self.signer.key_id().to_hex())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The file the latest signed head is written to, in the log's directory.
+pub const HEAD_FILE: &str = "head.sth";
+
+impl Notary {
+    /// Opens the log (recovering a torn tail), loads the signing key (making it at the first
+    /// start), writes the public key file, and signs a first head. Everything a start needs to
+    /// refuse, it refuses here, before the gateway binds.
+    pub fn open(config: &NotaryConfig, now_unix_ms: i64) -> Result<(Self, Recovery), NotaryError> {
+        let signer = if config.key_file.exists() {
+            ReceiptSigner::from_key_file(&config.key_file)?
+        } else {
+            if let Some(parent) = config.key_file.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| {
+                    entropy_receipts::KeyError::Io { path: parent.to_owned(), source }
+                })?;
+            }
+            ReceiptSigner::generate_key_file(&config.key_file)?
+        };
+        let sync = match config.sync {
+            ReceiptSync::Group => SyncPolicy::Group,
+            ReceiptSync::EveryAppend => SyncPolicy::EveryAppend,
+        };
+        let (log, recovery) = ReceiptLog::open(&LogConfig { dir: config.dir.clone(), sync })?;
+        signer.public_key().write_file(&config.public_key_file).map_err(NotaryError::PublicKey)?;
+        let first = log.signed_head(&signer, now_unix_ms)?;
+        let notary = Self {
+            head_file: config.dir.join(HEAD_FILE),
+            log,
+            signer,
+            gateway_id: config.gateway_id.clone(),
+            latest: RwLock::new(first.clone()),
+        };
+        notary.write_head(&first)?;
+        Ok((notary, recovery))
+    }
+
+    /// Refuses a draw before anything is drawn when its receipt could not be written.
+    pub fn check_writable(&self) -> Result<(), LogError> {
+        self.log.check_writable()
+    }
+
+    /// Signs and appends the receipt of a draw of `values` by `key_name` with `request` and
+    /// `provenance`, at `now_unix_ms`. Blocks until the receipt is durable (an fsync): call it
+    /// off the async workers. Only on `Ok` may the draw be answered.
+    pub fn issue(
+        &self,
+        key_name: &str,
+        (request, provenance): (Request, Provenance),
+        values: ServedValues<'_>,
+        now_unix_ms: i64,
+    ) -> Result<Issued, IssueError> {
+        let salt = Salt::random().map_err(|e| IssueError::Salt(e.to_string()))?;
+        let commitment = Commitment::commit(values, &salt);
+        let appended = self.log.append_with(|serial| {
+            self.signer.sign(Receipt {
+                serial,
+                issued_at_unix_ms: now_unix_ms,
+                gateway_id: self.gateway_id.clone(),
+                key_name_digest: KeyNameDigest::of(key_name),
+                request,
+                provenance,
+                commitment,
+                key_id: self.signer.key_id(),
+            })
+        })?;
+        Ok(Issued { receipt: appended.receipt, salt })
+    }
+
+    /// Signs a head of the log as it is now if it grew since the latest head, keeps it as the
+    /// latest and writes it to `head.sth`. Returns the latest head either way.
+    pub fn sign_head(&self, now_unix_ms: i64) -> Result<SignedTreeHead, NotaryError> {
+        let latest = self.latest_head();
+        if self.log.size() == latest.head.size {
+            return Ok(latest);
+        }
+        let head = self.log.signed_head(&self.signer, now_unix_ms)?;
+        self.write_head(&head)?;
+        let mut slot = self.latest.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if head.head.size > slot.head.size {
+            *slot = head.clone();
+        }
+        Ok(slot.clone())
+    }
+
+    /// The latest signed head.
+    pub fn latest_head(&self) -> SignedTreeHead {
+        self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Writes `head` to `head.sth` (a temporary file renamed over it, so a reader never sees
+    /// half a head).
+    fn write_head(&self, head: &SignedTreeHead) -> Result<(), NotaryError> {
+        let tmp = self.head_file.with_extension("sth.tmp");
+        let err = |source| NotaryError::HeadFile { path: self.head_file.clone(), source };
+        std::fs::write(&tmp, head.to_bytes()).map_err(err)?;
+        std::fs::rename(&tmp, &self.head_file).map_err(err)
+    }
+
+    /// The signing key's public half.
+    pub fn public_key(&self) -> &PublicKey {
+        self.signer.public_key()
+    }
+
+    /// The gateway's id, as in its receipts.
+    pub fn gateway_id(&self) -> &str {
+        &self.gateway_id
+    }
+
+    /// The log, for proofs and listings (bounded by the latest signed head by the caller).
+    pub fn log(&self) -> &ReceiptLog {
+        &self.log
+    }
+
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        self.log.dir()
+    }
+}
