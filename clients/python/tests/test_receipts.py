@@ -183,6 +183,8 @@ def test_wrong_salt_values_or_a_negative_zero_do_not_open_the_commitment() -> No
         R.open_commitment(floats, fsalt, [-0.0, 0.25, 0.5078125])  # equal as floats, not as bits
     with pytest.raises(ReceiptError, match="not a float"):
         R.open_commitment(floats, fsalt, [0, 0.25, 0.5078125])  # an int could be either zero
+    with pytest.raises(ReceiptError, match=r"outside \[0, 1\)"):
+        R.open_commitment(floats, fsalt, [1.0, 0.25, 0.5078125])
     with pytest.raises(ReceiptError, match="serves floats"):
         R.open_commitment(floats, fsalt, b"\x00" * 3)
 
@@ -497,12 +499,13 @@ def edit(i: int, change: Any) -> str:
         ("an unknown key in inclusion", edit(0, lambda d: d["inclusion"].update(size=4)), "inclusion: unknown"),
         ("no values", edit(0, lambda d: d.pop("values")), "missing"),
         ("another format", edit(0, lambda d: d.update(format="entropy-diode/draw/v2")), "format"),
-        ("upper-case hex", edit(0, lambda d: d["receipt"].update(salt=d["receipt"]["salt"].upper())), "lowercase hex"),
+        ("odd hex", edit(0, lambda d: d["receipt"].update(salt=d["receipt"]["salt"][1:])), "must be hex"),
+        ("a list for inclusion", edit(0, lambda d: d.update(inclusion=[])), "inclusion: must be an object"),
         ("a short salt", edit(0, lambda d: d["receipt"].update(salt="00" * 31)), "31 bytes"),
         ("a serial as a string", edit(0, lambda d: d["receipt"].update(serial="0")), "receipt.serial"),
         ("a float among integers", edit(0, lambda d: d["values"]["values"].__setitem__(0, 3.0)), "values.values"),
         ("a bool among integers", edit(0, lambda d: d["values"]["values"].__setitem__(0, True)), "values.values"),
-        ("an integer among floats", edit(2, lambda d: d["values"]["values"].__setitem__(0, 0)), "fraction"),
+        ("a string among floats", edit(2, lambda d: d["values"]["values"].__setitem__(0, "0")), "JSON number"),
         ("an upper-case UUID", edit(3, lambda d: d["values"]["values"].__setitem__(0, d["values"]["values"][0].upper())), "UUID"),
         ("an unknown kind", edit(0, lambda d: d["values"].update(kind="dice")), "values.kind"),
         ("a duplicate key", '{"format": "a", "format": "b"}', "appears twice"),
@@ -513,6 +516,24 @@ def edit(i: int, change: Any) -> str:
 def test_malformed_draw_files_are_refused(why: str, text: str, names: str) -> None:
     with pytest.raises(ReceiptError, match=names):
         R.DrawFile.parse(text)
+
+
+def test_what_the_rust_reader_accepts_is_accepted() -> None:
+    # clients/rust draw_file.rs: hex in either case, "inclusion": null, floats as JSON integers.
+    doc = json.loads(draw_file(2).to_json())
+    doc["receipt"]["salt"] = doc["receipt"]["salt"].upper()
+    doc["inclusion"] = None
+    doc["values"]["values"][0] = 0
+    text = json.dumps(doc)
+    f = R.DrawFile.parse(text)
+    assert f.inclusion is None and f.receipt.salt == bytes.fromhex(DRAWS[2]["salt"])
+    assert f.values == (0.0, 0.25, 0.5078125) and str(f.values[0]) == "0.0"  # type: ignore[index]
+    assert f.verify(PK).head is None
+    # "-0" is -0.0, read from its text (Python's int would drop the sign): it does not open.
+    negative = R.DrawFile.parse(text.replace("[0, 0.25", "[-0, 0.25"))
+    assert str(negative.values[0]) == "-0.0"  # type: ignore[index]
+    with pytest.raises(ReceiptError, match="do not open"):
+        negative.verify(PK)
 
 
 def test_draw_files_that_do_not_verify_are_refused() -> None:

@@ -3,7 +3,7 @@ SHA-256(tag "entropy-diode/commitment/v1" || salt || u8 kind || u64 count || ele
 values exactly as served (bytes before any text encoding; integers as i64; floats as their
 IEEE 754 bits, so 0.0 and -0.0 differ; UUIDs as their 16 bytes). Opening a receipt's commitment
 takes the kind from the receipt's call, and also checks that the values are the call's shape
-(their count, and integers within the requested range): a commitment that opens to anything
+(their count; integers within the requested range; floats in [0, 1)): a commitment that opens to anything
 else was not an honest answer to that request."""
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def commit(salt: bytes, kind: ValueKind, values: Values) -> bytes:
 
 def open_commitment(receipt: Receipt, salt: bytes, values: Values) -> None:
     """Check that `values` and `salt` open the receipt's commitment, and that the values are
-    what the receipt's request asked for (count; integers in [min, max]). Raises ReceiptError
+    what the receipt's request asked for (count; integers in [min, max]; floats in [0, 1), as
+    GetFloats serves them). Raises ReceiptError
     naming what differs."""
     kind = value_kind(receipt.request)
     _check_shape(receipt.request, kind, values)
@@ -131,7 +132,8 @@ def _check_shape(request: ReceiptRequest, kind: ValueKind, values: Values) -> No
         raise ReceiptError(
             f"values: {got} {kind.name.lower()}, the receipt's request was for {want}"
         )
-    if isinstance(p, GetIntegersParams):
-        for i, v in enumerate(values):
-            if isinstance(v, int) and not p.min <= v <= p.max:
-                raise ReceiptError(f"values[{i}]: {v} outside the request's [{p.min}, {p.max}]")
+    for i, v in enumerate(values):
+        if isinstance(p, GetIntegersParams) and isinstance(v, int) and not p.min <= v <= p.max:
+            raise ReceiptError(f"values[{i}]: {v} outside the request's [{p.min}, {p.max}]")
+        if isinstance(p, GetFloatsParams) and isinstance(v, float) and not 0.0 <= v < 1.0:
+            raise ReceiptError(f"values[{i}]: {v} outside [0, 1)")

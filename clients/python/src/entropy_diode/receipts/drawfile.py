@@ -1,9 +1,11 @@
 """The draw file (`entropy-diode/draw/v1`, docs/receipts.md): JSON holding a receipt, its salt
 and serial, the values as served, and optionally an inclusion proof in a signed head; what the
 CLI writes with a receipted draw and what a caller hands to an auditor. Read strictly: a key
-this format does not have, a duplicate key, a value of the wrong JSON type, upper-case hex or
-a UUID not in lowercase 8-4-4-4-12 form is refused, since a verifier that skips what it does
-not understand can be shown one thing and check another."""
+this format does not have, a duplicate key, a value of the wrong JSON type or a UUID not in
+lowercase 8-4-4-4-12 form is refused, since a verifier that skips what it does not understand
+can be shown one thing and check another. What the Rust reader (clients/rust draw_file.rs)
+accepts is accepted here too: hex in either case, `"inclusion": null` for no proof, and floats
+written as JSON integers (read from their text, so `-0` is -0.0, as serde_json reads it)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from .verify import receipted_parts, verify_inclusion, verify_receipt
 __all__ = ["DRAW_FORMAT", "DrawFile", "Inclusion", "VerifiedDraw"]
 
 DRAW_FORMAT = "entropy-diode/draw/v1"
-_HEX = re.compile(r"(?:[0-9a-f]{2})*")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _KIND_NAMES = {
     "bytes": ValueKind.BYTES,
@@ -73,7 +75,12 @@ class DrawFile:
     @classmethod
     def parse(cls, text: str | bytes) -> DrawFile:
         try:
-            doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+            doc = json.loads(
+                text,
+                object_pairs_hook=_no_duplicates,
+                parse_constant=_no_constant,
+                parse_int=_IntLiteral.parse,
+            )
         except ReceiptError:
             raise
         except (ValueError, UnicodeDecodeError) as e:
@@ -92,7 +99,7 @@ class DrawFile:
         )
         kind, values = _values(top["values"])
         inclusion = None
-        if "inclusion" in top:
+        if top.get("inclusion") is not None:
             inc = _object(top["inclusion"], "inclusion", {"signed_tree_head", "hashes"})
             hashes = _list(inc["hashes"], "inclusion.hashes")
             inclusion = Inclusion(
@@ -159,6 +166,19 @@ class DrawFile:
         return VerifiedDraw(sr, head)
 
 
+class _IntLiteral(int):
+    """A JSON integer that remembers its text: an integer where one is expected, and the exact
+    float its text names where a float is (Python's int would lose the sign of `-0`)."""
+
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> _IntLiteral:
+        value = cls(text)
+        value.text = text
+        return value
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -192,14 +212,14 @@ def _list(value: Any, what: str) -> list[Any]:
 
 def _hex(value: Any, what: str) -> bytes:
     if not isinstance(value, str) or not _HEX.fullmatch(value):
-        raise ReceiptError(f"draw file: {what}: must be lowercase hex (two digits a byte)")
+        raise ReceiptError(f"draw file: {what}: must be hex (two digits a byte)")
     return bytes.fromhex(value)
 
 
 def _int(value: Any, what: str, lo: int, hi: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ReceiptError(f"draw file: {what}: must be an integer in {lo}..={hi}")
-    return value
+    return int(value)
 
 
 def _values(value: Any) -> tuple[ValueKind, Values]:
@@ -217,14 +237,15 @@ def _values(value: Any) -> tuple[ValueKind, Values]:
             _int(x, f"values.values[{i}]", I64_MIN, I64_MAX) for i, x in enumerate(items)
         )
     if kind == ValueKind.FLOATS:
+        floats = []
         for i, x in enumerate(items):
-            # A JSON integer is refused: "0" could stand for 0.0 or -0.0, which commit apart.
-            if not isinstance(x, float):
-                raise ReceiptError(
-                    f"draw file: values.values[{i}]: must be a JSON number with a fraction or"
-                    " exponent (a float as the gateway served it)"
-                )
-        return kind, tuple(items)
+            if isinstance(x, _IntLiteral):
+                floats.append(float(x.text))
+            elif isinstance(x, float):
+                floats.append(x)
+            else:
+                raise ReceiptError(f"draw file: values.values[{i}]: must be a JSON number")
+        return kind, tuple(floats)
     out = []
     for i, x in enumerate(items):
         if not isinstance(x, str) or not _UUID.fullmatch(x):
