@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import random
 import re
 import struct
 import sys
@@ -20,7 +21,15 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from entropy_diode import DrawReceipt, ReceiptError, SourceKind
+from entropy_diode import (
+    ChunkRef,
+    Construction,
+    DrawReceipt,
+    DrbgLabel,
+    Provenance,
+    ReceiptError,
+    SourceKind,
+)
 from entropy_diode import receipts as R
 from entropy_diode.receipts import merkle
 from entropy_diode.receipts.keys import verify_signature
@@ -353,6 +362,61 @@ def test_the_encoder_refuses_what_it_cannot_encode() -> None:
         dataclasses.replace(r, commitment=b"\x00" * 31).encode()
     with pytest.raises(ReceiptError, match="serial"):
         dataclasses.replace(r, serial=-1).encode()
+
+
+def random_receipt(rng: random.Random) -> R.Receipt:
+    """A receipt with every field drawn: each rpc, kinds, constructions, ids up to the bounds."""
+    def ident() -> str:
+        return "".join(rng.choice("abcé-0") for _ in range(rng.randint(1, 30)))[:64]
+
+    def kinds(min_len: int) -> tuple[SourceKind, ...]:
+        return tuple(sorted(rng.sample(list(SourceKind)[:3], rng.randint(min_len, 3))))
+
+    def u(bits: int) -> int:
+        return rng.choice([0, 1, 2**bits - 1, rng.getrandbits(bits)])
+
+    low = rng.randint(-(2**63), 2**63 - 1)
+    params: R.RequestParams = rng.choice([
+        R.GetRandomParams(u(32)),
+        R.StreamRandomParams(u(32), u(64), u(64), u(32)),
+        R.GetIntegersParams(low, rng.randint(low, 2**63 - 1), u(32)),
+        R.GetFloatsParams(u(32)),
+        R.GetUuidsParams(u(32)),
+    ])
+    construction = rng.choice([Construction.RAW, Construction.DRBG, Construction.DRBG_PREDICTION_RESISTANT])
+    drbg = None
+    if construction != Construction.RAW:
+        drbg = DrbgLabel(1, u(32), rng.randbytes(16).hex(), u(64), u(64), u(64),
+                         construction == Construction.DRBG_PREDICTION_RESISTANT)
+    chunk = lambda: ChunkRef(ident(), u(64), u(64), rng.randint(-(2**63), 2**63 - 1))  # noqa: E731
+    return R.Receipt(
+        serial=u(64),
+        issued_at_unix_ms=rng.randint(-(2**63), 2**63 - 1),
+        gateway_id=ident(),
+        key_name_digest=rng.randbytes(32),
+        request=R.ReceiptRequest(params, kinds(0)),
+        provenance=Provenance(
+            kinds=kinds(1), mixed=rng.random() < 0.5,
+            collector_ids=tuple(ident() for _ in range(rng.choice([1, 2, 64]))),
+            first_chunk=chunk(), last_chunk=chunk(), chunk_count=u(32),
+            oldest_byte_age_ms=u(64), construction=construction, drbg=drbg,
+        ),
+        commitment=rng.randbytes(32),
+        key_id=rng.randbytes(32),
+    )
+
+
+def test_random_receipts_round_trip_and_no_proper_prefix_or_extension_decodes() -> None:
+    rng = random.Random(32)
+    for _ in range(200):
+        r = random_receipt(rng)
+        data = r.encode()
+        assert R.decode_receipt(data) == r
+        for cut in {0, 1, 25, len(data) // 2, len(data) - 1}:
+            with pytest.raises(ReceiptError):
+                R.decode_receipt(data[:cut])
+        with pytest.raises(ReceiptError, match="after the last field"):
+            R.decode_receipt(data + b"\x00")
 
 
 # --- keys and signatures ---------------------------------------------------------------------
