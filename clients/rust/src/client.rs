@@ -306,6 +306,7 @@ impl Client {
             encoding: 0,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt: false,
         });
         let response = self.call(self.inner.clone().get_random(request)).await?;
         Ok(Draw { data: response.data, provenance: response.provenance })
@@ -331,6 +332,7 @@ impl Client {
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt: false,
         });
         Ok(self.call(self.inner.clone().get_integers(request)).await?.values)
     }
@@ -341,6 +343,7 @@ impl Client {
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt: false,
         });
         Ok(self.call(self.inner.clone().get_floats(request)).await?.values)
     }
@@ -351,6 +354,7 @@ impl Client {
             count,
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt: false,
         });
         let uuids = self.call(self.inner.clone().get_uuids(request)).await?.uuids;
         uuids

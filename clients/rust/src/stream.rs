@@ -159,6 +159,7 @@ impl State {
             total_bytes: self.remaining.unwrap_or(0),
             accept_kinds: self.want.accept_kinds.clone(),
             construction: self.want.construction,
+            receipt: false,
         };
         let replies = timeout_at(first_by, self.inner.stream_random(request))
             .await

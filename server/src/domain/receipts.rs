@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use entropy_receipts::{
     Commitment, KeyNameDigest, LogConfig, LogError, Provenance, PublicKey, Receipt, ReceiptLog,
@@ -99,6 +100,9 @@ pub struct Notary {
     gateway_id: String,
     head_file: PathBuf,
     latest: RwLock<SignedTreeHead>,
+    /// Receipts issued, and appends that failed, since the start.
+    issued: AtomicU64,
+    failed: AtomicU64,
 }
 
 impl std::fmt::Debug for Notary {
@@ -140,7 +144,9 @@ impl Notary {
             log,
             signer,
             gateway_id: config.gateway_id.clone(),
-            latest: RwLock::new(first.clone()),
+            latest: RwLock::new(first),
+            issued: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         };
         notary.write_head(&first)?;
         Ok((notary, recovery))
@@ -155,6 +161,19 @@ impl Notary {
     /// `provenance`, at `now_unix_ms`. Blocks until the receipt is durable (an fsync): call it
     /// off the async workers. Only on `Ok` may the draw be answered.
     pub fn issue(
+        &self,
+        key_name: &str,
+        (request, provenance): (Request, Provenance),
+        values: ServedValues<'_>,
+        now_unix_ms: i64,
+    ) -> Result<Issued, IssueError> {
+        let issued = self.append(key_name, (request, provenance), values, now_unix_ms);
+        let counter = if issued.is_ok() { &self.issued } else { &self.failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        issued
+    }
+
+    fn append(
         &self,
         key_name: &str,
         (request, provenance): (Request, Provenance),
@@ -189,14 +208,19 @@ impl Notary {
         self.write_head(&head)?;
         let mut slot = self.latest.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if head.head.size > slot.head.size {
-            *slot = head.clone();
+            *slot = head;
         }
-        Ok(slot.clone())
+        Ok(*slot)
+    }
+
+    /// Receipts issued, and receipts that could not be written, since the start.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.issued.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
     }
 
     /// The latest signed head.
     pub fn latest_head(&self) -> SignedTreeHead {
-        self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        *self.latest.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Writes `head` to `head.sth` (a temporary file renamed over it, so a reader never sees
@@ -226,5 +250,95 @@ impl Notary {
     /// The log's directory.
     pub fn dir(&self) -> &Path {
         self.log.dir()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use entropy_receipts::{ChunkRef, Construction, Rpc, SourceKind};
+
+    use super::*;
+
+    fn config(dir: &Path) -> NotaryConfig {
+        NotaryConfig {
+            dir: dir.join("log"),
+            key_file: dir.join("keys/signing.key"),
+            public_key_file: dir.join("public.key"),
+            sync: ReceiptSync::EveryAppend,
+            gateway_id: "gw-1".into(),
+        }
+    }
+
+    fn draw(notary: &Notary, values: &[i64]) -> Issued {
+        let chunk =
+            ChunkRef { collector_id: "c".into(), epoch: 1, sequence: 2, signed_at_unix_ms: 3 };
+        let provenance = Provenance {
+            kinds: vec![SourceKind::Os],
+            mixed: false,
+            collector_ids: vec!["c".into()],
+            first_chunk: chunk.clone(),
+            last_chunk: chunk,
+            chunk_count: 1,
+            oldest_byte_age_ms: 0,
+            construction: Construction::Raw,
+        };
+        let rpc = Rpc::GetIntegers { min: 0, max: 9, count: values.len() as u32 };
+        let request = Request { rpc, accept_kinds: vec![] };
+        notary.issue("alice", (request, provenance), ServedValues::Integers(values), 5).unwrap()
+    }
+
+    #[test]
+    fn the_key_is_made_once_and_kept_and_heads_follow_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (notary, recovery) = Notary::open(&config(dir.path()), 1).unwrap();
+        assert_eq!(recovery.receipts, 0);
+        let mode = std::fs::metadata(dir.path().join("keys/signing.key")).unwrap().permissions();
+        assert_eq!(mode.mode() & 0o777, 0o600);
+        let published = PublicKey::from_file(&dir.path().join("public.key")).unwrap();
+        assert_eq!(published.to_bytes(), notary.public_key().to_bytes());
+
+        let a = draw(&notary, &[1, 2]);
+        let b = draw(&notary, &[3]);
+        assert_eq!((a.receipt.receipt.serial, b.receipt.receipt.serial), (0, 1));
+        assert_eq!(b.receipt.receipt.gateway_id, "gw-1");
+        assert_eq!(notary.counts(), (2, 0));
+        assert_eq!(notary.latest_head().head.size, 0, "no head signed since the first");
+        let head = notary.sign_head(7).unwrap();
+        assert_eq!(head.head.size, 2);
+        head.verify(notary.public_key()).unwrap();
+        let file = std::fs::read(dir.path().join("log").join(HEAD_FILE)).unwrap();
+        assert_eq!(file, head.to_bytes(), "the head file is the latest head");
+        // Unchanged log: the same head, not a new signature.
+        assert_eq!(notary.sign_head(9).unwrap().to_bytes(), head.to_bytes());
+        let key = notary.public_key().to_bytes();
+        drop(notary);
+
+        let (notary, recovery) = Notary::open(&config(dir.path()), 10).unwrap();
+        assert_eq!(recovery.receipts, 2);
+        assert_eq!(notary.public_key().to_bytes(), key, "the key made at the first start");
+        assert_eq!(notary.latest_head().head.size, 2, "the first head covers the log");
+        assert_eq!(draw(&notary, &[4]).receipt.receipt.serial, 2);
+    }
+
+    #[test]
+    fn a_second_notary_on_the_same_log_and_a_readable_key_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_first, _) = Notary::open(&config(dir.path()), 1).unwrap();
+        let err = Notary::open(&config(dir.path()), 1).unwrap_err();
+        assert!(matches!(err, NotaryError::Log(LogError::Locked(_))), "{err}");
+        assert!(err.to_string().starts_with("receipts_dir:"), "{err}");
+
+        let other = tempfile::tempdir().unwrap();
+        let c = config(other.path());
+        std::fs::create_dir_all(c.key_file.parent().unwrap()).unwrap();
+        std::fs::write(&c.key_file, [7u8; 32]).unwrap();
+        std::fs::set_permissions(&c.key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = Notary::open(&c, 1).unwrap_err();
+        assert!(
+            err.to_string().contains("receipts_key_file") && err.to_string().contains("chmod 600"),
+            "{err}"
+        );
     }
 }

@@ -13,18 +13,32 @@ use entropy_proto::v1::{
 };
 use tonic::{Request, Response, Status};
 
+use super::delivery::{self, Undelivered};
 use super::errors;
-use super::observe::{Call, Failure, Reply};
+use super::observe::{Call, Caller, Failure, Reply};
+use crate::domain::allowance::Account;
 use crate::domain::auth::Scope;
 use crate::domain::receipts::Notary;
+use crate::domain::served::Totals;
 use crate::metrics::{GatewayMetrics, Method};
+use crate::transport::ConnectionInfo;
 
 /// Most receipts in one ListReceipts page.
 pub(crate) const MAX_LIST_RECEIPTS: u32 = 1000;
-/// Most bytes of receipts in one ListReceipts page (a page holds at least one receipt).
-pub(crate) const MAX_LIST_BYTES: usize = 1 << 20;
+/// Most bytes of receipts in one ListReceipts page (a page holds at least one receipt): 1 MiB
+/// less 16 KiB, so that a page's answer fits in the smallest allowance a valid config gives a
+/// connection (`max_undelivered_bytes_per_connection` >= 1 MiB; checked at compile time below).
+pub(crate) const MAX_LIST_BYTES: usize = (1 << 20) - (16 << 10);
 /// ListReceipts calls reading the log at once in the gateway; the others wait their turn.
 const LIST_TURNS: usize = 2;
+/// Wire bytes a ListReceipts answer takes at most: its receipts (the last one may pass
+/// [`MAX_LIST_BYTES`] by one receipt of at most 6 KiB), a tag and length for each, the rest.
+pub(crate) const MAX_LIST_WIRE_BYTES: usize =
+    MAX_LIST_BYTES + (6 << 10) + MAX_LIST_RECEIPTS as usize * 4 + 64;
+// A page's answer fits in the least `max_undelivered_bytes_per_connection` validation accepts.
+const _: () = assert!(MAX_LIST_WIRE_BYTES <= 1 << 20);
+/// How long a ListReceipts call waits for room to hold its answer.
+const LIST_HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The ReceiptLogService implementation.
 #[derive(Debug, Clone)]
@@ -32,12 +46,42 @@ pub(crate) struct ReceiptLogApi {
     notary: Option<Arc<Notary>>,
     metrics: Arc<GatewayMetrics>,
     list_turns: Arc<tokio::sync::Semaphore>,
+    /// The process's allowance for response bytes: a listing's answer is held on it (and on
+    /// the key's and the connection's) until written, as a draw's is.
+    responses: Account,
+    totals: Arc<Totals>,
 }
 
 impl ReceiptLogApi {
     /// The service of `notary`'s log (`None`: the gateway keeps none, and says so).
-    pub(crate) fn new(notary: Option<Arc<Notary>>, metrics: Arc<GatewayMetrics>) -> Self {
-        Self { notary, metrics, list_turns: Arc::new(tokio::sync::Semaphore::new(LIST_TURNS)) }
+    pub(crate) fn new(
+        notary: Option<Arc<Notary>>,
+        metrics: Arc<GatewayMetrics>,
+        (responses, totals): (Account, Arc<Totals>),
+    ) -> Self {
+        let list_turns = Arc::new(tokio::sync::Semaphore::new(LIST_TURNS));
+        Self { notary, metrics, list_turns, responses, totals }
+    }
+
+    /// Room for a listing's answer of at most [`MAX_LIST_WIRE_BYTES`], held on the caller's
+    /// allowances until its bytes are written (RESOURCE_EXHAUSTED if none within a second).
+    async fn hold_page(
+        &self,
+        caller: &Caller,
+        extensions: &tonic::Extensions,
+    ) -> Result<Undelivered, Failure> {
+        let connection = ConnectionInfo::of(extensions);
+        let until = tokio::time::Instant::now() + LIST_HOLD_WAIT;
+        let held = delivery::hold(
+            &caller.grant.quota,
+            connection,
+            &self.responses,
+            (0, MAX_LIST_WIRE_BYTES),
+            Some(until),
+        )
+        .await
+        .map_err(|full| Failure::Status(full.into()))?;
+        Ok(Undelivered::new(0, held, caller.meter.clone(), self.totals.clone(), connection))
     }
 
     fn notary(&self) -> Result<&Arc<Notary>, Failure> {
@@ -164,8 +208,9 @@ impl ReceiptLogService for ReceiptLogApi {
             &self.metrics,
             (Method::ListReceipts, Scope::ReceiptsAudit),
             request,
-            async |_, r| {
-                let ListReceiptsRequest { start_serial, max_receipts } = r.into_inner();
+            async |caller, r| {
+                let (_, extensions, request) = r.into_parts();
+                let ListReceiptsRequest { start_serial, max_receipts } = request;
                 let head = self.head_size()?;
                 if max_receipts > MAX_LIST_RECEIPTS {
                     let bound = format!("0..={MAX_LIST_RECEIPTS} (0: {MAX_LIST_RECEIPTS})");
@@ -176,6 +221,7 @@ impl ReceiptLogService for ReceiptLogApi {
                     return Err(out_of_range("start_serial", start_serial, bound));
                 }
                 let max = if max_receipts == 0 { MAX_LIST_RECEIPTS } else { max_receipts };
+                let mut owed = self.hold_page(&caller, &extensions).await?;
                 let _turn = self
                     .list_turns
                     .clone()
@@ -187,11 +233,13 @@ impl ReceiptLogService for ReceiptLogApi {
                         n.log().read_signed(start_serial, head, (max as usize, MAX_LIST_BYTES))
                     })
                     .await?;
-                Ok(Reply::new(ListReceiptsResponse {
+                let response = ListReceiptsResponse {
                     next_serial: start_serial + page.len() as u64,
                     signed_receipts: page,
                     tree_size: head,
-                }))
+                };
+                owed.fit(prost::Message::encoded_len(&response) + 5);
+                Ok(Reply::drawn(response, owed))
             },
         )
         .await

@@ -197,4 +197,28 @@ pub(crate) const FAMILIES: &[Family] = &[
         &[],
         "Pool bytes drawn to seed and reseed DRBG instances, wiped once used, never served.",
     ),
+    Family::new(
+        "entropy_gateway_receipts_issued_total",
+        Kind::Counter,
+        &[],
+        "Receipts signed and made durable in the receipt log (each before its draw was answered).",
+    ),
+    Family::new(
+        "entropy_gateway_receipt_failures_total",
+        Kind::Counter,
+        &[],
+        "Receipts the log could not take after the draw: the draw not served, its bytes wiped.",
+    ),
+    Family::new(
+        "entropy_gateway_receipt_log_receipts",
+        Kind::Gauge,
+        &[],
+        "Receipts in the receipt log, acknowledged (0 without a log).",
+    ),
+    Family::new(
+        "entropy_gateway_receipt_head_size",
+        Kind::Gauge,
+        &[],
+        "Receipts the latest signed tree head covers (0 without a log).",
+    ),
 ];

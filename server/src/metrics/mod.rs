@@ -112,6 +112,10 @@ pub struct GatewayMetrics {
     discarded: Counter,
     quality_tested: Counter,
     drbg_seeds: Counter,
+    receipts_issued: Counter,
+    receipt_failures: Counter,
+    receipt_log: Gauge,
+    receipt_head: Gauge,
 }
 
 impl Default for GatewayMetrics {
@@ -193,6 +197,10 @@ impl GatewayMetrics {
             discarded: r.counter("entropy_gateway_discarded_bytes_total", &[]),
             quality_tested: r.counter("entropy_gateway_quality_tested_bytes_total", &[]),
             drbg_seeds: r.counter("entropy_gateway_drbg_seed_bytes_total", &[]),
+            receipts_issued: r.counter("entropy_gateway_receipts_issued_total", &[]),
+            receipt_failures: r.counter("entropy_gateway_receipt_failures_total", &[]),
+            receipt_log: r.gauge("entropy_gateway_receipt_log_receipts", &[]),
+            receipt_head: r.gauge("entropy_gateway_receipt_head_size", &[]),
             registry: r,
         }
     }
@@ -333,6 +341,17 @@ impl GatewayMetrics {
         self.discarded.absolute(totals.discarded());
         self.quality_tested.absolute(totals.quality_tested());
         self.drbg_seeds.absolute(totals.drbg_seeds());
+    }
+
+    /// Sets the receipt log's series from `notary` (none: they stay 0); before each render.
+    pub(crate) fn refresh_receipts(&self, notary: Option<&crate::domain::receipts::Notary>) {
+        if let Some(notary) = notary {
+            let (issued, failed) = notary.counts();
+            self.receipts_issued.absolute(issued);
+            self.receipt_failures.absolute(failed);
+            self.receipt_log.set(notary.log().size() as f64);
+            self.receipt_head.set(notary.latest_head().head.size as f64);
+        }
     }
 }
 

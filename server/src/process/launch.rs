@@ -195,6 +195,14 @@ impl Launch {
                         "Metrics:   curl http://{addr}/metrics   (probes: /healthz, /readyz)\n"
                     );
                 }
+                if let Some(notary) = &notary {
+                    println!(
+                        "Receipts:  a draw asking for one (\"receipt\": true) is signed and logged in \
+                         {}; key id {}\n",
+                        notary.dir().display(),
+                        notary.public_key().key_id().to_hex()
+                    );
+                }
                 let DevKeys { api_keys, mac_keys, .. } = *dev_keys;
                 let gateway = Gateway::new(config, api_keys, mac_keys);
                 // The gateway refuses chunks sealed before its start plus max_future_skew_ms

@@ -30,6 +30,8 @@ pub(crate) struct GatewayProbe {
     pub budget: Budget,
     /// Served, discarded and tested bytes.
     pub totals: Arc<Totals>,
+    /// The receipt notary, if the gateway keeps a receipt log.
+    pub notary: Option<Arc<crate::domain::receipts::Notary>>,
 }
 
 impl Probe for GatewayProbe {
@@ -39,6 +41,7 @@ impl Probe for GatewayProbe {
         self.metrics.refresh(pool, self.readiness.low_watermark(), ready);
         self.metrics.refresh_ingest(self.ingest.counters());
         self.metrics.refresh_buffers(&self.budget, &self.totals);
+        self.metrics.refresh_receipts(self.notary.as_deref());
         self.metrics.registry().render()
     }
 

@@ -343,6 +343,7 @@ impl Gateway {
                 ReceiptLogServiceServer::new(ReceiptLogApi::new(
                     self.notary.clone(),
                     self.metrics.clone(),
+                    (self.budget.responses.clone(), self.totals.clone()),
                 ))
                 .max_decoding_message_size(MAX_PUBLIC_REQUEST_BYTES),
                 ApiKeyAuth::new(self.api_keys.clone()).with_metrics(self.metrics.clone()),
@@ -501,6 +502,7 @@ impl Gateway {
                 ingest: self.ingest.clone(),
                 budget: self.budget.clone(),
                 totals: self.totals.clone(),
+                notary: self.notary.clone(),
             };
             tokio::spawn(entropy_ops::endpoint::serve(listener, Arc::new(probe), shutdown.clone()))
         });

@@ -512,8 +512,11 @@ type ReceiptLogServiceClient interface {
 	// The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
 	// INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
 	GetConsistencyProof(ctx context.Context, in *GetConsistencyProofRequest, opts ...grpc.CallOption) (*GetConsistencyProofResponse, error)
-	// Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
-	// and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+	// Receipts of every key, in serial order from `start_serial`: at most `max_receipts`
+	// (0..=1000; 0 means 1000) and 1032192 bytes of receipts (1 MiB less 16 KiB; at least one)
+	// per page, never past the latest signed head. The answer is held on the process's and the
+	// connection's response allowances until written, like a draw's (RESOURCE_EXHAUSTED when
+	// they have no room within a second). An auditor reads them all up to a
 	// head, recomputes its root (proving the listing whole), and lists a key's draws by its
 	// key-name digest. Needs the `receipts:audit` scope.
 	ListReceipts(ctx context.Context, in *ListReceiptsRequest, opts ...grpc.CallOption) (*ListReceiptsResponse, error)
@@ -599,8 +602,11 @@ type ReceiptLogServiceServer interface {
 	// The consistency proof from the tree of `old_size` receipts to the tree of `new_size`.
 	// INVALID_ARGUMENT when `old_size` > `new_size` or `new_size` is past the latest signed head.
 	GetConsistencyProof(context.Context, *GetConsistencyProofRequest) (*GetConsistencyProofResponse, error)
-	// Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
-	// and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+	// Receipts of every key, in serial order from `start_serial`: at most `max_receipts`
+	// (0..=1000; 0 means 1000) and 1032192 bytes of receipts (1 MiB less 16 KiB; at least one)
+	// per page, never past the latest signed head. The answer is held on the process's and the
+	// connection's response allowances until written, like a draw's (RESOURCE_EXHAUSTED when
+	// they have no room within a second). An auditor reads them all up to a
 	// head, recomputes its root (proving the listing whole), and lists a key's draws by its
 	// key-name digest. Needs the `receipts:audit` scope.
 	ListReceipts(context.Context, *ListReceiptsRequest) (*ListReceiptsResponse, error)

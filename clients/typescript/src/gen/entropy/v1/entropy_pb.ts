@@ -1758,8 +1758,11 @@ export const ReceiptLogService: GenService<{
     output: typeof GetConsistencyProofResponseSchema;
   },
   /**
-   * Receipts of every key, in serial order from `start_serial`, at most `max_receipts` (1..=1000)
-   * and 4 MiB per page, never past the latest signed head. An auditor reads them all up to a
+   * Receipts of every key, in serial order from `start_serial`: at most `max_receipts`
+   * (0..=1000; 0 means 1000) and 1032192 bytes of receipts (1 MiB less 16 KiB; at least one)
+   * per page, never past the latest signed head. The answer is held on the process's and the
+   * connection's response allowances until written, like a draw's (RESOURCE_EXHAUSTED when
+   * they have no room within a second). An auditor reads them all up to a
    * head, recomputes its root (proving the listing whole), and lists a key's draws by its
    * key-name digest. Needs the `receipts:audit` scope.
    *
