@@ -140,7 +140,7 @@ PY
   )"
   for field in "Name: entropy-diode" "License-Expression: Apache-2.0" "Summary: " "Keywords: " \
     "Classifier: Typing :: Typed" "Project-URL: Repository, https://github.com/" \
-    "Description-Content-Type: text/markdown" "Requires-Python: >=3.10" "Requires-Dist: grpcio"; do
+    "Description-Content-Type: text/markdown" "Requires-Python: >=3.10" "Requires-Dist: grpcio" "Provides-Extra: receipts"; do
     grep -qF "$field" <<<"$meta" || fail "METADATA has no '$field'"
   done
   grep -qF "## Install" <<<"$meta" || fail "METADATA does not carry the README"

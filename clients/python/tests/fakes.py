@@ -144,12 +144,17 @@ class FakeEntropy(pb_grpc.EntropyServiceServicer):
 
 
 class FakeServer:
-    """`with FakeServer(fake) as target:` serves `fake` on 127.0.0.1 for the block."""
+    """`with FakeServer(fake) as target:` serves `fake` on 127.0.0.1 for the block, and
+    `receipt_log` (a ReceiptLogService) beside it when given."""
 
-    def __init__(self, fake: FakeEntropy) -> None:
+    def __init__(
+        self, fake: FakeEntropy, receipt_log: pb_grpc.ReceiptLogServiceServicer | None = None
+    ) -> None:
         self.fake = fake
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         pb_grpc.add_EntropyServiceServicer_to_server(fake, self._server)
+        if receipt_log is not None:
+            pb_grpc.add_ReceiptLogServiceServicer_to_server(receipt_log, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
 
     def __enter__(self) -> str:

@@ -9,8 +9,9 @@ Layout: _calls.py (each call's request and response mapping, and the constructio
 clients share), client.py (sync calls), aio.py (asyncio), stream.py (file-like StreamRandom
 reader that reconnects), config.py (endpoint syntax, key checks, environment, reconnect knobs),
 rng.py (random.Random subclass), tokens.py (the `secrets` module's calls), errors.py (one exception per gRPC status), types.py (status,
-provenance and quality-report views, SourceKind, Construction), _gen/ (generated from proto/ by
-clients/generate.sh).
+provenance and quality-report views, SourceKind, Construction, receipts as returned),
+receipts/ (the offline verifier of receipts, heads, proofs and draw files: docs/receipts.md),
+_gen/ (generated from proto/ by clients/generate.sh).
 """
 
 from .aio import AsyncEntropyClient, AsyncStreamReader
@@ -24,6 +25,7 @@ from .errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     QuotaExceededError,
+    ReceiptError,
     UnavailableError,
 )
 from .rng import EntropyRandom
@@ -34,13 +36,17 @@ from .types import (
     ClassLevel,
     Construction,
     Draw,
+    DrawReceipt,
     DrbgLabel,
     Fips1402,
     HeldUsage,
     MonteCarloPi,
     Provenance,
+    PublicKeyInfo,
     QualityReport,
     RateUsage,
+    ReceiptPage,
+    Receipted,
     SourceKind,
     SourceStatus,
     Status,
@@ -57,6 +63,7 @@ __all__ = [
     "Construction",
     "DeadlineExceededError",
     "Draw",
+    "DrawReceipt",
     "DrbgLabel",
     "Endpoint",
     "EntropyClient",
@@ -70,9 +77,13 @@ __all__ = [
     "MonteCarloPi",
     "PermissionDeniedError",
     "Provenance",
+    "PublicKeyInfo",
     "QualityReport",
     "QuotaExceededError",
     "RateUsage",
+    "ReceiptError",
+    "ReceiptPage",
+    "Receipted",
     "SourceKind",
     "SourceStatus",
     "Status",

@@ -8,17 +8,29 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import grpc
 import grpc.aio
 
 from . import errors
-from ._calls import Call, ClientCore
+from ._calls import LIST_PAGE_MAX, Call, ClientCore, next_receipts
 from ._common import Connection, StreamState, Want
 from ._gen.entropy.v1 import entropy_pb2 as pb
 from .config import StreamOptions
-from .types import Construction, Draw, Provenance, QualityReport, SourceKind, Status, Usage
+from .receipts.head import SignedTreeHead
+from .types import (
+    Construction,
+    Draw,
+    Provenance,
+    PublicKeyInfo,
+    QualityReport,
+    ReceiptPage,
+    Receipted,
+    SourceKind,
+    Status,
+    Usage,
+)
 
 R = TypeVar("R")
 
@@ -37,6 +49,7 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
     `from_env()` reads ENTROPY_ENDPOINT, ENTROPY_API_KEY and ENTROPY_CA_FILE.
     """
 
+    @overload
     async def get_bytes(
         self,
         num_bytes: int,
@@ -44,9 +57,43 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
         construction: Construction | None = None,
-    ) -> bytes:
-        """Exactly `num_bytes` random bytes (1..=1048576)."""
-        call = self._calls.get_bytes(num_bytes, accept_kinds, construction)
+        receipt: Literal[False] = False,
+    ) -> bytes: ...
+
+    @overload
+    async def get_bytes(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[True],
+    ) -> Receipted[bytes]: ...
+
+    @overload
+    async def get_bytes(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool,
+    ) -> bytes | Receipted[bytes]: ...
+
+    async def get_bytes(
+        self,
+        num_bytes: int,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool = False,
+    ) -> bytes | Receipted[bytes]:
+        """Exactly `num_bytes` random bytes (1..=1048576); with `receipt=True`, a
+        `Receipted[bytes]`."""
+        call = self._calls.get_bytes(num_bytes, accept_kinds, construction, receipt)
         return await self._call(call, timeout)
 
     async def draw(
@@ -56,9 +103,12 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
         construction: Construction | None = None,
+        receipt: bool = False,
     ) -> Draw:
-        """Exactly `num_bytes` random bytes (1..=1048576) and where they came from."""
-        return await self._call(self._calls.draw(num_bytes, accept_kinds, construction), timeout)
+        """Exactly `num_bytes` random bytes (1..=1048576) and where they came from; its
+        `receipt` when asked for (`receipt=True`) or when the key holds `entropy:receipts`."""
+        call = self._calls.draw(num_bytes, accept_kinds, construction, receipt)
+        return await self._call(call, timeout)
 
     async def check_quality(
         self,
@@ -74,6 +124,7 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         call = self._calls.check_quality(sample_bytes, accept_kinds, construction)
         return await self._call(call, timeout)
 
+    @overload
     async def get_integers(
         self,
         low: int,
@@ -83,10 +134,83 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
         construction: Construction | None = None,
-    ) -> list[int]:
-        """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s."""
-        call = self._calls.get_integers(low, high, count, accept_kinds, construction)
+        receipt: Literal[False] = False,
+    ) -> list[int]: ...
+
+    @overload
+    async def get_integers(
+        self,
+        low: int,
+        high: int,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[True],
+    ) -> Receipted[list[int]]: ...
+
+    @overload
+    async def get_integers(
+        self,
+        low: int,
+        high: int,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool,
+    ) -> list[int] | Receipted[list[int]]: ...
+
+    async def get_integers(
+        self,
+        low: int,
+        high: int,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool = False,
+    ) -> list[int] | Receipted[list[int]]:
+        """`count` (1..=10000) uniform integers in [low, high], both inclusive, any int64s;
+        with `receipt=True`, a `Receipted[list[int]]`."""
+        call = self._calls.get_integers(low, high, count, accept_kinds, construction, receipt)
         return await self._call(call, timeout)
+
+    @overload
+    async def get_floats(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[False] = False,
+    ) -> list[float]: ...
+
+    @overload
+    async def get_floats(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[True],
+    ) -> Receipted[list[float]]: ...
+
+    @overload
+    async def get_floats(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool,
+    ) -> list[float] | Receipted[list[float]]: ...
 
     async def get_floats(
         self,
@@ -95,9 +219,45 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
         construction: Construction | None = None,
-    ) -> list[float]:
-        """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each."""
-        return await self._call(self._calls.get_floats(count, accept_kinds, construction), timeout)
+        receipt: bool = False,
+    ) -> list[float] | Receipted[list[float]]:
+        """`count` (1..=10000) uniform floats in [0, 1), 53 random bits each; with
+        `receipt=True`, a `Receipted[list[float]]`."""
+        call = self._calls.get_floats(count, accept_kinds, construction, receipt)
+        return await self._call(call, timeout)
+
+    @overload
+    async def get_uuids(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[False] = False,
+    ) -> list[uuid.UUID]: ...
+
+    @overload
+    async def get_uuids(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: Literal[True],
+    ) -> Receipted[list[uuid.UUID]]: ...
+
+    @overload
+    async def get_uuids(
+        self,
+        count: int = 1,
+        *,
+        timeout: float | None = None,
+        accept_kinds: Iterable[SourceKind] | None = None,
+        construction: Construction | None = None,
+        receipt: bool,
+    ) -> list[uuid.UUID] | Receipted[list[uuid.UUID]]: ...
 
     async def get_uuids(
         self,
@@ -106,9 +266,12 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         timeout: float | None = None,
         accept_kinds: Iterable[SourceKind] | None = None,
         construction: Construction | None = None,
-    ) -> list[uuid.UUID]:
-        """`count` (1..=10000) random version 4 UUIDs."""
-        return await self._call(self._calls.get_uuids(count, accept_kinds, construction), timeout)
+        receipt: bool = False,
+    ) -> list[uuid.UUID] | Receipted[list[uuid.UUID]]:
+        """`count` (1..=10000) random version 4 UUIDs; with `receipt=True`, a
+        `Receipted[list[uuid.UUID]]`."""
+        call = self._calls.get_uuids(count, accept_kinds, construction, receipt)
+        return await self._call(call, timeout)
 
     async def status(self, *, timeout: float | None = None) -> Status:
         """The gateway's pool, counters and sources."""
@@ -119,6 +282,53 @@ class AsyncEntropyClient(ClientCore[grpc.aio.Channel]):
         (with when they refill), streams open, bytes drawn and not yet read. Any valid key may
         ask, about itself only; asking costs none of it."""
         return await self._call(self._calls.usage(), timeout)
+
+    async def public_key(self, *, timeout: float | None = None) -> PublicKeyInfo:
+        """The receipt log's Ed25519 public key, its key id and the gateway's id. Check the key
+        against the one the operator published before trusting it."""
+        return await self._call(self._calls.public_key(), timeout)
+
+    async def signed_tree_head(self, *, timeout: float | None = None) -> SignedTreeHead:
+        """The receipt log's latest signed tree head, decoded (not verified: see
+        `receipts.verify_tree_head`)."""
+        return await self._call(self._calls.signed_tree_head(), timeout)
+
+    async def inclusion_proof(
+        self, serial: int, tree_size: int, *, timeout: float | None = None
+    ) -> tuple[bytes, ...]:
+        """The RFC 9162 inclusion path of receipt `serial` in the tree of `tree_size` receipts
+        (a signed head's size): for `receipts.verify_inclusion`."""
+        return await self._call(self._calls.inclusion_proof(serial, tree_size), timeout)
+
+    async def consistency_proof(
+        self, old_size: int, new_size: int, *, timeout: float | None = None
+    ) -> tuple[bytes, ...]:
+        """The RFC 9162 consistency proof from the tree of `old_size` receipts to that of
+        `new_size`: for `receipts.verify_consistency`."""
+        return await self._call(self._calls.consistency_proof(old_size, new_size), timeout)
+
+    async def list_receipts(
+        self,
+        start_serial: int = 0,
+        max_receipts: int = LIST_PAGE_MAX,
+        *,
+        timeout: float | None = None,
+    ) -> ReceiptPage:
+        """One page of the receipt log from `start_serial` (at most `max_receipts`, 1..=1000,
+        never past the latest signed head). Needs the `receipts:audit` scope."""
+        return await self._call(self._calls.list_receipts(start_serial, max_receipts), timeout)
+
+    async def list_all_receipts(
+        self, tree_size: int, *, timeout: float | None = None
+    ) -> list[bytes]:
+        """Every signed receipt of the log, serials 0 .. `tree_size` - 1 (a signed head's size),
+        page by page: what `receipts.audit` checks against that head. `timeout` is per page.
+        Needs the `receipts:audit` scope."""
+        out: list[bytes] = []
+        while len(out) < tree_size:
+            page = await self.list_receipts(len(out), LIST_PAGE_MAX, timeout=timeout)
+            out += next_receipts(len(out), page, tree_size)
+        return out
 
     def reader(
         self,

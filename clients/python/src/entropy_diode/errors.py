@@ -21,6 +21,7 @@ __all__ = [
     "UnavailableError",
     "DeadlineExceededError",
     "FailedPreconditionError",
+    "ReceiptError",
     "from_rpc_error",
 ]
 
@@ -68,7 +69,20 @@ class FailedPreconditionError(EntropyError):
     """FAILED_PRECONDITION: the call accepts only some source kinds (`accept_kinds`) and the
     pool holds none of them and none arrived lately; the message names what the pool holds.
     Nothing was consumed. Not transient: retrying the same call fails the same way until a
-    source of an accepted kind feeds the gateway, so stream readers do not retry it."""
+    source of an accepted kind feeds the gateway, so stream readers do not retry it. Also a
+    receipt asked of a gateway with no receipt log (the message names `receipts_dir`)."""
+
+
+class ReceiptError(EntropyError, ValueError):
+    """A receipt, tree head, proof, commitment opening, audit listing, draw file or key file
+    that does not verify or is not in the one canonical form (`entropy_diode.receipts`,
+    docs/receipts.md). Raised by the offline verifier, never by a call: the message names what
+    failed (the field, the bound, the check). `code` is INVALID_ARGUMENT (the input is not
+    what it claims), but this is not an `InvalidArgumentError`: a forged or damaged receipt is
+    not a call to fix."""
+
+    def __init__(self, details: str) -> None:
+        super().__init__(grpc.StatusCode.INVALID_ARGUMENT, details)
 
 
 _BY_CODE: dict[grpc.StatusCode, type[EntropyError]] = {

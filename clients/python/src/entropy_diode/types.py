@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ._gen.entropy.v1 import entropy_pb2, provenance_pb2
 
@@ -14,11 +15,15 @@ __all__ = [
     "ClassLevel",
     "Construction",
     "Draw",
+    "DrawReceipt",
     "DrbgLabel",
     "Fips1402",
     "MonteCarloPi",
     "Provenance",
+    "PublicKeyInfo",
     "QualityReport",
+    "ReceiptPage",
+    "Receipted",
     "SourceKind",
     "SourceStatus",
     "Status",
@@ -120,11 +125,60 @@ class DrbgLabel:
 
 
 @dataclass(frozen=True)
+class DrawReceipt:
+    """A draw's receipt as the gateway sent it: the signed receipt's bytes (leaf `serial` of
+    the gateway's receipt log), the 32-byte salt that opens its commitment (sent to this caller
+    only, kept by nobody else: keep it with the values), and the serial. Verify it with
+    `entropy_diode.receipts` (docs/receipts.md)."""
+
+    signed_receipt: bytes
+    salt: bytes
+    serial: int
+
+
+@dataclass(frozen=True)
 class Draw:
-    """Random bytes and where they came from (`EntropyClient.draw`)."""
+    """Random bytes and where they came from (`EntropyClient.draw`); `receipt` is the draw's
+    receipt when one was asked for (`receipt=True`) or the key holds `entropy:receipts`."""
 
     data: bytes
     provenance: Provenance
+    receipt: DrawReceipt | None = None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Receipted(Generic[T]):
+    """What a draw asked with `receipt=True` returns: the values as served (`bytes`, a list of
+    ints, floats or `uuid.UUID`s: what the commitment covers), where they came from, and the
+    receipt. `entropy_diode.receipts.verify_receipted` checks it; `receipts.DrawFile.of` makes
+    the draw file to hand to an auditor."""
+
+    values: T
+    provenance: Provenance
+    receipt: DrawReceipt
+
+
+@dataclass(frozen=True)
+class PublicKeyInfo:
+    """ReceiptLogService.GetPublicKey: the 32-byte Ed25519 key that signs receipts and heads,
+    its key id, and the gateway's id. Check the key against the one the operator published."""
+
+    public_key: bytes
+    key_id: bytes
+    gateway_id: str
+
+
+@dataclass(frozen=True)
+class ReceiptPage:
+    """One ListReceipts page: signed receipts with serials `start`, `start + 1`, ...; the
+    serial to ask for next; the latest signed head's size when the page was read."""
+
+    signed_receipts: tuple[bytes, ...]
+    next_serial: int
+    tree_size: int
 
 
 @dataclass(frozen=True)
