@@ -120,7 +120,10 @@ impl DrawFile {
                 return Err(bad(format!("{name} must be a JSON object")));
             }
         }
-        let file: FileJson = serde_json::from_value(doc).map_err(|e| bad(e.to_string()))?;
+        // From the text, not the `Value`: a `Value` keeps the last of duplicate keys, while the
+        // derived reader refuses a key given twice (one reader must not see what another
+        // overlooked).
+        let file: FileJson = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         if file.format != FORMAT {
             return Err(bad(format!("`format` is {:?}; this reads {FORMAT:?}", file.format)));
         }
@@ -465,6 +468,19 @@ mod tests {
         d["inclusion"]["hashes"][1] = "abcd".into();
         refuse(d, "`inclusion.hashes[1]` holds 2 bytes");
         refuse(serde_json::json!([]), "the file must be a JSON object");
+        // A key given twice, at each level: refused (a reader keeping the first and one keeping
+        // the last would check different draws).
+        let text = good.to_string();
+        for (key, dup) in [
+            ("\"format\":", "\"format\":\"entropy-diode/draw/v1\",\"format\":"),
+            ("\"serial\":", "\"serial\":1,\"serial\":"),
+            ("\"kind\":", "\"kind\":\"bytes\",\"kind\":"),
+            ("\"values\":[", "\"values\":[1],\"values\":["),
+        ] {
+            assert!(text.contains(key), "{key}");
+            let e = DrawFile::parse(&text.replacen(key, dup, 1)).unwrap_err();
+            assert!(e.reason.contains("duplicate field"), "{key}: {}", e.reason);
+        }
         let mut d = good.clone();
         d["receipt"] = serde_json::json!([good["receipt"]["signed_receipt"], "00", 0]);
         refuse(d, "`receipt` must be a JSON object");
