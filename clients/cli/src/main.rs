@@ -30,7 +30,7 @@
 //! Exit codes: 0 success (also when the reader of stdout goes away), 1 a failed call, 2 usage,
 //! 3 `check` ran and the sample failed the verdict, 4 receipt evidence refused (the message
 //! names the check: draw file, key id, signature, serial, commitment, request, inclusion,
-//! signed head, consistency or log).
+//! key name, signed head, consistency or log).
 
 mod receipt;
 
@@ -297,8 +297,10 @@ fn print_help_files(command: &Command) -> anyhow::Result<bool> {
             clap_complete::generate(*shell, &mut Cli::command(), "entropy", &mut out);
         }
         Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut out)?,
-        Command::Receipt { command: receipt::ReceiptCommand::Verify { draw_file, public_key } } => {
-            receipt::verify_file(&mut out, draw_file, public_key)?;
+        Command::Receipt {
+            command: receipt::ReceiptCommand::Verify { draw_file, public_key, key_name },
+        } => {
+            receipt::verify_file(&mut out, draw_file, public_key, key_name.as_deref())?;
         }
         _ => return Ok(false),
     }

@@ -22,7 +22,8 @@ use entropy_diode_client::{Check, Client, Error, Receipted, Refused, Values};
 pub enum ReceiptCommand {
     /// Checks a draw file offline, with the gateway's public key: key id, signature, serial,
     /// commitment (the file's values and salt open it), request (the values are what was
-    /// asked), and the inclusion proof against its signed head when the file has one. Exit 0
+    /// asked), the inclusion proof against its signed head when the file has one, and with
+    /// --key-name, which key drew. Exit 0
     /// when every check passes, 4 naming the check that refused it. Needs no gateway or key.
     Verify {
         /// The draw file (written by `--receipt FILE` on a draw).
@@ -30,6 +31,10 @@ pub enum ReceiptCommand {
         /// The gateway's public key file (64 hex digits), as its operator published it.
         #[arg(long, value_name = "FILE")]
         public_key: PathBuf,
+        /// Also check that the key named NAME made the draw (the receipt holds its name's
+        /// digest).
+        #[arg(long, value_name = "NAME")]
+        key_name: Option<String>,
     },
     /// The gateway's receipt-signing public key as a public key file (64 lowercase hex digits
     /// and a newline), on stdout or to --out. Compare it with the one the operator published.
@@ -228,7 +233,7 @@ fn values_text(v: &Values) -> String {
 fn print_statement(out: &mut impl Write, r: &Receipt) -> std::io::Result<()> {
     let p = &r.provenance;
     writeln!(out, "issued:         {} by gateway {}", time_of(r.issued_at_unix_ms), r.gateway_id)?;
-    writeln!(out, "key name:       digest {}", hex::encode(r.key_name_digest.0))?;
+    writeln!(out, "key digest:     {}", hex::encode(r.key_name_digest.0))?;
     writeln!(out, "asked:          {}", request_text(r))?;
     writeln!(out, "construction:   {}", construction_text(&p.construction))?;
     writeln!(
@@ -250,11 +255,24 @@ fn print_statement(out: &mut impl Write, r: &Receipt) -> std::io::Result<()> {
 }
 
 /// `entropy receipt verify`: every offline check, printing what each established.
-pub fn verify_file(out: &mut impl Write, path: &Path, key_file: &Path) -> anyhow::Result<()> {
+pub fn verify_file(
+    out: &mut impl Write,
+    path: &Path,
+    key_file: &Path,
+    key_name: Option<&str>,
+) -> anyhow::Result<()> {
     let key = read_public_key(key_file)?;
     let file = read_draw_file(path)?;
     let verified = file.verify(&key).map_err(EvidenceRefused)?;
     let r = &verified.receipt.receipt;
+    if let Some(name) = key_name
+        && KeyNameDigest::of(name) != r.key_name_digest
+    {
+        return Err(refused(
+            Check::KeyName,
+            format!("the draw was not made by the key named {name:?} (its digest differs)"),
+        ));
+    }
     writeln!(out, "draw file:      ok ({}, {})", path.display(), values_text(&file.values))?;
     writeln!(out, "key id:         ok ({})", key.key_id().to_hex())?;
     writeln!(out, "signature:      ok")?;
@@ -278,6 +296,9 @@ pub fn verify_file(out: &mut impl Write, path: &Path, key_file: &Path) -> anyhow
             "inclusion:      not checked: the file has no inclusion proof (`entropy receipt \
              prove` adds one)"
         )?,
+    }
+    if let Some(name) = key_name {
+        writeln!(out, "key name:       ok (the draw was made by the key named {name:?})")?;
     }
     print_statement(out, r)?;
     writeln!(out, "values:         {}", values_list(&file.values))?;
@@ -367,8 +388,8 @@ pub async fn run(command: ReceiptCommand, client: &Client) -> anyhow::Result<()>
     let log = client.receipt_log();
     let mut out = std::io::stdout().lock();
     match command {
-        ReceiptCommand::Verify { draw_file, public_key } => {
-            verify_file(&mut out, &draw_file, &public_key)?;
+        ReceiptCommand::Verify { draw_file, public_key, key_name } => {
+            verify_file(&mut out, &draw_file, &public_key, key_name.as_deref())?;
         }
         ReceiptCommand::PublicKey { out: file } => {
             let served = log.public_key().await?;

@@ -277,6 +277,26 @@ fn a_draw_file_of_the_spec_vectors_verifies_offline_and_each_tampering_is_refuse
     let mut unknown = good.clone();
     unknown["values"]["note"] = "trust me".into();
     refused(&unknown, &key, "draw file");
+
+    // Which key drew: the vector's draw 0 is the key named "lottery-operator".
+    let file = dir.path().join("draw.json");
+    std::fs::write(&file, good.to_string()).unwrap();
+    let by = |name: &str| {
+        offline(&[
+            "receipt".as_ref(),
+            "verify".as_ref(),
+            file.as_os_str(),
+            "--public-key".as_ref(),
+            key.as_os_str(),
+            "--key-name".as_ref(),
+            name.as_ref(),
+        ])
+    };
+    let (code, text, _) = by("lottery-operator");
+    assert_eq!(code, Some(0));
+    assert!(text.contains("key name:       ok"), "{text}");
+    let (code, _, err) = by("someone-else");
+    assert!(code == Some(4) && err.contains("refused: key name"), "{err}");
 }
 
 /// `entropy` against `gw` with the dev key: (exit code, stdout, stderr).

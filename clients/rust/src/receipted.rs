@@ -157,6 +157,8 @@ pub enum Check {
     Request,
     /// The receipt is leaf `serial` of the tree a signed head (under the same key) commits to.
     Inclusion,
+    /// The receipt's key-name digest is the digest of the name given.
+    KeyName,
     /// A signed tree head's key id and signature.
     SignedHead,
     /// A newer signed head extends an older one.
@@ -175,6 +177,7 @@ impl std::fmt::Display for Check {
             Self::Commitment => "commitment",
             Self::Request => "request",
             Self::Inclusion => "inclusion",
+            Self::KeyName => "key name",
             Self::SignedHead => "signed head",
             Self::Consistency => "consistency",
             Self::Log => "log",
