@@ -62,19 +62,19 @@ same_tree() {
 }
 
 # --- Rust ----------------------------------------------------------------------------------------
-# `cargo package` of entropy-proto, entropy-diode-client and entropy-diode-cli (the .crate files,
+# `cargo package` of entropy-proto, entropy-receipts, entropy-diode-client and entropy-diode-cli (the .crate files,
 # metadata and the dependency on each other resolved as crates.io would), then the README's
 # install line (`cargo add entropy-diode-client --path ...`) in a scratch project that builds and
 # runs a program using it.
 check_rust() (
-  step "rust: cargo package (entropy-proto, entropy-diode-client, entropy-diode-cli)"
+  step "rust: cargo package (entropy-proto, entropy-receipts, entropy-diode-client, entropy-diode-cli)"
   # --no-verify: the workspace build and tests already compile these sources; the scratch
   # project below compiles the client outside the workspace.
   cd "$ROOT"
   cargo package --quiet --locked --allow-dirty --no-verify \
     --target-dir "$SCRATCH/package-target" \
-    -p entropy-proto -p entropy-diode-client -p entropy-diode-cli
-  for crate in entropy-proto entropy-diode-client entropy-diode-cli; do
+    -p entropy-proto -p entropy-receipts -p entropy-diode-client -p entropy-diode-cli
+  for crate in entropy-proto entropy-receipts entropy-diode-client entropy-diode-cli; do
     file="$SCRATCH/package-target/package/$crate-0.1.0.crate"
     [ -s "$file" ] || fail "no $file"
     tar -tzf "$file" | grep -x "$crate-0.1.0/README.md" >/dev/null \
