@@ -108,6 +108,9 @@ python3 scripts/smoke/dev.py target/release/entropy-gateway
 step "smoke test: Connect (JSON over HTTP): the README's curl and buf curl recipes"
 python3 scripts/smoke/connect.py target/release/entropy-gateway
 
+step "smoke test: verifiable draws: the README's walkthrough with the entropy CLI (a draw, a redraw, the auditor's checks)"
+python3 scripts/smoke/receipts.py target/release
+
 step "smoke test: the diode demo (simulator -> collector -> gateway)"
 python3 scripts/smoke/diode.py target/release
 

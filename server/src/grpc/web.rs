@@ -95,7 +95,7 @@ impl GrpcWeb {
     pub(crate) fn wrap<S>(&self, service: S) -> BrowserGate<GrpcWebService<S>> {
         tracing::info!(
             origins = ?self.origins,
-            "gRPC-Web enabled for EntropyService on the public listener"
+            "gRPC-Web enabled for EntropyService and ReceiptLogService on the public listener"
         );
         BrowserGate { inner: GrpcWebLayer::new().layer(service), origins: self.origins.clone() }
     }

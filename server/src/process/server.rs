@@ -357,8 +357,14 @@ impl Gateway {
         let connect = Connect::new(self.config.connect_enabled);
         let rest =
             self.config.rest_enabled.then(|| Rest::new(entropy.clone(), self.readiness.clone()));
-        let routes = entropy_routes(entropy, web, connect)
-            .add_service(receipt_log)
+        let routes = entropy_routes(entropy, web, connect);
+        // The receipt log behind the same translations: browsers and Connect clients check
+        // receipts too.
+        let routes = match web {
+            None => routes.add_service(connect.wrap(receipt_log)),
+            Some(web) => routes.add_service(connect.wrap(web.wrap(receipt_log))),
+        };
+        let routes = routes
             .add_service(OneMessageLayer.layer(health_service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);

@@ -131,10 +131,14 @@ async fn post(
     key: Option<&str>,
     body: impl Into<reqwest::Body>,
 ) -> Answer {
-    let mut request = http
-        .post(format!("{base}/entropy.v1.EntropyService/{method}"))
-        .header("content-type", content_type)
-        .body(body);
+    // A bare name is EntropyService's; `Service/Method` names another service's method.
+    let path = if method.contains('/') {
+        format!("entropy.v1.{method}")
+    } else {
+        format!("entropy.v1.EntropyService/{method}")
+    };
+    let mut request =
+        http.post(format!("{base}/{path}")).header("content-type", content_type).body(body);
     if let Some(key) = key {
         request = request.header("authorization", format!("Bearer {key}"));
     }
@@ -836,4 +840,76 @@ async fn shutdown_does_not_wait_for_a_silent_connection_it_is_sniffing() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     gw.stop().await;
     drop(silent);
+}
+
+/// The receipt log speaks Connect too: a receipted draw's receipt crosses as JSON and verifies
+/// under the key the log serves as JSON, heads come as JSON, the listing keeps its scope, and
+/// an unknown method names the service.
+#[tokio::test]
+async fn the_receipt_log_and_receipts_cross_connect_as_json() {
+    use entropy_receipts::verify::{open_commitment, verify_receipt_bytes};
+    use entropy_receipts::{PublicKey, Salt, ServedValues};
+
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(256 << 10, |c| {
+        c.receipts_dir = Some(dir.path().to_owned());
+        c.receipts_head_interval_ms = 20;
+    })
+    .await;
+    let (http, base) = (client(false), format!("http://{}", gw.public));
+    let b64 = |v: &serde_json::Value| {
+        base64::engine::general_purpose::STANDARD.decode(v.as_str().expect("a base64 string"))
+    };
+    let json = "application/json";
+    let draw = post(
+        &http,
+        &base,
+        "GetIntegers",
+        json,
+        Some(KEY),
+        r#"{"min": 1, "max": 49, "count": 6, "receipt": true}"#,
+    )
+    .await;
+    assert_eq!(draw.status, 200, "{draw:?}");
+    let draw = draw.json();
+    let values: Vec<i64> = draw["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().parse().unwrap())
+        .collect();
+    let pk = post(&http, &base, "ReceiptLogService/GetPublicKey", json, Some(KEY), "{}").await;
+    assert_eq!(pk.status, 200, "{pk:?}");
+    let key: [u8; 32] = b64(&pk.json()["publicKey"]).unwrap().try_into().unwrap();
+    let key = PublicKey::from_bytes(&key).unwrap();
+    let signed = verify_receipt_bytes(&b64(&draw["receipt"]["signedReceipt"]).unwrap(), &key)
+        .expect("the receipt verifies");
+    let salt = Salt(b64(&draw["receipt"]["salt"]).unwrap().try_into().unwrap());
+    open_commitment(&signed.receipt, ServedValues::Integers(&values), &salt)
+        .expect("the JSON values open the commitment");
+
+    let mut size = 0;
+    for _ in 0..500 {
+        let head =
+            post(&http, &base, "ReceiptLogService/GetSignedTreeHead", json, Some(KEY), "{}").await;
+        assert_eq!(head.status, 200, "{head:?}");
+        size = head.json()["treeSize"].as_str().map_or(0, |s| s.parse().unwrap());
+        if size >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(size, 1, "a signed head covers the draw");
+    let list = post(&http, &base, "ReceiptLogService/ListReceipts", json, Some(KEY), "{}").await;
+    assert_eq!(list.status, 403, "{list:?}");
+    assert_eq!(list.json()["code"], "permission_denied");
+    let nope = post(&http, &base, "ReceiptLogService/Nope", json, Some(KEY), "{}").await;
+    assert_eq!(nope.status, 501, "{nope:?}");
+    assert_eq!(nope.json()["code"], "unimplemented");
+    let message = nope.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("entropy.v1.ReceiptLogService") && message.contains("Nope"),
+        "{message}"
+    );
+    gw.stop().await;
 }

@@ -437,6 +437,16 @@ async fn log_calls_name_the_field_and_the_bound() {
         Code::InvalidArgument,
         &["old_size", "0..=2"],
     );
+    // The widest values the wire allows: refused by name, never an overflow.
+    let max = u64::MAX;
+    for (result, field) in [
+        (log.get_inclusion_proof(incl(max, max)).await.map(drop), "tree_size"),
+        (log.get_inclusion_proof(incl(max, 3)).await.map(drop), "serial"),
+        (log.get_consistency_proof(cons(max, max)).await.map(drop), "new_size"),
+        (log.get_consistency_proof(cons(max, 3)).await.map(drop), "old_size"),
+    ] {
+        assert_status(result, Code::InvalidArgument, &[field]);
+    }
     log.get_consistency_proof(cons(0, 3)).await.expect("from the empty tree");
     log.get_consistency_proof(cons(3, 3)).await.expect("to itself");
     let list =
@@ -450,6 +460,16 @@ async fn log_calls_name_the_field_and_the_bound() {
         log.list_receipts(list(4, 0)).await,
         Code::InvalidArgument,
         &["start_serial", "0..=3"],
+    );
+    assert_status(
+        log.list_receipts(list(u64::MAX, u32::MAX)).await,
+        Code::InvalidArgument,
+        &["max_receipts"],
+    );
+    assert_status(
+        log.list_receipts(list(u64::MAX, 1)).await,
+        Code::InvalidArgument,
+        &["start_serial"],
     );
     let end = log.list_receipts(list(3, 0)).await.unwrap().into_inner();
     assert!(end.signed_receipts.is_empty());

@@ -1,16 +1,20 @@
-//! EntropyService's methods as Connect sees them: whether each streams, and how its request and
-//! response cross between Connect's JSON and gRPC's protobuf (the proto3 JSON mapping, from
-//! pbjson's serde impls in `entropy-proto`'s `json` feature).
+//! The public services' methods as Connect sees them (EntropyService's and ReceiptLogService's):
+//! whether each streams, and how its request and response cross between Connect's JSON and
+//! gRPC's protobuf (the proto3 JSON mapping, from pbjson's serde impls in `entropy-proto`'s
+//! `json` feature).
 //!
 //! Binary Connect needs no conversion (the protobuf bytes are the same); JSON requests are
 //! parsed into the message and encoded as protobuf, JSON responses decoded from protobuf and
-//! written as JSON. A test checks the table against the service's descriptor, so a new method
+//! written as JSON. A test checks the tables against the services' descriptors, so a new method
 //! cannot be left out.
 
 use entropy_proto::v1::{
-    CheckQualityRequest, CheckQualityResponse, GetFloatsRequest, GetFloatsResponse,
-    GetIntegersRequest, GetIntegersResponse, GetRandomRequest, GetRandomResponse, GetStatusRequest,
-    GetStatusResponse, GetUsageRequest, GetUsageResponse, GetUuidsRequest, GetUuidsResponse,
+    CheckQualityRequest, CheckQualityResponse, GetConsistencyProofRequest,
+    GetConsistencyProofResponse, GetFloatsRequest, GetFloatsResponse, GetInclusionProofRequest,
+    GetInclusionProofResponse, GetIntegersRequest, GetIntegersResponse, GetPublicKeyRequest,
+    GetPublicKeyResponse, GetRandomRequest, GetRandomResponse, GetSignedTreeHeadRequest,
+    GetSignedTreeHeadResponse, GetStatusRequest, GetStatusResponse, GetUsageRequest,
+    GetUsageResponse, GetUuidsRequest, GetUuidsResponse, ListReceiptsRequest, ListReceiptsResponse,
     StreamRandomRequest, StreamRandomResponse,
 };
 use prost::Message;
@@ -50,14 +54,37 @@ impl Method {
     }
 }
 
-/// The method called at `path` (`/entropy.v1.EntropyService/<name>`), if it is one.
+/// The method called at `path` (`/entropy.v1.<Service>/<name>`), if it is one.
 pub(super) fn find(path: &str) -> Option<&'static Method> {
-    let name = path.strip_prefix(SERVICE_PREFIX)?;
-    METHODS.iter().find(|m| m.name == name)
+    SERVICES.iter().find_map(|(prefix, methods)| {
+        let name = path.strip_prefix(prefix)?;
+        methods.iter().find(|m| m.name == name)
+    })
+}
+
+/// The service a path names (`entropy.v1.EntropyService`), for a message about a method it
+/// does not have.
+pub(super) fn service_of(path: &str) -> &str {
+    path.trim_start_matches('/').split('/').next().unwrap_or(path)
 }
 
 /// The path every EntropyService method's starts with.
 pub(super) const SERVICE_PREFIX: &str = "/entropy.v1.EntropyService/";
+/// The path every ReceiptLogService method's starts with.
+pub(super) const RECEIPT_LOG_PREFIX: &str = "/entropy.v1.ReceiptLogService/";
+
+/// Each service Connect carries, with its methods.
+const SERVICES: &[(&str, &[Method])] =
+    &[(SERVICE_PREFIX, METHODS), (RECEIPT_LOG_PREFIX, RECEIPT_LOG_METHODS)];
+
+/// Every method of ReceiptLogService.
+const RECEIPT_LOG_METHODS: &[Method] = &[
+    method::<GetPublicKeyRequest, GetPublicKeyResponse>("GetPublicKey", false),
+    method::<GetSignedTreeHeadRequest, GetSignedTreeHeadResponse>("GetSignedTreeHead", false),
+    method::<GetInclusionProofRequest, GetInclusionProofResponse>("GetInclusionProof", false),
+    method::<GetConsistencyProofRequest, GetConsistencyProofResponse>("GetConsistencyProof", false),
+    method::<ListReceiptsRequest, ListReceiptsResponse>("ListReceipts", false),
+];
 
 /// Every method of EntropyService.
 const METHODS: &[Method] = &[
@@ -104,23 +131,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_names_every_method_of_the_service_with_its_shape() {
+    fn the_tables_name_every_method_of_the_services_with_its_shape() {
         let set = prost_types::FileDescriptorSet::decode(entropy_proto::FILE_DESCRIPTOR_SET)
             .expect("descriptors");
-        let service = set
+        for (prefix, methods) in SERVICES {
+            let name = service_of(prefix).trim_start_matches("entropy.v1.");
+            let service = set
+                .file
+                .iter()
+                .flat_map(|f| &f.service)
+                .find(|s| s.name() == name)
+                .unwrap_or_else(|| panic!("{name} is described"));
+            assert_eq!(service.method.len(), methods.len(), "{name}");
+            for described in &service.method {
+                let path = format!("{prefix}{}", described.name());
+                let ours = find(&path).unwrap_or_else(|| panic!("{path} is not in the table"));
+                assert_eq!(ours.streaming, described.server_streaming(), "{path}");
+                assert!(!described.client_streaming(), "{path}: Connect here takes one request");
+                let request = format!(".entropy.v1.{}", ours.request_type());
+                assert_eq!(request, described.input_type());
+            }
+        }
+        // Every public service but health and reflection is carried.
+        let public: Vec<&str> = set
             .file
             .iter()
+            .filter(|f| f.name() != "entropy/v1/ingest.proto")
             .flat_map(|f| &f.service)
-            .find(|s| s.name() == "EntropyService")
-            .expect("EntropyService");
-        assert_eq!(service.method.len(), METHODS.len());
-        for described in &service.method {
-            let path = format!("{SERVICE_PREFIX}{}", described.name());
-            let ours = find(&path).unwrap_or_else(|| panic!("{path} is not in the table"));
-            assert_eq!(ours.streaming, described.server_streaming(), "{path}");
-            assert!(!described.client_streaming(), "{path}: Connect here takes one request");
-            assert_eq!(format!(".entropy.v1.{}", ours.request_type()), described.input_type());
-        }
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(public.len(), SERVICES.len(), "{public:?}");
         assert!(find("/entropy.v1.EntropyService/Nope").is_none());
         assert!(find("/entropy.v1.IngestService/Publish").is_none());
     }

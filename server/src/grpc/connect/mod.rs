@@ -1,6 +1,6 @@
-//! The Connect protocol (connectrpc.com/docs/protocol) for EntropyService on the public
-//! listener: JSON or binary over plain HTTP POST, for curl, `buf curl` and Connect clients. Off
-//! unless `connect_enabled`.
+//! The Connect protocol (connectrpc.com/docs/protocol) for EntropyService and ReceiptLogService
+//! on the public listener: JSON or binary over plain HTTP POST, for curl, `buf curl` and Connect
+//! clients. Off unless `connect_enabled`.
 //!
 //! Connect is a translation in front of the very service native gRPC calls ([`ConnectService`]
 //! wraps the EntropyService stack: one message a call, the method tag, the API-key interceptor,
@@ -56,7 +56,9 @@ impl Connect {
     /// Connect as `connect_enabled` says.
     pub(crate) fn new(enabled: bool) -> Self {
         if enabled {
-            tracing::info!("Connect enabled for EntropyService on the public listener");
+            tracing::info!(
+                "Connect enabled for EntropyService and ReceiptLogService on the public listener"
+            );
         }
         Self { enabled }
     }

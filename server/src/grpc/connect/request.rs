@@ -32,8 +32,9 @@ pub(super) async fn to_grpc(
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path();
     let method = methods::find(path).ok_or_else(|| {
-        let name = path.strip_prefix(methods::SERVICE_PREFIX).unwrap_or(path);
-        Status::unimplemented(format!("entropy.v1.EntropyService has no method {name:?}"))
+        let service = methods::service_of(path);
+        let name = path.rsplit('/').next().unwrap_or(path);
+        Status::unimplemented(format!("{service} has no method {name:?}"))
     })?;
     check_shape(protocol, method)?;
     check_headers(protocol, &parts.headers)?;
