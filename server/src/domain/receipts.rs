@@ -63,6 +63,21 @@ pub enum NotaryError {
     /// The log could not be opened (locked by another process, damaged, unreadable).
     #[error("receipts_dir: {0}")]
     Log(#[from] LogError),
+    /// The log holds receipts signed by another key than the signing key's: a restart with a
+    /// new key (or a lost key file) on the same log would leave a log no one key verifies.
+    #[error(
+        "receipts_dir: {dir} holds receipts signed by key id {logged}, and the signing key \
+         (receipts_key_file) has key id {key}: a log has one key; give a new key a new \
+         receipts_dir, or restore the key"
+    )]
+    OtherKey {
+        /// The log's directory.
+        dir: PathBuf,
+        /// The key id of the log's last receipt.
+        logged: String,
+        /// The signing key's key id.
+        key: String,
+    },
     /// The head file could not be written.
     #[error("receipts_dir: cannot write {path}: {source}")]
     HeadFile {
@@ -137,6 +152,7 @@ impl Notary {
             ReceiptSync::EveryAppend => SyncPolicy::EveryAppend,
         };
         let (log, recovery) = ReceiptLog::open(&LogConfig { dir: config.dir.clone(), sync })?;
+        Self::check_key(&log, &signer)?;
         signer.public_key().write_file(&config.public_key_file).map_err(NotaryError::PublicKey)?;
         let first = log.signed_head(&signer, now_unix_ms)?;
         let notary = Self {
@@ -150,6 +166,33 @@ impl Notary {
         };
         notary.write_head(&first)?;
         Ok((notary, recovery))
+    }
+
+    /// Refuses a signing key that is not the one the log's receipts name (its last receipt's:
+    /// every receipt of a log names one key id, as the log only appends under one key).
+    fn check_key(log: &ReceiptLog, signer: &ReceiptSigner) -> Result<(), NotaryError> {
+        let size = log.size();
+        if size == 0 {
+            return Ok(());
+        }
+        let last = log.read_signed(size - 1, size, (1, usize::MAX))?;
+        let Some(bytes) = last.first() else { return Ok(()) };
+        let logged = SignedReceipt::from_bytes(bytes)
+            .map_err(|e| LogError::Corrupt {
+                path: log.dir().join(entropy_receipts::record::LOG_FILE),
+                offset: 0,
+                problem: format!("the last receipt does not decode: {e}"),
+            })?
+            .receipt
+            .key_id;
+        if logged != signer.key_id() {
+            return Err(NotaryError::OtherKey {
+                dir: log.dir().to_owned(),
+                logged: logged.to_hex(),
+                key: signer.key_id().to_hex(),
+            });
+        }
+        Ok(())
     }
 
     /// Refuses a draw before anything is drawn when its receipt could not be written.
@@ -320,6 +363,22 @@ mod tests {
         assert_eq!(notary.public_key().to_bytes(), key, "the key made at the first start");
         assert_eq!(notary.latest_head().head.size, 2, "the first head covers the log");
         assert_eq!(draw(&notary, &[4]).receipt.receipt.serial, 2);
+    }
+
+    #[test]
+    fn a_log_refuses_another_signing_key_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (notary, _) = Notary::open(&config(dir.path()), 1).unwrap();
+        draw(&notary, &[1]);
+        drop(notary);
+        // The key file lost (a new one would be made) or replaced: refused, naming both ids.
+        std::fs::remove_file(dir.path().join("keys/signing.key")).unwrap();
+        let err = Notary::open(&config(dir.path()), 2).unwrap_err();
+        assert!(matches!(err, NotaryError::OtherKey { .. }), "{err}");
+        assert!(err.to_string().contains("receipts_key_file"), "{err}");
+        // An empty log takes any key.
+        let empty = tempfile::tempdir().unwrap();
+        Notary::open(&config(empty.path()), 3).unwrap();
     }
 
     #[test]
