@@ -29,6 +29,13 @@ use crate::domain::receipts::Notary;
 /// label) is under 5 KiB, with its salt and serial (`receipts_fit_their_wire_bound` checks).
 pub(crate) const RECEIPT_WIRE_BYTES: usize = 6 << 10;
 
+/// Receipts being signed and appended at once in the process, each on a blocking thread that
+/// waits for the log's fsync; the others wait for a turn, holding what they drew (on their
+/// allowances). 64 leave group commit many appends to share each fsync and bound the threads.
+pub(crate) const MAX_APPENDS_IN_FLIGHT: usize = 64;
+static APPEND_TURNS: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(MAX_APPENDS_IN_FLIGHT);
+
 /// A receipted draw's receipt-to-be: the notary and what the receipt will say of the request.
 #[derive(Debug)]
 pub(crate) struct Plan {
@@ -94,6 +101,7 @@ impl Plan {
             Some(Err(why)) => return Err(errors::internal("a receipt", &why)),
             None => return Err(errors::internal("a receipt", &"a draw with no provenance")),
         };
+        let _turn = APPEND_TURNS.acquire().await.map_err(|e| errors::internal("a receipt", &e))?;
         let now = entropy_ops::clock::unix_ms_now();
         let joined = tokio::task::spawn_blocking(move || {
             let issued =
