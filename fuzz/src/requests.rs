@@ -8,7 +8,9 @@
 //!
 //! - no panic, no hang (a stream ends when its client leaves);
 //! - every error is INVALID_ARGUMENT and its message starts with a field of the request, except
-//!   UNAVAILABLE for integers when rejection sampling ran the pool dry;
+//!   UNAVAILABLE for integers when rejection sampling ran the pool dry, and FAILED_PRECONDITION
+//!   naming `receipt` and `receipts_dir` for a call that asks for a receipt (the rig keeps no
+//!   receipt log: it is refused before anything is drawn);
 //! - bytes come out in pool order, each once: GetRandom returns exactly the first `num_bytes`
 //!   put in (raw, hex or base64), a stream returns the pool in order;
 //! - integers lie in `[min, max]`, floats in `[0, 1)`, UUIDs are version 4; counts as asked;
@@ -25,14 +27,14 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use entropy_gateway::domain::auth::{KeyGrant, Scope};
-use entropy_gateway::grpc::entropy_service::EntropyApi;
-use entropy_gateway::grpc::stream_random::DEFAULT_STREAM_CHUNK_BYTES;
-use entropy_gateway::domain::readiness::Readiness;
 use entropy_gateway::domain::ingest::Ingest;
 use entropy_gateway::domain::ingest::keys::MacKeys;
 use entropy_gateway::domain::ingest::verify::VerifyPolicy;
 use entropy_gateway::domain::pool::{ChunkOrigin, Kinds, Pool};
 use entropy_gateway::domain::quota::{KeyQuota, Limits};
+use entropy_gateway::domain::readiness::Readiness;
+use entropy_gateway::grpc::entropy_service::EntropyApi;
+use entropy_gateway::grpc::stream_random::DEFAULT_STREAM_CHUNK_BYTES;
 use entropy_proto::v1::entropy_service_server::EntropyService;
 use entropy_proto::v1::{
     GetFloatsRequest, GetIntegersRequest, GetRandomRequest, GetStatusRequest, GetUuidsRequest,
@@ -66,7 +68,11 @@ fn seeds_for(construction: i32) -> usize {
 }
 
 /// After a DRBG call: the response says DRBG, and the pool gave seeds only.
-fn drbg_checks(rig: &Rig, provenance: Option<&entropy_proto::v1::DrawProvenance>, construction: i32) {
+fn drbg_checks(
+    rig: &Rig,
+    provenance: Option<&entropy_proto::v1::DrawProvenance>,
+    construction: i32,
+) {
     if let Some(p) = provenance {
         assert_eq!(p.construction, construction, "{p:?}");
         assert!(p.drbg.is_some(), "{p:?}");
@@ -214,15 +220,22 @@ fn accepts_os(kinds: &[i32]) -> Option<bool> {
     Some(kinds.is_empty() || kinds.contains(&3))
 }
 
-/// Checks a refusal: FAILED_PRECONDITION when the call accepts no kind the pool holds, else
-/// INVALID_ARGUMENT naming one of `fields` (or `accept_kinds`) first. Nothing is consumed.
-fn refused(status: &Status, kinds: &[i32], fields: &[&str], rig: &Rig) {
-    if status.code() == Code::FailedPrecondition {
+/// Checks a refusal: FAILED_PRECONDITION when the call asked for a receipt (`receipt`: the rig
+/// keeps no receipt log) or accepts no kind the pool holds, else INVALID_ARGUMENT naming one of
+/// `fields` (or `accept_kinds`, `construction`, `receipt`) first. Nothing is consumed.
+fn refused(status: &Status, kinds: &[i32], (fields, receipt): (&[&str], bool), rig: &Rig) {
+    if status.code() == Code::FailedPrecondition && status.message().starts_with("receipt:") {
+        assert!(receipt, "{status:?}");
+        assert!(status.message().contains("receipts_dir"), "{status:?}");
+    } else if status.code() == Code::FailedPrecondition {
         assert_eq!(accepts_os(kinds), Some(false), "{status:?}");
         assert!(status.message().contains("the pool holds"), "{status:?}");
     } else {
         let mut named = fields.to_vec();
         named.extend(["accept_kinds", "construction"]);
+        if receipt {
+            named.push("receipt");
+        }
         invalid_argument(status, &named);
     }
     assert_eq!(rig.pool.stats().kept(), 0, "a refused call consumes nothing");
@@ -286,7 +299,9 @@ async fn random(body: &[u8], pattern: u8) {
             assert_eq!(got, rig.served(), "GetRandom serves the pool's bytes in order");
             assert_eq!(rig.pool.level(), 0);
         }
-        Err(status) => refused(&status, &msg.accept_kinds, &["num_bytes", "encoding"], &rig),
+        Err(status) => {
+            refused(&status, &msg.accept_kinds, (&["num_bytes", "encoding"], msg.receipt), &rig)
+        }
     }
 }
 
@@ -344,7 +359,7 @@ async fn stream(body: &[u8], pattern: u8) {
         }
         Err(status) => {
             rig.check_balance();
-            refused(&status, &msg.accept_kinds, &["chunk_bytes"], &rig);
+            refused(&status, &msg.accept_kinds, (&["chunk_bytes"], msg.receipt), &rig);
         }
     }
 }
@@ -382,7 +397,7 @@ async fn integers(body: &[u8], pattern: u8) {
             assert_eq!(rig.pool.stats().kept(), 0, "a failed call consumes nothing");
             assert_eq!(rig.pool.level(), n, "every drawn byte went back");
         }
-        Err(status) => refused(&status, &msg.accept_kinds, &["count", "min"], &rig),
+        Err(status) => refused(&status, &msg.accept_kinds, (&["count", "min"], msg.receipt), &rig),
     }
 }
 
@@ -402,7 +417,7 @@ async fn floats(body: &[u8], pattern: u8) {
             assert_eq!(values.len(), msg.count as usize);
             assert!(values.iter().all(|v| (0.0..1.0).contains(v)), "{values:?}");
         }
-        Err(status) => refused(&status, &msg.accept_kinds, &["count"], &rig),
+        Err(status) => refused(&status, &msg.accept_kinds, (&["count"], msg.receipt), &rig),
     }
 }
 
@@ -426,7 +441,7 @@ async fn uuids(body: &[u8], pattern: u8) {
                 assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{u}");
             }
         }
-        Err(status) => refused(&status, &msg.accept_kinds, &["count"], &rig),
+        Err(status) => refused(&status, &msg.accept_kinds, (&["count"], msg.receipt), &rig),
     }
 }
 
