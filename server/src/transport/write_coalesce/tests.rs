@@ -187,7 +187,10 @@ proptest! {
     #[test]
     fn bytes_reach_the_socket_in_order_whatever_the_schedule(
         ops in proptest::collection::vec((0usize..3 * CAPACITY / 2, 0u8..3), 1..40),
-        limit in proptest::option::of(1usize..100_000),
+        // Short writes of at least 256 bytes: a case of 40 frames near 96 KiB written a byte at
+        // a time took minutes unoptimized (the test command saw 200 s). Tiny writes have their
+        // own test above (7 bytes a call).
+        limit in proptest::option::of(256usize..100_000),
     ) {
         let mut h = Harness::new(Socket { limit, ..Socket::default() });
         let mut sent = Vec::new();
